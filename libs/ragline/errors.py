@@ -1,0 +1,58 @@
+"""The one root exception and the typed errors every domain raises.
+
+Driver errors (psycopg, aiokafka, opensearch-py) are translated at the adapter, so
+callers never catch driver types. Messages never contain document text, secrets or PII.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailable",
+    "ConfigError",
+    "ContractError",
+    "NotBuiltError",
+    "PermanentError",
+    "QuarantineError",
+    "RaglineError",
+    "TransientError",
+]
+
+
+class RaglineError(Exception):
+    """Root of every error ragline raises on purpose."""
+
+
+class ConfigError(RaglineError):
+    """Configuration is missing or contradictory."""
+
+
+class NotBuiltError(RaglineError):
+    """A feature that is not built yet: says so instead of pretending."""
+
+
+class TransientError(RaglineError):
+    """Worth retrying: a backend hiccup, a timeout, a rebalance."""
+
+
+class BackendUnavailable(TransientError):
+    """A backend (Postgres, Kafka, OpenSearch) cannot be reached."""
+
+
+class PermanentError(RaglineError):
+    """Retrying will not help: the message goes to the dead-letter topic."""
+
+
+class ContractError(PermanentError):
+    """A message does not match its event contract."""
+
+
+class QuarantineError(PermanentError):
+    """The document itself is bad or forbidden: it is quarantined with a reason code.
+
+    ``reason`` must never contain document text or matched values.
+    """
+
+    def __init__(self, reason_code: str, reason: str) -> None:
+        super().__init__(f"{reason_code}: {reason}")
+        self.reason_code = reason_code
+        self.reason = reason

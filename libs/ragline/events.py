@@ -1,0 +1,550 @@
+"""The contracts between services: every event on every topic, and the topic names.
+
+Events are pydantic v2 models, frozen, ``extra="forbid"`` so that an unknown field is a
+precise validation error rather than silently dropped data. Every event carries the
+envelope fields (``EventBase``) and a ``schema_version``; ``schemas/`` holds the JSON
+Schema generated from these models (``make schemas``).
+
+The document model (``Block``/``ParsedDocument``) and the chunk model (``Chunk``) live
+here too because they travel inside events: one normalized structure for every format,
+so nothing downstream of the parser has per-format paths.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "ALL_TOPICS",
+    "EVENT_MODELS",
+    "SCHEMA_VERSION",
+    "AclChange",
+    "Block",
+    "BlockFlags",
+    "BlockKind",
+    "Chunk",
+    "ChunkLevel",
+    "Classification",
+    "ContentRef",
+    "DeadLetter",
+    "DocChunked",
+    "DocControl",
+    "DocEmbedded",
+    "DocEnriched",
+    "DocFetched",
+    "DocIndexed",
+    "DocParsed",
+    "DocQuarantined",
+    "DocScanned",
+    "DocumentMeta",
+    "Enrichment",
+    "EventBase",
+    "FindingsSummary",
+    "IndexAction",
+    "ParsedDocument",
+    "SourceAclChange",
+    "SourceChange",
+    "SourceDelete",
+    "SourceUpsert",
+    "TableData",
+    "Topics",
+    "TrustLevel",
+    "dlq_topic",
+    "input_adapter",
+]
+
+SCHEMA_VERSION = 1
+
+_TENANT_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+# `<source>:<external id>`: the source name is a slug, the external id is anything printable
+_DOCUMENT_ID_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}:[^\s].{0,511}$"
+_SHA256_RE = r"^[0-9a-f]{64}$"
+_GROUP_RE = r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$"
+
+
+class Topics(StrEnum):
+    """Every topic name in one place. Topics are keyed by ``document_id``."""
+
+    SOURCE_CHANGES = "source.changes"
+    DOC_FETCHED = "doc.fetched"
+    DOC_PARSED = "doc.parsed"
+    DOC_SCANNED = "doc.scanned"
+    DOC_QUARANTINED = "doc.quarantined"
+    DOC_CHUNKED = "doc.chunked"
+    DOC_ENRICHED = "doc.enriched"
+    DOC_EMBEDDED = "doc.embedded"
+    # deletes and ACL changes take a fast path from the connector straight to the
+    # indexer, so a revocation is never stuck behind an embedding backlog (docs/adr/0002)
+    DOC_CONTROL = "doc.control"
+    DOC_INDEXED = "doc.indexed"
+
+
+def dlq_topic(topic: str) -> str:
+    """The dead-letter topic of ``topic``."""
+    return f"{topic}.dlq"
+
+
+ALL_TOPICS: tuple[str, ...] = tuple(t.value for t in Topics) + tuple(
+    dlq_topic(t.value) for t in Topics
+)
+
+
+class Classification(StrEnum):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    CONFIDENTIAL = "confidential"
+    RESTRICTED = "restricted"
+
+
+class TrustLevel(StrEnum):
+    """How far a source's text can be trusted when it is shown to a model."""
+
+    HIGH = "high"  # curated, owned documentation
+    MEDIUM = "medium"  # internal wiki, shared drives
+    LOW = "low"  # tickets, uploads, external web
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+MetadataValue: TypeAlias = str | int | float | bool | None
+
+
+class DocumentMeta(_Model):
+    """What the source says about a document (authoritative, travels with every event)."""
+
+    source_type: str = Field(
+        default="generic",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$",
+        description="kind of source system: filesystem, webhook, wiki, ticket, ...",
+    )
+    uri: str | None = Field(default=None, max_length=2048)
+    title: str | None = Field(default=None, max_length=1024)
+    mime_type: str | None = Field(default=None, max_length=255)
+    acl_groups: tuple[Annotated[str, Field(pattern=_GROUP_RE)], ...] = Field(
+        default=(), description="groups allowed to read the document; empty = nobody but admins"
+    )
+    classification: Classification = Classification.INTERNAL
+    trust: TrustLevel = TrustLevel.MEDIUM
+    version: str | None = Field(default=None, max_length=64)
+    series_id: str | None = Field(
+        default=None,
+        max_length=512,
+        description="documents that are versions of one another share a series id",
+    )
+    supersedes: tuple[str, ...] = Field(
+        default=(), description="document ids this document replaces (marked superseded)"
+    )
+    effective_date: date | None = None
+    expiry_date: date | None = None
+    created_at: AwareDatetime | None = None
+    updated_at: AwareDatetime | None = None
+    language: str | None = Field(default=None, pattern=r"^[a-z]{2}$")
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+    @field_validator("acl_groups")
+    @classmethod
+    def _sorted_unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(set(v)))
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> DocumentMeta:
+        if self.effective_date and self.expiry_date and self.expiry_date < self.effective_date:
+            raise ValueError("expiry_date is before effective_date")
+        return self
+
+
+class EventBase(_Model):
+    """The envelope every event carries."""
+
+    event_id: str = Field(default_factory=_new_id, min_length=1, max_length=64)
+    event_type: str
+    schema_version: Literal[1] = SCHEMA_VERSION
+    occurred_at: AwareDatetime = Field(default_factory=_now)
+    tenant_id: str = Field(pattern=_TENANT_RE)
+    document_id: str = Field(pattern=_DOCUMENT_ID_RE)
+    content_hash: str | None = Field(
+        default=None, pattern=_SHA256_RE, description="sha256 of the normalized source bytes"
+    )
+    source_seq: int = Field(ge=0, description="monotonic per document")
+    traceparent: str | None = Field(default=None, max_length=128)
+
+    @property
+    def source(self) -> str:
+        return self.document_id.split(":", 1)[0]
+
+
+# --------------------------------------------------------------------------- source.changes
+
+
+class ContentRef(_Model):
+    """A fetchable reference instead of inline content."""
+
+    kind: Literal["file", "http"]
+    location: str = Field(min_length=1, max_length=4096)
+
+
+class SourceUpsert(EventBase):
+    event_type: Literal["source.upsert"] = "source.upsert"
+    meta: DocumentMeta
+    content_text: str | None = Field(default=None, description="inline text content")
+    content_b64: str | None = Field(default=None, description="inline binary content, base64")
+    content_ref: ContentRef | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_content(self) -> SourceUpsert:
+        given = [
+            n
+            for n, v in (
+                ("content_text", self.content_text),
+                ("content_b64", self.content_b64),
+                ("content_ref", self.content_ref),
+            )
+            if v is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                "exactly one of content_text, content_b64, content_ref is required; "
+                f"got {given or 'none'}"
+            )
+        return self
+
+
+class SourceDelete(EventBase):
+    event_type: Literal["source.delete"] = "source.delete"
+
+
+class SourceAclChange(EventBase):
+    event_type: Literal["source.acl"] = "source.acl"
+    acl_groups: tuple[Annotated[str, Field(pattern=_GROUP_RE)], ...]
+    classification: Classification | None = None
+
+    @field_validator("acl_groups")
+    @classmethod
+    def _sorted_unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(set(v)))
+
+
+SourceChange = Annotated[
+    SourceUpsert | SourceDelete | SourceAclChange, Field(discriminator="event_type")
+]
+
+# --------------------------------------------------------------------------- document model
+
+
+class BlockKind(StrEnum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    TABLE = "table"
+    CODE = "code"
+    QUOTE = "quote"
+    TURN = "turn"  # a transcript turn
+
+
+class TableData(_Model):
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str | None = None
+    units: str | None = None
+
+
+class BlockFlags(_Model):
+    """Set by the scanner; travels with the block into chunks and the index."""
+
+    injection_suspect: bool = False
+    injection_rules: tuple[str, ...] = ()
+    pii_types: tuple[str, ...] = ()  # types kept in the text under the `tag` policy
+    redactions: int = 0
+
+
+class Block(_Model):
+    kind: BlockKind
+    text: str
+    section_path: tuple[str, ...] = ()
+    level: int | None = Field(default=None, ge=1, le=9, description="heading level")
+    page: int | None = Field(default=None, ge=1)
+    line_start: int | None = Field(default=None, ge=1)
+    line_end: int | None = Field(default=None, ge=1)
+    table: TableData | None = None
+    language: str | None = Field(default=None, description="code language")
+    symbol: str | None = Field(default=None, description="code unit: qualified name")
+    signature: str | None = None
+    imports: tuple[str, ...] = ()
+    speaker: str | None = None
+    timestamp: str | None = None
+    flags: BlockFlags = BlockFlags()
+
+    @model_validator(mode="after")
+    def _table_has_data(self) -> Block:
+        if self.kind is BlockKind.TABLE and self.table is None:
+            raise ValueError("a table block needs `table`")
+        return self
+
+
+class ParsedDocument(_Model):
+    title: str | None = None
+    format: str = Field(description="markdown, html, text, pdf, docx, csv, code, transcript")
+    blocks: tuple[Block, ...]
+    page_count: int | None = None
+    encoding: str | None = None
+
+
+class FindingsSummary(_Model):
+    """Types, counts and positions of what the scanner found: never the values."""
+
+    counts: dict[str, int] = Field(default_factory=dict)  # e.g. {"secret:aws_access_key": 1}
+    positions: tuple[tuple[str, int, int, int], ...] = Field(
+        default=(), description="(type, block index, start, end) after redaction offsets"
+    )
+    injection_blocks: tuple[int, ...] = ()
+    policy: str = "default"
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+# --------------------------------------------------------------------------- pipeline events
+
+
+class DocFetched(EventBase):
+    event_type: Literal["doc.fetched"] = "doc.fetched"
+    content_hash: str = Field(pattern=_SHA256_RE)
+    meta: DocumentMeta
+    content_b64: str
+    size_bytes: int = Field(ge=0)
+    change: Literal["content", "metadata", "resync"] = "content"
+
+
+class DocParsed(EventBase):
+    event_type: Literal["doc.parsed"] = "doc.parsed"
+    content_hash: str = Field(pattern=_SHA256_RE)
+    meta: DocumentMeta
+    document: ParsedDocument
+    change: Literal["content", "metadata", "resync"] = "content"
+
+
+class DocScanned(EventBase):
+    event_type: Literal["doc.scanned"] = "doc.scanned"
+    content_hash: str = Field(pattern=_SHA256_RE)
+    meta: DocumentMeta
+    document: ParsedDocument
+    findings: FindingsSummary
+    scanner_version: str
+    change: Literal["content", "metadata", "resync"] = "content"
+
+
+class DocQuarantined(EventBase):
+    event_type: Literal["doc.quarantined"] = "doc.quarantined"
+    meta: DocumentMeta | None = None
+    stage: str
+    reason_code: str = Field(pattern=r"^[a-z0-9_]{1,64}$")
+    reason: str = Field(max_length=1000, description="never contains document text or values")
+    findings: FindingsSummary | None = None
+
+
+class ChunkLevel(StrEnum):
+    PARENT = "parent"
+    CHILD = "child"
+
+
+class Enrichment(_Model):
+    language: str = Field(pattern=r"^[a-z]{2}$|^und$")
+    content_type: str
+    entities: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    dates: tuple[str, ...] = ()
+    contextual_header: str
+    provenance: dict[str, Literal["source", "inferred"]] = Field(default_factory=dict)
+
+
+class Chunk(_Model):
+    chunk_id: str = Field(pattern=_SHA256_RE)
+    parent_id: str | None = Field(default=None, pattern=_SHA256_RE)
+    level: ChunkLevel
+    ordinal: int = Field(ge=0)
+    text: str = Field(min_length=1)
+    section_path: tuple[str, ...] = ()
+    content_type: str = Field(description="text, table, code, transcript, list, mixed")
+    page_start: int | None = None
+    page_end: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    token_count: int = Field(ge=0)
+    strategy: str
+    strategy_version: str
+    flags: BlockFlags = BlockFlags()
+    extra: dict[str, MetadataValue | list[str]] = Field(default_factory=dict)
+    enrichment: Enrichment | None = None
+    embedding: tuple[float, ...] | None = None
+
+
+class _ChunksEvent(EventBase):
+    content_hash: str = Field(pattern=_SHA256_RE)
+    meta: DocumentMeta
+    chunks: tuple[Chunk, ...]
+    findings: FindingsSummary = FindingsSummary()
+    change: Literal["content", "metadata", "resync"] = "content"
+
+
+class DocChunked(_ChunksEvent):
+    event_type: Literal["doc.chunked"] = "doc.chunked"
+
+
+class DocEnriched(_ChunksEvent):
+    event_type: Literal["doc.enriched"] = "doc.enriched"
+
+    @model_validator(mode="after")
+    def _all_enriched(self) -> DocEnriched:
+        if any(c.enrichment is None for c in self.chunks):
+            raise ValueError("every chunk of doc.enriched needs `enrichment`")
+        return self
+
+
+class DocEmbedded(_ChunksEvent):
+    event_type: Literal["doc.embedded"] = "doc.embedded"
+    embedding_model: str
+    embedding_revision: str
+    embedding_dim: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _children_embedded(self) -> DocEmbedded:
+        for c in self.chunks:
+            if c.level is ChunkLevel.CHILD:
+                if c.embedding is None:
+                    raise ValueError(f"child chunk {c.ordinal} has no embedding")
+                if len(c.embedding) != self.embedding_dim:
+                    raise ValueError(
+                        f"child chunk {c.ordinal} has {len(c.embedding)} dims, "
+                        f"expected {self.embedding_dim}"
+                    )
+        return self
+
+
+class AclChange(_Model):
+    acl_groups: tuple[str, ...]
+    classification: Classification | None = None
+
+
+class DocControl(EventBase):
+    """Delete or ACL change, fast-pathed from the connector to the indexer."""
+
+    event_type: Literal["doc.control"] = "doc.control"
+    action: Literal["delete", "acl"]
+    acl: AclChange | None = None
+
+    @model_validator(mode="after")
+    def _acl_given(self) -> DocControl:
+        if (self.action == "acl") != (self.acl is not None):
+            raise ValueError("`acl` is required for action 'acl' and only for it")
+        return self
+
+
+class IndexAction(StrEnum):
+    UPSERT = "upsert"
+    DELETE = "delete"
+    ACL = "acl"
+
+
+class DocIndexed(EventBase):
+    event_type: Literal["doc.indexed"] = "doc.indexed"
+    action: IndexAction
+    generation: int = Field(ge=0, description="the document's generation after the write")
+    chunk_count: int = Field(ge=0)
+    acl_groups_before: tuple[str, ...] = ()
+    acl_groups_after: tuple[str, ...] = ()
+    skipped: bool = Field(default=False, description="stale source_seq: nothing changed")
+    source_event_at: AwareDatetime | None = Field(
+        default=None, description="occurred_at of the source change, for freshness"
+    )
+
+
+class DeadLetter(_Model):
+    """What a stage could not process, with why. Never contains document text in `error`."""
+
+    event_type: Literal["dead_letter"] = "dead_letter"
+    schema_version: Literal[1] = SCHEMA_VERSION
+    dead_letter_id: str = Field(default_factory=_new_id)
+    failed_at: AwareDatetime = Field(default_factory=_now)
+    stage: str
+    topic: str
+    partition: int | None = None
+    offset: int | None = None
+    key: str | None = None
+    original_b64: str = Field(description="the original message value, base64")
+    original_headers: dict[str, str] = Field(default_factory=dict)
+    error_class: str
+    error_message: str = Field(max_length=2000)
+    attempts: int = Field(ge=1)
+    tenant_id: str | None = None
+    document_id: str | None = None
+
+
+# --------------------------------------------------------------------------- registries
+
+EVENT_MODELS: dict[str, type[BaseModel]] = {
+    "SourceUpsert": SourceUpsert,
+    "SourceDelete": SourceDelete,
+    "SourceAclChange": SourceAclChange,
+    "DocFetched": DocFetched,
+    "DocParsed": DocParsed,
+    "DocScanned": DocScanned,
+    "DocQuarantined": DocQuarantined,
+    "DocChunked": DocChunked,
+    "DocEnriched": DocEnriched,
+    "DocEmbedded": DocEmbedded,
+    "DocControl": DocControl,
+    "DocIndexed": DocIndexed,
+    "DeadLetter": DeadLetter,
+}
+
+_TOPIC_MODELS: dict[str, Any] = {
+    Topics.SOURCE_CHANGES: SourceChange,
+    Topics.DOC_FETCHED: DocFetched,
+    Topics.DOC_PARSED: DocParsed,
+    Topics.DOC_SCANNED: DocScanned,
+    Topics.DOC_QUARANTINED: DocQuarantined,
+    Topics.DOC_CHUNKED: DocChunked,
+    Topics.DOC_ENRICHED: DocEnriched,
+    Topics.DOC_EMBEDDED: DocEmbedded,
+    Topics.DOC_CONTROL: DocControl,
+    Topics.DOC_INDEXED: DocIndexed,
+}
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def input_adapter(topic: str) -> TypeAdapter[Any]:
+    """The validator for messages on ``topic`` (a discriminated union for source.changes)."""
+    if topic.endswith(".dlq"):
+        model: Any = DeadLetter
+    else:
+        try:
+            model = _TOPIC_MODELS[topic]
+        except KeyError:
+            raise KeyError(f"no event contract for topic {topic!r}") from None
+    if topic not in _ADAPTERS:
+        _ADAPTERS[topic] = TypeAdapter(model)
+    return _ADAPTERS[topic]

@@ -1,0 +1,39 @@
+"""Content hashes and deterministic ids: the basis of idempotency."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+__all__ = ["chunk_id", "normalize_text", "sha256_hex", "content_hash"]
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def normalize_text(text: str) -> str:
+    """NFC, unified newlines, trailing whitespace stripped per line and at the end."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n") + "\n"
+
+
+def content_hash(data: bytes) -> str:
+    """sha256 of the normalized source bytes: text is normalized, binary taken as is."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return sha256_hex(data)
+    return sha256_hex(normalize_text(text))
+
+
+def chunk_id(*parts: str | int) -> str:
+    """``hash(document_id, content_hash, chunker version, position, ...)``."""
+    h = hashlib.sha256()
+    for p in parts:
+        b = str(p).encode("utf-8")
+        h.update(len(b).to_bytes(4, "big"))
+        h.update(b)
+    return h.hexdigest()

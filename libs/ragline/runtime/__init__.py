@@ -1,0 +1,1 @@
+"""Shared machinery of every service: settings, broker wiring, metrics, logging, DLQ."""

@@ -1,0 +1,74 @@
+"""Connection settings from the environment (12-factor): the same code points at the
+embedded local stack or at a real Kafka / Postgres / OpenSearch by changing variables.
+
+Every variable is prefixed ``RAGLINE_``; domains add their own settings classes with
+their own prefix (``RAGLINE_SCANNER_...``) next to their code.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import quote
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore", frozen=True)
+
+    state_dir: Path = Field(
+        default=Path(".ragline"), description="local stack state: data, logs, pids"
+    )
+    kafka_bootstrap: str = "127.0.0.1:19092"
+    kafka_partitions: int = Field(default=6, ge=1)
+    kafka_max_message_bytes: int = Field(
+        default=900_000, description="bodies above this go through the claim check"
+    )
+    pg_dsn: SecretStr | None = Field(
+        default=None, description="admin/pipeline DSN; default: the embedded server"
+    )
+    pg_query_dsn: SecretStr | None = Field(
+        default=None, description="DSN of the RLS-bound query role; default: derived"
+    )
+    pg_query_role: str = "ragline_query"
+    pg_query_password: SecretStr = SecretStr("ragline-query-local")
+    pg_database: str = "ragline"
+    opensearch_url: str = "http://127.0.0.1:19200"
+    opensearch_index_prefix: str = "ragline"
+    opensearch_user: str | None = None
+    opensearch_password: SecretStr | None = None
+    metrics_port: int | None = Field(
+        default=None, description="per-service /metrics port; default 9400 + service index"
+    )
+    max_attempts: int = Field(default=4, ge=1, description="tries before the DLQ")
+    retry_backoff_s: float = Field(default=0.5, ge=0)
+    log_level: str = "INFO"
+
+    @property
+    def pg_socket_dir(self) -> Path:
+        return (self.state_dir / "pgdata").resolve()
+
+    def admin_dsn(self) -> str:
+        if self.pg_dsn is not None:
+            return self.pg_dsn.get_secret_value()
+        return f"postgresql://postgres@/{self.pg_database}?host={quote(str(self.pg_socket_dir))}"
+
+    def query_dsn(self) -> str:
+        if self.pg_query_dsn is not None:
+            return self.pg_query_dsn.get_secret_value()
+        if self.pg_dsn is not None:
+            raise ValueError("RAGLINE_PG_QUERY_DSN must be set when RAGLINE_PG_DSN is")
+        pw = quote(self.pg_query_password.get_secret_value())
+        return (
+            f"postgresql://{self.pg_query_role}:{pw}@/{self.pg_database}"
+            f"?host={quote(str(self.pg_socket_dir))}"
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,1 @@
+"""The cache_invalidator service: thin wiring over libs/ragline."""

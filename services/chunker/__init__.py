@@ -1,0 +1,1 @@
+"""The chunker service: thin wiring over libs/ragline."""

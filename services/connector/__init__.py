@@ -1,0 +1,1 @@
+"""The connector service: thin wiring over libs/ragline."""

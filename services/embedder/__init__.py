@@ -1,0 +1,1 @@
+"""The embedder service: thin wiring over libs/ragline."""

@@ -1,0 +1,1 @@
+"""The enricher service: thin wiring over libs/ragline."""

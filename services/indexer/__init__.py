@@ -1,0 +1,1 @@
+"""The indexer service: thin wiring over libs/ragline."""

@@ -1,0 +1,1 @@
+"""The parser service: thin wiring over libs/ragline."""

@@ -1,0 +1,1 @@
+"""The query service: thin wiring over libs/ragline."""

@@ -1,0 +1,1 @@
+"""The scanner service: thin wiring over libs/ragline."""
