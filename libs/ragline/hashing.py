@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
 
-__all__ = ["chunk_id", "normalize_text", "sha256_hex", "content_hash"]
+from pydantic import BaseModel
+
+__all__ = ["chunk_id", "content_hash", "meta_hash", "normalize_text", "sha256_hex"]
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -37,3 +40,8 @@ def chunk_id(*parts: str | int) -> str:
         h.update(len(b).to_bytes(4, "big"))
         h.update(b)
     return h.hexdigest()
+
+
+def meta_hash(meta: BaseModel) -> str:
+    """sha256 of a model's canonical JSON: detects metadata-only changes."""
+    return sha256_hex(json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":")))
