@@ -181,7 +181,7 @@ class EventBase(_Model):
 
     event_id: str = Field(default_factory=_new_id, min_length=1, max_length=64)
     event_type: str
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     occurred_at: AwareDatetime = Field(default_factory=_now)
     tenant_id: str = Field(pattern=_TENANT_RE)
     document_id: str = Field(pattern=_DOCUMENT_ID_RE)
@@ -485,7 +485,7 @@ class DeadLetter(_Model):
     """What a stage could not process, with why. Never contains document text in `error`."""
 
     event_type: Literal["dead_letter"] = "dead_letter"
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     dead_letter_id: str = Field(default_factory=_new_id)
     failed_at: AwareDatetime = Field(default_factory=_now)
     stage: str

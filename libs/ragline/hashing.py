@@ -44,4 +44,6 @@ def chunk_id(*parts: str | int) -> str:
 
 def meta_hash(meta: BaseModel) -> str:
     """sha256 of a model's canonical JSON: detects metadata-only changes."""
-    return sha256_hex(json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":")))
+    return sha256_hex(
+        json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    )

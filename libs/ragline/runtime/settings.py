@@ -44,6 +44,12 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(
         default=None, description="per-service /metrics port; default 9400 + service index"
     )
+    metrics_host: str = "127.0.0.1"
+    http_port: int | None = Field(
+        default=None,
+        description="HTTP port (query 8080, connector 8081)",
+    )
+    http_host: str = "127.0.0.1"
     max_attempts: int = Field(default=4, ge=1, description="tries before the DLQ")
     retry_backoff_s: float = Field(default=0.5, ge=0)
     log_level: str = "INFO"

@@ -1,0 +1,74 @@
+"""Claim check: big message bodies go to Postgres by content hash, Kafka carries the key.
+
+Real Kafka refuses messages over ``message.max.bytes`` (1 MB by default); a document of a
+few MB with its blocks, or a few hundred chunks with vectors, is over that. The body is
+stored once per content hash, so redelivery and replay never duplicate it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+
+from ragline.errors import BackendUnavailable, PermanentError
+from ragline.hashing import sha256_hex
+from ragline.runtime.settings import Settings
+
+__all__ = ["CLAIM_HEADER", "ClaimCheckStore"]
+
+CLAIM_HEADER = "ragline-claim-check"
+
+
+class ClaimCheckStore:
+    """Lazily connected; one connection per process is plenty for the rare big message."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._dsn = settings.admin_dsn()
+        self._conn: psycopg.AsyncConnection | None = None
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise BackendUnavailable("claim-check store: postgres unreachable") from exc
+        return self._conn
+
+    async def put(self, body: bytes) -> str:
+        key = sha256_hex(body)
+        conn = await self._connection()
+        try:
+            await conn.execute(
+                "INSERT INTO claim_checks (key, body, size_bytes) VALUES (%s, %s, %s)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, body, len(body)),
+            )
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            raise BackendUnavailable("claim-check store: write failed") from exc
+        return key
+
+    async def get(self, key: str) -> bytes:
+        conn = await self._connection()
+        try:
+            cur = await conn.execute("SELECT body FROM claim_checks WHERE key = %s", (key,))
+            row = await cur.fetchone()
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            raise BackendUnavailable("claim-check store: read failed") from exc
+        if row is None:
+            raise PermanentError(f"claim check {key[:12]}… not found")
+        body = bytes(row[0])
+        if sha256_hex(body) != key:
+            raise PermanentError(f"claim check {key[:12]}… is corrupt")
+        return body
+
+    @staticmethod
+    def stub(key: str) -> bytes:
+        return json.dumps({"claim_check": key}).encode()
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None

@@ -1,0 +1,286 @@
+"""Drives a ``Stage``: consume, validate, handle with retries, publish, then commit.
+
+Guarantees (at-least-once in, exactly-once effect downstream by idempotent writers):
+- the offset is committed only after every output of the message (or its dead letter)
+  has been published; the consumer is sequential per subscriber, so a commit never
+  covers an unprocessed message;
+- a message that does not match its topic's contract goes to ``<topic>.dlq`` at once;
+- ``TransientError`` and unexpected exceptions are retried with exponential backoff up
+  to ``max_attempts``, then dead-lettered; ``PermanentError`` is dead-lettered at once;
+  ``QuarantineError`` also publishes ``doc.quarantined`` with the reason code;
+- if Kafka itself refuses our outputs, the runner stops WITHOUT committing (fail-stop):
+  the orchestrator restarts it and it resumes from the last committed offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from faststream import AckPolicy
+from faststream.kafka.annotations import KafkaMessage
+from pydantic import ValidationError
+
+from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
+from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
+from ragline.runtime.deadletter import dead_letter
+from ragline.runtime.metrics import (
+    CONSUMED,
+    DLQ,
+    FAILED,
+    FRESHNESS,
+    HANDLER_SECONDS,
+    INFLIGHT,
+    QUARANTINED,
+    RETRIES,
+)
+from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
+
+__all__ = ["FatalError", "Record", "StageRunner"]
+
+_MAX_BACKOFF_S = 30.0
+
+
+class FatalError(RaglineError):
+    """The runner cannot make progress safely (Kafka refuses our outputs): stop, no commit."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    topic: str
+    partition: int | None
+    offset: int | None
+    key: bytes | None
+    value: bytes
+    headers: dict[str, str]
+
+
+def _record(raw: Any) -> Record:
+    headers = {
+        k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+        for k, v in (raw.headers or ())
+    }
+    return Record(
+        topic=raw.topic,
+        partition=raw.partition,
+        offset=raw.offset,
+        key=raw.key,
+        value=raw.value or b"",
+        headers=headers,
+    )
+
+
+def _retriable(exc: BaseException) -> bool:
+    if isinstance(exc, TransientError):
+        return True
+    return not isinstance(exc, PermanentError | ValidationError | ValueError | TypeError)
+
+
+class StageRunner:
+    def __init__(self, stage: Stage, settings: Settings, logger: logging.Logger) -> None:
+        self.stage = stage
+        self.settings = settings
+        self.log = logger
+        self.broker = make_broker(settings, f"ragline-{stage.name}", graceful_timeout=60.0)
+        self.publisher = EventPublisher(settings, service=stage.name, broker=self.broker)
+        self.fatal: BaseException | None = None
+        self.stopping = asyncio.Event()
+        self._subscribe()
+
+    # ------------------------------------------------------------------ wiring
+    def _subscribe(self) -> None:
+        batch = self.stage.batch
+        kwargs: dict[str, Any] = {
+            "group_id": f"ragline-{self.stage.name}",
+            "auto_offset_reset": "earliest",
+            "ack_policy": AckPolicy.MANUAL,
+            "max_poll_interval_ms": 600_000,
+        }
+        if batch is not None:
+            kwargs.update(
+                batch=True, max_records=batch.max_records, batch_timeout_ms=batch.linger_ms
+            )
+        subscriber = self.broker.subscriber(*self.stage.input_topics, **kwargs)
+
+        async def on_message(msg: KafkaMessage) -> None:
+            await self.on_message(msg)
+
+        subscriber(on_message)
+
+    async def on_message(self, msg: Any) -> None:
+        if self.fatal is not None:
+            return  # stopping after a fatal error: never commit past the failed message
+        raw = msg.raw_message
+        records = [_record(r) for r in (raw if isinstance(raw, tuple) else (raw,))]
+        t0 = time.perf_counter()
+        INFLIGHT.labels(self.stage.name).inc(len(records))
+        try:
+            await self.process(records)
+        except FatalError as exc:
+            self.fatal = exc
+            self.log.error(
+                "fatal: stopping without commit",
+                extra={"fields": {"error_class": type(exc.__cause__ or exc).__name__}},
+            )
+            self.stopping.set()
+            return
+        finally:
+            INFLIGHT.labels(self.stage.name).dec(len(records))
+        await msg.ack()
+        HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------ processing
+    async def process(self, records: Sequence[Record]) -> None:
+        valid: list[tuple[Record, Any]] = []
+        for rec in records:
+            CONSUMED.labels(self.stage.name, rec.topic).inc()
+            try:
+                body = await self._with_retries(
+                    lambda rec=rec: self.publisher.resolve(rec.value, rec.headers)
+                )
+                event = input_adapter(rec.topic).validate_json(body)
+            except (ValidationError, ValueError, PermanentError) as exc:
+                FAILED.labels(self.stage.name, rec.topic, type(exc).__name__).inc()
+                await self._dead_letter(rec, exc, attempts=1, event=None)
+                continue
+            valid.append((rec, event))
+        if not valid:
+            return
+        results = await self._handle(valid)
+        for (rec, event), result in zip(valid, results, strict=True):
+            if isinstance(result, tuple):
+                error, attempts = result
+                await self._fail(rec, event, error, attempts)
+            else:
+                for out in result:
+                    await self._publish_output(rec, event, out)
+
+    async def _handle(
+        self, valid: Sequence[tuple[Record, Any]]
+    ) -> list[Sequence[Output] | tuple[BaseException, int]]:
+        n = len(valid)
+        attempts = [0] * n
+        results: list[Sequence[Output] | tuple[BaseException, int] | None] = [None] * n
+        pending = list(range(n))
+        while pending:
+            ctx = StageContext(
+                settings=self.settings,
+                logger=self.log,
+                attempt=max(attempts[i] for i in pending) + 1,
+                headers=valid[pending[0]][0].headers if len(pending) == 1 else {},
+            )
+            outs = await self.stage.handle_batch([valid[i][1] for i in pending], ctx)
+            retry: list[int] = []
+            for i, out in zip(pending, outs, strict=True):
+                attempts[i] += 1
+                if isinstance(out, BaseException):
+                    rec = valid[i][0]
+                    FAILED.labels(self.stage.name, rec.topic, type(out).__name__).inc()
+                    if _retriable(out) and attempts[i] < self.settings.max_attempts:
+                        retry.append(i)
+                    else:
+                        results[i] = (out, attempts[i])
+                else:
+                    results[i] = out
+            pending = retry
+            if pending:
+                RETRIES.labels(self.stage.name, valid[pending[0]][0].topic).inc(len(pending))
+                await asyncio.sleep(self._backoff(max(attempts[i] for i in pending)))
+        return [r for r in results if r is not None]
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.settings.retry_backoff_s * 2.0 ** (attempt - 1), _MAX_BACKOFF_S)
+
+    async def _with_retries(self, fn: Any) -> Any:
+        """Retry an I/O step on TransientError; when it keeps failing the runner is stuck."""
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                return await fn()
+            except TransientError as exc:
+                if attempt == self.settings.max_attempts:
+                    raise FatalError("backend unavailable after retries") from exc
+                await asyncio.sleep(self._backoff(attempt))
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ outputs
+    def _source_at(self, rec: Record, event: Any) -> datetime:
+        value = rec.headers.get(SOURCE_AT_HEADER)
+        if value and rec.topic != Topics.SOURCE_CHANGES:
+            try:
+                return datetime.fromisoformat(value)
+            except ValueError:
+                pass
+        return event.occurred_at  # type: ignore[no-any-return]
+
+    async def _publish_output(self, rec: Record, event: Any, out: Output) -> None:
+        parent = rec.headers.get(TRACE_HEADER) or getattr(event, "traceparent", None)
+        ev = out.event.model_copy(update={"traceparent": child_traceparent(parent)})
+        source_at = self._source_at(rec, event)
+        await self._with_retries(lambda: self.publisher.publish(out.topic, ev, source_at=source_at))
+        FRESHNESS.labels(self.stage.name).observe(
+            max(0.0, (datetime.now(source_at.tzinfo) - source_at).total_seconds())
+        )
+
+    async def _fail(self, rec: Record, event: Any, exc: BaseException, attempts: int) -> None:
+        if isinstance(exc, QuarantineError):
+            QUARANTINED.labels(self.stage.name, exc.reason_code).inc()
+            q = DocQuarantined(
+                tenant_id=event.tenant_id,
+                document_id=event.document_id,
+                content_hash=getattr(event, "content_hash", None),
+                source_seq=event.source_seq,
+                traceparent=getattr(event, "traceparent", None),
+                meta=getattr(event, "meta", None),
+                stage=self.stage.name,
+                reason_code=exc.reason_code,
+                reason=exc.reason[:1000],
+                findings=getattr(event, "findings", None),
+            )
+            await self._publish_output(rec, event, Output(topic=Topics.DOC_QUARANTINED, event=q))
+        await self._dead_letter(rec, exc, attempts=attempts, event=event)
+
+    async def _dead_letter(
+        self, rec: Record, exc: BaseException, *, attempts: int, event: Any
+    ) -> None:
+        dl = dead_letter(
+            stage=self.stage.name,
+            topic=rec.topic,
+            partition=rec.partition,
+            offset=rec.offset,
+            key=rec.key,
+            value=rec.value,
+            headers=rec.headers,
+            exc=exc,
+            attempts=attempts,
+            event=event,
+        )
+        target = dlq_topic(rec.topic)
+        body = dl.model_dump_json().encode()
+        key = rec.key.decode("utf-8", "replace") if rec.key else None
+        headers = {"event-type": "dead_letter", "error-class": dl.error_class}
+        await self._with_retries(
+            lambda: self.publisher.publish_raw(target, body, key=key, headers=headers)
+        )
+        DLQ.labels(self.stage.name, rec.topic).inc()
+        self.log.warning(
+            "dead-lettered",
+            extra={
+                "fields": {
+                    "topic": rec.topic,
+                    "partition": rec.partition,
+                    "offset": rec.offset,
+                    "document_id": dl.document_id,
+                    "error_class": dl.error_class,
+                    "error": dl.error_message,
+                    "attempts": attempts,
+                }
+            },
+        )

@@ -1,0 +1,70 @@
+"""Dead-letter records and error messages that are safe to publish.
+
+An error text must never carry document text, secrets or PII. Pydantic validation
+errors are rebuilt from location + message without the offending input; ragline's own
+errors are written value-free by their raisers; any other exception is reduced to its
+class name, because library messages often quote their input.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragline.errors import RaglineError
+from ragline.events import DeadLetter
+
+__all__ = ["dead_letter", "safe_error_message"]
+
+_MAX = 2000
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "<root>"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')} [{err.get('type', '?')}]")
+    return f"{exc.error_count()} validation error(s): " + "; ".join(parts)
+
+
+def safe_error_message(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        msg = _validation_message(exc)
+    elif isinstance(exc, RaglineError):
+        msg = str(exc)
+    else:
+        msg = f"{type(exc).__name__} (message withheld: may quote input)"
+    return msg[:_MAX]
+
+
+def dead_letter(
+    *,
+    stage: str,
+    topic: str,
+    partition: int | None,
+    offset: int | None,
+    key: bytes | None,
+    value: bytes,
+    headers: dict[str, str],
+    exc: BaseException,
+    attempts: int,
+    event: Any | None = None,
+) -> DeadLetter:
+    tenant = getattr(event, "tenant_id", None)
+    doc = getattr(event, "document_id", None)
+    return DeadLetter(
+        stage=stage,
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=key.decode("utf-8", "replace") if key else None,
+        original_b64=base64.b64encode(value).decode(),
+        original_headers=headers,
+        error_class=type(exc).__name__,
+        error_message=safe_error_message(exc),
+        attempts=attempts,
+        tenant_id=tenant,
+        document_id=doc,
+    )

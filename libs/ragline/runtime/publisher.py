@@ -1,0 +1,122 @@
+"""Publishing events to Kafka: keyed by document_id, trace context in headers, claim
+check for bodies over the broker's limit. Used by stages (through the runtime) and by
+producers outside a stage (webhook, filesystem watcher, sync, evaluation).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+
+from aiokafka.errors import KafkaError
+from faststream.kafka import KafkaBroker
+
+from ragline.errors import BackendUnavailable
+from ragline.events import EventBase
+from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.metrics import PRODUCED
+from ragline.runtime.settings import Settings
+from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
+
+__all__ = ["SOURCE_AT_HEADER", "EventPublisher", "make_broker"]
+
+# when the source change entered the platform: carried stage to stage for freshness
+SOURCE_AT_HEADER = "ragline-source-at"
+
+
+def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBroker:
+    return KafkaBroker(
+        settings.kafka_bootstrap,
+        client_id=client_id,
+        acks="all",
+        max_request_size=max(settings.kafka_max_message_bytes * 2, 1_048_576),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+class EventPublisher:
+    """``async with EventPublisher(settings) as pub: await pub.publish(topic, event)``.
+
+    With ``broker=`` it publishes through an already running broker (the stage runtime);
+    otherwise it opens its own producer connection.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        service: str = "cli",
+        broker: KafkaBroker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.service = service
+        self._own = broker is None
+        self._broker = broker or make_broker(settings, f"ragline-{service}-producer")
+        self._claims = ClaimCheckStore(settings)
+
+    async def __aenter__(self) -> Self:
+        if self._own:
+            try:
+                await self._broker.connect()
+            except (KafkaError, OSError) as exc:
+                raise BackendUnavailable(
+                    f"kafka unreachable at {self.settings.kafka_bootstrap}"
+                ) from exc
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._own:
+            await self._broker.stop()
+        await self._claims.close()
+
+    async def publish(
+        self,
+        topic: str,
+        event: EventBase,
+        *,
+        source_at: datetime | None = None,
+    ) -> None:
+        traceparent = event.traceparent or child_traceparent(None)
+        headers = {
+            TRACE_HEADER: traceparent,
+            "event-type": event.event_type,
+            SOURCE_AT_HEADER: (source_at or event.occurred_at).isoformat(),
+        }
+        body = event.model_dump_json().encode()
+        await self.publish_raw(topic, body, key=event.document_id, headers=headers)
+
+    async def publish_raw(
+        self, topic: str, body: bytes, *, key: str | None, headers: dict[str, str]
+    ) -> None:
+        """Publish bytes as they are (claim-checked when too big); DLQ and replay use this."""
+        headers = dict(headers)
+        if len(body) > self.settings.kafka_max_message_bytes and CLAIM_HEADER not in headers:
+            claim = await self._claims.put(body)
+            headers[CLAIM_HEADER] = claim
+            body = ClaimCheckStore.stub(claim)
+        try:
+            await self._broker.publish(
+                body,
+                topic,
+                key=key.encode() if key is not None else None,
+                headers=headers,
+            )
+        except (KafkaError, OSError) as exc:
+            raise BackendUnavailable(f"publish to {topic} failed: {type(exc).__name__}") from exc
+        PRODUCED.labels(self.service, topic).inc()
+
+    async def resolve(self, body: bytes, headers: dict[str, str]) -> bytes:
+        """The real body of a consumed message (fetches claim-checked bodies)."""
+        claim = headers.get(CLAIM_HEADER)
+        if claim is None:
+            return body
+        return await self._claims.get(claim)

@@ -1,0 +1,102 @@
+"""``ragline run <service>``: find the service by entry point, run it until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from importlib.metadata import entry_points
+from typing import Any
+
+from ragline.errors import ConfigError
+from ragline.runtime.consumer import StageRunner
+from ragline.runtime.http import HttpService, make_server
+from ragline.runtime.logs import configure_logging
+from ragline.runtime.metrics import SERVICE_UP, serve_metrics
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["SERVICES", "load_service", "run_service"]
+
+SERVICES: tuple[str, ...] = (
+    "connector",
+    "parser",
+    "scanner",
+    "chunker",
+    "enricher",
+    "embedder",
+    "indexer",
+    "cache_invalidator",
+    "query",
+)
+_HTTP_PORTS = {"query": 8080, "connector": 8081}
+
+
+def metrics_port(name: str, settings: Settings) -> int:
+    return settings.metrics_port or 9400 + SERVICES.index(name)
+
+
+def http_port(name: str, settings: Settings) -> int:
+    return settings.http_port or _HTTP_PORTS.get(name, 8090 + SERVICES.index(name))
+
+
+def load_service(name: str) -> Any:
+    eps = {ep.name: ep for ep in entry_points(group="ragline.services")}
+    if name not in eps:
+        raise ConfigError(f"unknown service {name!r}; known: {', '.join(sorted(eps))}")
+    try:
+        return eps[name].load()
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"service {name!r} is not built yet ({exc.name} missing)") from exc
+
+
+async def _run_stage(stage: Stage, settings: Settings) -> int:
+    log = configure_logging(stage.name, settings.log_level)
+    runner = StageRunner(stage, settings, log)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, runner.stopping.set)
+    serve_metrics(metrics_port(stage.name, settings), settings.metrics_host)
+    await stage.start()
+    server = None
+    server_task: asyncio.Task[None] | None = None
+    app_factory = getattr(stage, "http_app", None)
+    app = app_factory() if callable(app_factory) else None
+    if app is not None:
+        server = make_server(
+            app, settings.http_host, http_port(stage.name, settings), own_signals=False
+        )
+        server_task = asyncio.create_task(server.serve())
+    try:
+        await runner.broker.start()
+        SERVICE_UP.labels(stage.name).set(1)
+        log.info("started", extra={"fields": {"topics": list(stage.input_topics)}})
+        await runner.stopping.wait()
+        log.info("stopping")
+    finally:
+        SERVICE_UP.labels(stage.name).set(0)
+        await runner.broker.stop()  # waits for the in-flight message (graceful_timeout)
+        if server is not None and server_task is not None:
+            server.should_exit = True
+            await server_task
+        await stage.stop()
+        log.info("stopped", extra={"fields": {"fatal": runner.fatal is not None}})
+    return 1 if runner.fatal is not None else 0
+
+
+async def _run_http(svc: HttpService, settings: Settings) -> int:
+    configure_logging(svc.name, settings.log_level)
+    server = make_server(
+        svc.app, settings.http_host, http_port(svc.name, settings), own_signals=True
+    )
+    await server.serve()
+    return 0
+
+
+async def run_service(name: str, settings: Settings) -> int:
+    build = load_service(name)
+    service = build(settings)
+    if isinstance(service, Stage):
+        return await _run_stage(service, settings)
+    if isinstance(service, HttpService):
+        return await _run_http(service, settings)
+    raise ConfigError(f"service {name!r} built an unknown kind of object: {type(service)!r}")
