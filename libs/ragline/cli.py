@@ -14,6 +14,7 @@ __all__ = ["COMMAND_MODULES", "main"]
 # one line per domain; each module defines `register(subparsers) -> None`
 COMMAND_MODULES: tuple[str, ...] = (
     "ragline.runtime.run_cli",
+    "ragline.runtime.contracts_cli",
 )
 
 

@@ -1,0 +1,62 @@
+# ragline — two commands on a fresh machine: `make up` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: help install up down status test test-unit test-integration lint typecheck fmt schemas bench eval eval-scifact clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	@# the CPU build of torch first, or pip pulls a multi-GB CUDA build
+	$(BIN)/pip install -q -c constraints.txt torch
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install everything
+
+up: install ## start the stack + all services, ingest examples/, run a sample query
+	$(BIN)/ragline up
+
+down: ## stop services and the stack
+	@test -x $(BIN)/ragline && $(BIN)/ragline down || true
+
+status: install ## health of every component and service
+	$(BIN)/ragline stack status; $(BIN)/ragline services status
+
+test: install lint ## lint + the whole suite (unit, integration, e2e on the real stack)
+	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests
+
+test-unit: install
+	$(BIN)/pytest -q -m "not integration and not e2e" tests/unit
+
+test-integration: install
+	$(BIN)/pytest -q --timeout=600 tests/integration tests/e2e
+
+lint: install ## ruff + mypy
+	$(BIN)/ruff check libs services tests bench
+	$(BIN)/mypy libs services
+
+fmt: install
+	$(BIN)/ruff format libs services tests bench
+	$(BIN)/ruff check --fix libs services tests bench
+
+schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event models
+	$(BIN)/ragline schemas
+
+bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
+	$(BIN)/python bench/run_all.py
+
+eval-scifact: install ## SciFact (train) through the pipeline, every mode side by side
+	$(BIN)/python bench/eval_scifact.py
+
+clean: down
+	rm -rf .ragline

@@ -1,0 +1,72 @@
+"""Who consumes and produces which topic: the wiring of ARCHITECTURE.md in one place.
+
+Used to publish the AsyncAPI document and checked against every built stage by a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragline.events import Topics
+
+__all__ = ["TOPOLOGY", "ServiceTopology"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceTopology:
+    name: str
+    consumes: tuple[str, ...]
+    produces: tuple[str, ...]
+    description: str
+
+
+TOPOLOGY: tuple[ServiceTopology, ...] = (
+    ServiceTopology(
+        name="connector",
+        consumes=(Topics.SOURCE_CHANGES,),
+        produces=(Topics.DOC_FETCHED, Topics.DOC_CONTROL),
+        description="intake of source changes; drops unchanged content; fast-paths deletes/ACL",
+    ),
+    ServiceTopology(
+        name="parser",
+        consumes=(Topics.DOC_FETCHED,),
+        produces=(Topics.DOC_PARSED,),
+        description="every format into one structured-document model",
+    ),
+    ServiceTopology(
+        name="scanner",
+        consumes=(Topics.DOC_PARSED,),
+        produces=(Topics.DOC_SCANNED,),
+        description="secrets and PII redacted/tagged/blocked, injection flagged",
+    ),
+    ServiceTopology(
+        name="chunker",
+        consumes=(Topics.DOC_SCANNED,),
+        produces=(Topics.DOC_CHUNKED,),
+        description="structure-first parent/child chunks with deterministic ids",
+    ),
+    ServiceTopology(
+        name="enricher",
+        consumes=(Topics.DOC_CHUNKED,),
+        produces=(Topics.DOC_ENRICHED,),
+        description="language, entities, dates, contextual header, provenance",
+    ),
+    ServiceTopology(
+        name="embedder",
+        consumes=(Topics.DOC_ENRICHED,),
+        produces=(Topics.DOC_EMBEDDED,),
+        description="micro-batched embeddings with a Postgres embedding cache",
+    ),
+    ServiceTopology(
+        name="indexer",
+        consumes=(Topics.DOC_EMBEDDED, Topics.DOC_CONTROL, Topics.DOC_QUARANTINED),
+        produces=(Topics.DOC_INDEXED,),
+        description="exactly-once effect into Postgres/pgvector and OpenSearch",
+    ),
+    ServiceTopology(
+        name="cache_invalidator",
+        consumes=(Topics.DOC_INDEXED,),
+        produces=(),
+        description="evicts answer-cache entries that depend on a changed document",
+    ),
+)
