@@ -45,6 +45,14 @@ def configure_logging(service: str, level: str = "INFO") -> logging.Logger:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("aiokafka", "kafka", "opensearch", "urllib3", "httpx", "faststream"):
+    for noisy in (
+        "aiokafka",
+        "kafka",
+        "opensearch",
+        "urllib3",
+        "httpx",
+        "faststream",
+        "ragline.faststream",
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return logging.getLogger(f"ragline.{service}")

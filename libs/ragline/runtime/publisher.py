@@ -5,6 +5,7 @@ producers outside a stage (webhook, filesystem watcher, sync, evaluation).
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from types import TracebackType
 from typing import Self
@@ -29,6 +30,7 @@ def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBr
     return KafkaBroker(
         settings.kafka_bootstrap,
         client_id=client_id,
+        logger=logging.getLogger("ragline.faststream"),
         acks="all",
         max_request_size=max(settings.kafka_max_message_bytes * 2, 1_048_576),
         **kwargs,  # type: ignore[arg-type]
