@@ -31,6 +31,7 @@ from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.metrics import (
     CONSUMED,
+    CONSUMER_LAG,
     DLQ,
     FAILED,
     FRESHNESS,
@@ -109,11 +110,31 @@ class StageRunner:
                 batch=True, max_records=batch.max_records, batch_timeout_ms=batch.linger_ms
             )
         subscriber = self.broker.subscriber(*self.stage.input_topics, **kwargs)
+        self._subscriber = subscriber
 
         async def on_message(msg: KafkaMessage) -> None:
             await self.on_message(msg)
 
         subscriber(on_message)
+
+    async def report_lag(self, interval_s: float = 10.0) -> None:
+        """Publish consumer lag per partition until cancelled (for dashboards/alerts)."""
+        while True:
+            consumer = getattr(self._subscriber, "consumer", None)
+            if consumer is not None:
+                for tp in consumer.assignment():
+                    highwater = consumer.highwater(tp)
+                    if highwater is None:
+                        continue
+                    try:
+                        position = await consumer.position(tp)
+                    except Exception as exc:  # rebalancing: try again next round
+                        self.log.debug("lag probe skipped: %s", type(exc).__name__)
+                        continue
+                    CONSUMER_LAG.labels(self.stage.name, tp.topic, str(tp.partition)).set(
+                        max(0, highwater - position)
+                    )
+            await asyncio.sleep(interval_s)
 
     async def on_message(self, msg: Any) -> None:
         if self.fatal is not None:

@@ -47,7 +47,7 @@ def asyncapi_document() -> str:
             async def handler(body: Any) -> None:  # documentation only, never run
                 return None
 
-            handler.__annotations__["body"] = model._type  # noqa: SLF001
+            handler.__annotations__["body"] = model._type
             broker.subscriber(
                 topic,
                 group_id=f"ragline-{svc.name}",
@@ -55,7 +55,7 @@ def asyncapi_document() -> str:
                 description=svc.description,
             )(handler)
         for topic in (*svc.produces, *(dlq_topic(t) for t in svc.consumes)):
-            schema = input_adapter(topic)._type  # noqa: SLF001
+            schema = input_adapter(topic)._type
             broker.publisher(topic, title=f"{svc.name}->{topic}", schema=schema)
     spec = AsyncAPI(
         broker,

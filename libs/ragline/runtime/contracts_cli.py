@@ -15,7 +15,7 @@ __all__ = ["register"]
 def _schemas(args: argparse.Namespace) -> int:
     stale = write_contracts(Path(args.schemas_dir), Path(args.docs_dir), check=args.check)
     if args.check and stale:
-        print("stale generated contracts (run `make schemas`):", *stale, sep="\n  ", file=sys.stderr)
+        print("stale contracts (run `make schemas`):", *stale, sep="\n  ", file=sys.stderr)
         return 1
     print("contracts up to date" if args.check else f"wrote contracts ({len(stale)} changed)")
     return 0

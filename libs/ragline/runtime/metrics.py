@@ -10,6 +10,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 __all__ = [
     "CONSUMED",
+    "CONSUMER_LAG",
     "DLQ",
     "FAILED",
     "FRESHNESS",
@@ -47,6 +48,11 @@ FRESHNESS = Histogram(
     "Time from the source change event to this stage's output",
     ["service"],
     buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+CONSUMER_LAG = Gauge(
+    "ragline_consumer_lag_messages",
+    "Messages behind the partition's high watermark",
+    ["service", "topic", "partition"],
 )
 INFLIGHT = Gauge("ragline_inflight_messages", "Messages being handled", ["service"])
 SERVICE_UP = Gauge("ragline_service_up", "1 while the service is consuming", ["service"])

@@ -69,9 +69,11 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
     try:
         await runner.broker.start()
         SERVICE_UP.labels(stage.name).set(1)
+        lag_task = asyncio.create_task(runner.report_lag())
         log.info("started", extra={"fields": {"topics": list(stage.input_topics)}})
         await runner.stopping.wait()
         log.info("stopping")
+        lag_task.cancel()
     finally:
         SERVICE_UP.labels(stage.name).set(0)
         await runner.broker.stop()  # waits for the in-flight message (graceful_timeout)
