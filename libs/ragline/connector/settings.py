@@ -1,0 +1,69 @@
+"""Connector settings (env prefix ``RAGLINE_CONNECTOR_``): fetch limits, allow-lists and
+the webhook's shared secret.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["ConnectorSettings"]
+
+_MIB = 1024 * 1024
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    return value
+
+
+class ConnectorSettings(BaseSettings):
+    """Lists come from the environment as comma-separated values."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_CONNECTOR_", extra="ignore", frozen=True)
+
+    max_document_bytes: int = Field(
+        default=25 * _MIB, ge=1, description="bigger documents are quarantined (oversize_document)"
+    )
+    allowed_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(), description="file references must resolve under one of these directories"
+    )
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="http(s) references may only reach these hosts ('*.example.com' allowed)",
+    )
+    allow_plain_http: bool = Field(default=False, description="permit http:// besides https://")
+    fetch_timeout_s: float = Field(default=20.0, gt=0)
+    fetch_max_redirects: int = Field(default=3, ge=0)
+
+    webhook_enabled: bool = Field(
+        default=True, description="serve POST /v1/changes from the connector service"
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="shared secret: bearer token or HMAC-SHA256 key; webhook refuses all without",
+    )
+    webhook_max_body_bytes: int = Field(
+        default=36 * _MIB, ge=1, description="base64 inflates content by 4/3"
+    )
+    webhook_tenants: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="tenants the webhook accepts; empty = any"
+    )
+    webhook_allow_file_refs: bool = Field(
+        default=False,
+        description="accept content_ref kind 'file' from webhook callers (off: only http refs)",
+    )
+
+    @field_validator("allowed_roots", "allowed_hosts", "webhook_tenants", mode="before")
+    @classmethod
+    def _csv(cls, v: object) -> object:
+        return _split_csv(v)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _lower(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(h.lower() for h in v)

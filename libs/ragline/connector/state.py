@@ -1,0 +1,124 @@
+"""What Postgres holds about documents, as the connector needs it: the stored state of
+one document (intake), of every document of one source (sync), and the 'accepted' status.
+
+Reads ``documents`` and ``document_status`` (owned by the store, migration 0003) with the
+admin DSN. psycopg errors are translated here: callers see ``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
+
+from ragline.connector.intake import StoredState
+from ragline.errors import BackendUnavailable, TransientError
+
+__all__ = ["StateStore"]
+
+_COLUMNS = sql.SQL(
+    "d.source_seq, d.acl_seq, d.content_hash, d.meta_hash, d.status, "
+    "s.source_seq, s.status, s.content_hash"
+)
+
+_GET_ONE = sql.SQL(
+    "SELECT {cols} FROM (VALUES (%s::text, %s::text)) AS k(tenant_id, document_id) "
+    "LEFT JOIN documents d ON d.tenant_id = k.tenant_id AND d.document_id = k.document_id "
+    "LEFT JOIN document_status s "
+    "  ON s.tenant_id = k.tenant_id AND s.document_id = k.document_id"
+).format(cols=_COLUMNS)
+
+# starts_with() rather than LIKE: source names may contain '_', a LIKE wildcard
+_LIST_SOURCE = sql.SQL(
+    "WITH d AS (SELECT * FROM documents WHERE tenant_id = %(t)s "
+    "           AND starts_with(document_id, %(p)s)), "
+    "     s AS (SELECT * FROM document_status WHERE tenant_id = %(t)s "
+    "           AND starts_with(document_id, %(p)s)) "
+    "SELECT coalesce(d.document_id, s.document_id), {cols} "
+    "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
+).format(cols=_COLUMNS)
+
+# a row is only overwritten by an event whose source_seq is >= the stored one
+_ACCEPT = sql.SQL(
+    "INSERT INTO document_status AS ds "
+    "  (tenant_id, document_id, source_seq, content_hash, stage, status, updated_at) "
+    "VALUES (%s, %s, %s, %s, 'connector', 'accepted', now()) "
+    "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
+    "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
+    "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
+    "  findings = NULL, updated_at = EXCLUDED.updated_at "
+    "WHERE ds.source_seq <= EXCLUDED.source_seq"
+)
+
+
+def _state(row: tuple[Any, ...]) -> StoredState | None:
+    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash = row
+    if d_status is None and s_status is None:
+        return None
+    return StoredState(
+        source_seq=d_seq,
+        acl_seq=d_acl,
+        content_hash=d_hash,
+        meta_hash=d_meta,
+        status=d_status,
+        pending_seq=s_seq,
+        pending_status=s_status,
+        pending_hash=s_hash,
+    )
+
+
+class StateStore:
+    """A small async pool on the admin DSN, opened explicitly (``open``/``close``)."""
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
+        self._pool = AsyncConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, open=False, name="connector-state"
+        )
+
+    async def open(self) -> None:
+        try:
+            await self._pool.open(wait=True, timeout=30)
+        except (psycopg.Error, TimeoutError) as exc:
+            raise BackendUnavailable(f"postgres unreachable: {type(exc).__name__}") from exc
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout, TooManyRequests) as exc:
+            raise BackendUnavailable(f"postgres: {type(exc).__name__}") from exc
+        except psycopg.Error as exc:  # e.g. a missing migration: retried, then the DLQ
+            raise TransientError(f"postgres: {type(exc).__name__}") from exc
+
+    async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
+        async with self._conn() as conn:
+            cur = await conn.execute(_GET_ONE, (tenant_id, document_id))
+            row = await cur.fetchone()
+        return _state(row) if row is not None else None
+
+    async def list_source(self, tenant_id: str, source: str) -> dict[str, StoredState]:
+        """Every document of ``<source>:`` in the tenant that Postgres knows about."""
+        out: dict[str, StoredState] = {}
+        async with self._conn() as conn, conn.cursor() as cur:
+            await cur.execute(_LIST_SOURCE, {"t": tenant_id, "p": f"{source}:"})
+            async for row in cur:
+                state = _state(row[1:])
+                if state is not None:
+                    out[row[0]] = state
+        return out
+
+    async def record_accepted(
+        self, tenant_id: str, document_id: str, source_seq: int, content_hash: str
+    ) -> bool:
+        """Record intake; False if a newer event already moved the status on."""
+        async with self._conn() as conn:
+            cur = await conn.execute(_ACCEPT, (tenant_id, document_id, source_seq, content_hash))
+            return cur.rowcount > 0
