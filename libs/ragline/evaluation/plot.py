@@ -1,0 +1,97 @@
+"""The PNG comparison plot of a report: quality metrics, a per-category breakdown and
+latency percentiles, modes side by side, the baseline drawn as markers when given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragline.evaluation.report import Report
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["QUALITY_METRICS", "plot_report"]
+
+QUALITY_METRICS: tuple[str, ...] = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@100",
+    "mrr",
+    "ndcg@10",
+    "abstention_recall",
+)
+LATENCY_METRICS: tuple[str, ...] = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
+Getter = Callable[[str, str], float | None]  # (mode, label) -> value
+
+
+def _bars(
+    ax: Axes,
+    labels: Sequence[str],
+    modes: Sequence[str],
+    value: Getter,
+    baseline: Getter | None,
+) -> None:
+    n = max(len(modes), 1)
+    width = 0.8 / n
+    for i, mode in enumerate(modes):
+        xs = [x + (i - (n - 1) / 2) * width for x in range(len(labels))]
+        ys = [value(mode, lab) or 0.0 for lab in labels]
+        ax.bar(xs, ys, width=width, label=mode)
+        if baseline is not None:
+            bs = [baseline(mode, lab) for lab in labels]
+            pts = [(x, b) for x, b in zip(xs, bs, strict=True) if b is not None]
+            if pts:
+                ax.scatter(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    marker="_",
+                    s=120,
+                    color="black",
+                    zorder=3,
+                    label="baseline" if i == 0 else None,
+                )
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def plot_report(report: Report, path: Path, baseline: Report | None = None) -> Path:
+    """Write the comparison PNG to ``path`` (matplotlib Agg: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = list(report.modes)
+    cats = sorted({c for m in report.modes.values() for c in m.by_category})
+    cat_metric = "recall@10" if report.meta.kind == "golden" else "ndcg@10"
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5), gridspec_kw={"width_ratios": [3, 4, 2]})
+    try:
+        base_overall = (lambda m, k: baseline.value(m, k)) if baseline else None
+        _bars(axes[0], QUALITY_METRICS, modes, report.value, base_overall)
+        axes[0].set_ylim(0, 1.05)
+        axes[0].set_title("quality (overall)")
+        axes[0].legend(fontsize=8)
+
+        base_cat = (lambda m, c: baseline.value(m, cat_metric, c)) if baseline else None
+        _bars(axes[1], cats, modes, lambda m, c: report.value(m, cat_metric, c), base_cat)
+        axes[1].set_ylim(0, 1.05)
+        axes[1].set_title(f"{cat_metric} by category")
+
+        short = [m.removeprefix("latency_").removesuffix("_ms") for m in LATENCY_METRICS]
+        lat = {s: full for s, full in zip(short, LATENCY_METRICS, strict=True)}
+        base_lat = (lambda m, s: baseline.value(m, lat[s])) if baseline else None
+        _bars(axes[2], short, modes, lambda m, s: report.value(m, lat[s]), base_lat)
+        axes[2].set_title(f"client latency, ms (concurrency {report.meta.concurrency})")
+
+        when = report.meta.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        fig.suptitle(f"{report.meta.dataset}: {report.meta.n_cases} cases, {when}")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path

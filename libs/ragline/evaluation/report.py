@@ -1,0 +1,239 @@
+"""The evaluation report: one JSON document per run (modes side by side, overall and per
+category, every case's ids and numbers) and its readable text tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragline.errors import ConfigError
+from ragline.evaluation.datasets import EvalDataset
+from ragline.evaluation.summary import CaseResult, CaseRun, summarize_mode
+
+__all__ = [
+    "TABLE_METRICS",
+    "ModeReport",
+    "Report",
+    "ReportMeta",
+    "build_report",
+    "host_info",
+    "load_report",
+    "render_categories",
+    "render_table",
+    "save_report",
+]
+
+TABLE_METRICS: tuple[str, ...] = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@100",
+    "precision@5",
+    "mrr",
+    "ndcg@10",
+    "abstention_precision",
+    "abstention_recall",
+    "forbidden_hit_rate",
+    "forbidden_hits",
+    "unflagged_injection_hits",
+    "error_rate",
+    "cache_hit_rate",
+    "rerank_applied_rate",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModeReport(_Model):
+    overall: dict[str, float | None]
+    by_category: dict[str, dict[str, float | None]]
+
+
+class ReportMeta(_Model):
+    dataset: str
+    kind: Literal["beir", "golden"]
+    created_at: datetime
+    modes: list[str]
+    top_k: int
+    concurrency: int
+    n_cases: int
+    n_documents: int
+    query_url: str | None = None
+    host: dict[str, str | int | float | None] = Field(default_factory=dict)
+    git_commit: str | None = None
+    command: str | None = None
+    ingest: dict[str, float | int | str | None] | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class Report(_Model):
+    schema_version: Literal[1] = 1
+    meta: ReportMeta
+    modes: dict[str, ModeReport]
+    cases: list[CaseResult]
+
+    def value(self, mode: str, metric: str, category: str | None = None) -> float | None:
+        m = self.modes.get(mode)
+        if m is None:
+            return None
+        table = m.overall if category is None else m.by_category.get(category, {})
+        return table.get(metric)
+
+
+def host_info() -> dict[str, str | int | float | None]:
+    ram: float | None = None
+    try:
+        ram = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        ram = None
+    return {
+        "cores": os.cpu_count(),
+        "ram_gib": ram,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def build_report(
+    dataset: EvalDataset,
+    runs_by_mode: Mapping[str, Sequence[CaseRun]],
+    *,
+    top_k: int,
+    concurrency: int,
+    query_url: str | None = None,
+    command: str | None = None,
+    ingest: dict[str, float | int | str | None] | None = None,
+    notes: Sequence[str] = (),
+) -> Report:
+    modes: dict[str, ModeReport] = {}
+    cases: list[CaseResult] = []
+    for mode, runs in runs_by_mode.items():
+        s = summarize_mode(dataset, runs)
+        modes[mode] = ModeReport(overall=s.overall, by_category=s.by_category)
+        cases.extend(s.cases)
+    meta = ReportMeta(
+        dataset=dataset.name,
+        kind=dataset.kind,
+        created_at=datetime.now(UTC),
+        modes=list(runs_by_mode),
+        top_k=top_k,
+        concurrency=concurrency,
+        n_cases=len(dataset.cases),
+        n_documents=len(dataset.documents),
+        query_url=query_url,
+        host=host_info(),
+        git_commit=_git_commit(),
+        command=command,
+        ingest=ingest,
+        notes=list(notes),
+    )
+    return Report(meta=meta, modes=modes, cases=cases)
+
+
+def save_report(report: Report, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    return path
+
+
+def load_report(path: Path) -> Report:
+    try:
+        return Report.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"report {path}: {exc.strerror}") from None
+    except ValidationError as exc:
+        raise ConfigError(f"report {path} is not an evaluation report: {exc}") from None
+
+
+def fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric.endswith("_ms"):
+        return f"{value:.1f}"
+    if metric in {"forbidden_hits", "unflagged_injection_hits", "n_cases"}:
+        return str(round(value))
+    return f"{value:.3f}"
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
+        return "  ".join((first, *rest)).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def render_table(report: Report, metrics: Sequence[str] = TABLE_METRICS) -> str:
+    """Metrics down, modes across: the side-by-side comparison of one run."""
+    modes = list(report.modes)
+    rows = [[m, *(fmt(m, report.value(mode, m)) for mode in modes)] for m in metrics]
+    return _grid(["metric", *modes], rows)
+
+
+def render_categories(report: Report, metric: str = "recall@10") -> str:
+    """Categories down, modes across, for one metric (plus case counts)."""
+    modes = list(report.modes)
+    cats = sorted({c for m in report.modes.values() for c in m.by_category})
+    rows = []
+    for cat in cats:
+        n = next(
+            (
+                report.value(mode, "n_cases", cat)
+                for mode in modes
+                if report.value(mode, "n_cases", cat) is not None
+            ),
+            None,
+        )
+        rows.append(
+            [
+                cat,
+                fmt("n_cases", n),
+                *(fmt(metric, report.value(mode, metric, cat)) for mode in modes),
+            ]
+        )
+    return _grid([f"category ({metric})", "n", *modes], rows)
+
+
+def case_failures(report: Report) -> list[dict[str, Any]]:
+    """Cases with a forbidden hit, an unflagged injection or an error: always printed."""
+    return [
+        {
+            "case": r.case_id,
+            "mode": r.mode,
+            "forbidden": r.forbidden_documents,
+            "unflagged": r.unflagged_documents,
+            "error": r.error,
+        }
+        for r in report.cases
+        if r.forbidden_documents or r.unflagged_documents or r.error
+    ]
