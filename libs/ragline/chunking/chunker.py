@@ -1,0 +1,153 @@
+"""ParsedDocument -> parent and child ``Chunk``s with deterministic ids.
+
+Order of the output: each parent followed by its children, in document order. Ordinals
+count per level, and ``chunk_id = hash(document_id, content_hash, strategy_version,
+level, ordinal)``, so the same input under the same settings always yields the same ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ragline.chunking.config import ChunkerSettings
+from ragline.chunking.sections import Piece, Window, join_pieces, sections_of, windows_of
+from ragline.chunking.segments import Draft, Extra, SegmentChunker, content_type_of
+from ragline.chunking.tokenizer import TokenCounter
+from ragline.events import Block, BlockFlags, Chunk, ChunkLevel, ParsedDocument
+from ragline.hashing import chunk_id
+
+__all__ = ["Chunker", "merge_flags"]
+
+
+def merge_flags(blocks: Iterable[Block]) -> BlockFlags:
+    """OR of injection flags, union of rules and PII types, sum of redactions."""
+    seen: dict[int, Block] = {id(b): b for b in blocks}
+    flags = [b.flags for b in seen.values()]
+    return BlockFlags(
+        injection_suspect=any(f.injection_suspect for f in flags),
+        injection_rules=tuple(sorted({r for f in flags for r in f.injection_rules})),
+        pii_types=tuple(sorted({t for f in flags for t in f.pii_types})),
+        redactions=sum(f.redactions for f in flags),
+    )
+
+
+def _lines_consistent(block: Block) -> bool:
+    if block.line_start is None:
+        return False
+    return block.line_end is None or block.line_end - block.line_start == block.text.count("\n")
+
+
+def _line_at(piece: Piece, pos: int) -> int | None:
+    """Source line of ``piece.text[pos]`` (exact when the block's line range is)."""
+    block = piece.block
+    if block.line_start is None:
+        return None
+    if not _lines_consistent(block):
+        return block.line_start
+    return block.line_start + block.text.count("\n", 0, piece.offset + pos)
+
+
+def _locate(parts: tuple[tuple[Piece, int, int], ...]) -> dict[str, int | None]:
+    pages = [p.block.page for p, _, _ in parts if p.block.page is not None]
+    first, start, _ = parts[0]
+    last, _, end = parts[-1]
+    line_start = _line_at(first, start)
+    line_end = _line_at(last, max(start if last is first else 0, end - 1))
+    if last.block.line_end is not None and not _lines_consistent(last.block):
+        line_end = last.block.line_end
+    return {
+        "page_start": min(pages) if pages else None,
+        "page_end": max(pages) if pages else None,
+        "line_start": line_start,
+        "line_end": line_end,
+    }
+
+
+class Chunker:
+    """Stateless after construction; safe to share between threads."""
+
+    def __init__(self, settings: ChunkerSettings, counter: TokenCounter) -> None:
+        self.settings = settings
+        self.counter = counter
+        self.strategy_version = settings.strategy_version
+        self._segments = SegmentChunker(settings, counter)
+
+    def chunk(
+        self,
+        doc: ParsedDocument,
+        *,
+        document_id: str,
+        content_hash: str,
+        file_path: str | None = None,
+    ) -> list[Chunk]:
+        out: list[Chunk] = []
+        n_parents = n_children = 0
+        common: Extra = {"doc_title": doc.title} if doc.title else {}
+        for section in sections_of(doc):
+            for window in windows_of(section, self.counter, self.settings.parent_max_tokens):
+                parent = self._parent(window, document_id, content_hash, n_parents, common)
+                out.append(parent)
+                n_parents += 1
+                for draft in self._segments.children(window, file_path=file_path):
+                    out.append(
+                        self._child(
+                            draft,
+                            window,
+                            parent.chunk_id,
+                            document_id,
+                            content_hash,
+                            n_children,
+                            common,
+                        )
+                    )
+                    n_children += 1
+        return out
+
+    def _id(self, document_id: str, content_hash: str, level: ChunkLevel, ordinal: int) -> str:
+        return chunk_id(document_id, content_hash, self.strategy_version, level.value, ordinal)
+
+    def _parent(
+        self, window: Window, document_id: str, content_hash: str, ordinal: int, common: Extra
+    ) -> Chunk:
+        text = join_pieces(window.pieces)
+        parts = tuple((p, 0, len(p.text)) for p in window.pieces)
+        return Chunk(
+            chunk_id=self._id(document_id, content_hash, ChunkLevel.PARENT, ordinal),
+            level=ChunkLevel.PARENT,
+            ordinal=ordinal,
+            text=text,
+            section_path=window.path,
+            content_type=content_type_of([p.kind for p in window.pieces]),
+            token_count=self.counter.count(text),
+            strategy="section" if window.of == 1 else "section-window",
+            strategy_version=self.strategy_version,
+            flags=merge_flags(p.block for p in window.pieces),
+            extra={**common, "window": window.number + 1, "windows": window.of},
+            **_locate(parts),
+        )
+
+    def _child(
+        self,
+        draft: Draft,
+        window: Window,
+        parent_id: str,
+        document_id: str,
+        content_hash: str,
+        ordinal: int,
+        common: Extra,
+    ) -> Chunk:
+        return Chunk(
+            chunk_id=self._id(document_id, content_hash, ChunkLevel.CHILD, ordinal),
+            parent_id=parent_id,
+            level=ChunkLevel.CHILD,
+            ordinal=ordinal,
+            text=draft.text,
+            section_path=window.path,
+            content_type=draft.content_type,
+            token_count=draft.tokens,
+            strategy=draft.strategy,
+            strategy_version=self.strategy_version,
+            flags=merge_flags(p.block for p, _, _ in draft.parts),
+            extra={**common, **draft.extra, "overlap_chars": draft.overlap_chars},
+            **_locate(draft.parts),
+        )
