@@ -1,0 +1,168 @@
+"""``ragline sync``: reconcile a source with what Postgres holds.
+
+The recovery path after a broker loss (events published but never processed are gone)
+and the safety net for a watcher that was down: documents the source has but Postgres
+lacks or holds in an older version are re-emitted as upserts on ``source.changes``;
+documents Postgres holds that the source no longer has get a delete. Re-emitting goes
+through the connector like any change, so the dedup and ordering rules live in one place.
+
+By default a document whose ``source_seq`` and metadata hash match what is indexed is
+taken as in sync; ``checksum=True`` also hashes its bytes (like ``rsync --checksum``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from tqdm import tqdm
+
+from ragline.connector.intake import StoredState
+from ragline.connector.metrics import SYNC_ACTIONS
+from ragline.connector.source import EventSink, SourceItem, SyncSource
+from ragline.errors import ConfigError
+from ragline.events import Topics
+
+__all__ = ["SyncAction", "SyncPlan", "build_plan", "classify", "execute", "to_delete"]
+
+_LIVE_STATUS = frozenset({"accepted", "failed", "quarantined"})
+
+
+class SyncAction(StrEnum):
+    MISSING = "missing"  # source has it, Postgres has no live version: re-emit
+    STALE = "stale"  # Postgres holds an older version or other metadata: re-emit
+    DELETE = "delete"  # Postgres holds it, the source does not: emit a delete
+    OK = "ok"  # in sync
+    VERIFY = "verify"  # seq and metadata match; only a checksum can tell more
+    SHADOWED = "shadowed"  # source version is older than a newer delete/version held
+    QUARANTINED = "quarantined"  # this version was quarantined: not retried by default
+    HELD = "held"  # the source cannot offer it right now (being written, bad metadata)
+
+
+_EMIT = frozenset({SyncAction.MISSING, SyncAction.STALE})
+
+
+def classify(
+    item: SourceItem, st: StoredState | None, *, retry_quarantined: bool = False
+) -> SyncAction:
+    if not item.available:
+        return SyncAction.HELD
+    if st is None:
+        return SyncAction.MISSING
+    seq = item.source_seq
+    pending = st.pending_seq or 0
+    if st.pending_status == "quarantined" and pending >= seq:
+        return SyncAction.MISSING if retry_quarantined else SyncAction.QUARANTINED
+    if (st.status == "deleted" and (st.source_seq or 0) > seq) or (
+        st.pending_status == "deleted" and pending > seq
+    ):
+        return SyncAction.SHADOWED
+    if not st.indexed:
+        return SyncAction.MISSING
+    stored_seq = st.source_seq or 0
+    if stored_seq < seq:
+        return SyncAction.STALE
+    if st.meta_hash != item.meta_hash:
+        return SyncAction.STALE if stored_seq == seq else SyncAction.SHADOWED
+    return SyncAction.VERIFY
+
+
+def to_delete(seen: set[str], stored: Mapping[str, StoredState]) -> list[str]:
+    """Documents Postgres holds live that the source did not list (held ones are listed)."""
+    return sorted(
+        doc_id
+        for doc_id, st in stored.items()
+        if doc_id not in seen and (st.indexed or st.pending_status in _LIVE_STATUS)
+    )
+
+
+@dataclass(kw_only=True)
+class SyncPlan:
+    emit: list[tuple[SyncAction, SourceItem]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    unreadable: int = 0
+
+
+def _bar(desc: str, total: int | None, progress: bool) -> tqdm[None]:
+    return tqdm(total=total, desc=desc, unit="doc", disable=not progress, file=sys.stderr)
+
+
+async def build_plan(
+    source: SyncSource,
+    stored: Mapping[str, StoredState],
+    *,
+    checksum: bool = False,
+    retry_quarantined: bool = False,
+    allow_empty: bool = False,
+    progress: bool = True,
+) -> SyncPlan:
+    plan = SyncPlan()
+    seen: set[str] = set()
+    with _bar("compare", None, progress) as bar:
+        async for item in source.items():
+            seen.add(item.document_id)
+            st = stored.get(item.document_id)
+            action = classify(item, st, retry_quarantined=retry_quarantined)
+            if action is SyncAction.VERIFY:
+                action = SyncAction.OK
+                if checksum and st is not None:
+                    digest = await source.content_hash(item)
+                    if digest is None:
+                        plan.unreadable += 1
+                    elif digest != st.content_hash:
+                        same_seq = (st.source_seq or 0) == item.source_seq
+                        action = SyncAction.STALE if same_seq else SyncAction.SHADOWED
+            plan.counts[action.value] += 1
+            if action in _EMIT:
+                plan.emit.append((action, item))
+            bar.update(1)
+    plan.deletes = to_delete(seen, stored)
+    plan.counts[SyncAction.DELETE.value] += len(plan.deletes)
+    live_in_source = sum(1 for i in seen if i not in plan.deletes)
+    if not allow_empty and live_in_source == 0 and plan.deletes:
+        raise ConfigError(
+            f"the source lists no documents but Postgres holds {len(plan.deletes)}: refusing "
+            "to delete them all (is the source mounted?); pass --allow-empty to proceed"
+        )
+    return plan
+
+
+async def execute(
+    plan: SyncPlan,
+    source: SyncSource,
+    sink: EventSink,
+    *,
+    stored: Mapping[str, StoredState],
+    progress: bool = True,
+) -> Counter[str]:
+    """Publish the plan; counts what was actually published (and what was unreadable)."""
+    done: Counter[str] = Counter()
+    topic = Topics.SOURCE_CHANGES.value
+    with _bar("publish", len(plan.emit) + len(plan.deletes), progress) as bar:
+        for action, item in plan.emit:
+            event = await source.upsert_event(item)
+            if event is None:
+                done["unreadable"] += 1
+            else:
+                await sink.publish(topic, event)
+                done[action.value] += 1
+                SYNC_ACTIONS.labels(action.value, "false").inc()
+            bar.update(1)
+        for doc_id in plan.deletes:
+            st = stored.get(doc_id)
+            newest = st.newest_seq(include_acl=True) if st is not None else None
+            await sink.publish(topic, source.delete_event(doc_id, newest))
+            done[SyncAction.DELETE.value] += 1
+            SYNC_ACTIONS.labels(SyncAction.DELETE.value, "false").inc()
+            bar.update(1)
+    return done
+
+
+def record_dry_run(plan: SyncPlan) -> None:
+    for action, n in plan.counts.items():
+        if action in (SyncAction.MISSING, SyncAction.STALE, SyncAction.DELETE):
+            SYNC_ACTIONS.labels(action, "true").inc(n)

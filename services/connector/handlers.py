@@ -1,0 +1,14 @@
+"""Connector service wiring: ``source.changes`` -> ``doc.fetched`` / ``doc.control``, and
+the webhook (``POST /v1/changes``) served by the same process. Logic: ragline.connector."""
+
+from __future__ import annotations
+
+from ragline.connector.stage import ConnectorStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return ConnectorStage(settings)
