@@ -1,0 +1,144 @@
+"""The local stack as a whole: ``up`` starts (or finds) each server, then creates the
+database, applies migrations and creates the topics; ``down`` stops what the stack runs;
+``status`` asks every component over its own protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ragline.errors import RaglineError
+from ragline.events import ALL_TOPICS
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack.base import (
+    ComponentStatus,
+    ExternalServer,
+    LocalOptions,
+    Server,
+    StartResult,
+    StopResult,
+)
+from ragline.runtime.stack.errors import StackError
+from ragline.runtime.stack.kafka import LocalBroker, kafka_probe
+from ragline.runtime.stack.opensearch import LocalOpenSearch, opensearch_probe
+from ragline.runtime.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
+from ragline.runtime.stack.settings import Component, StackPaths, StackSettings, managed_components
+from ragline.runtime.stack.topics import TopicReport, ensure_topics
+from ragline.store.migrate import MigrationReport, migrate
+
+__all__ = ["StackManager", "UpReport"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpReport:
+    started: tuple[StartResult, ...]
+    database_created: bool
+    migrations: MigrationReport
+    topics: TopicReport
+    seconds: float
+
+
+class StackManager:
+    """One stack, described by the settings. ``detached=False`` (tests) keeps the servers
+    tied to the calling process, so a killed test run does not leave them behind."""
+
+    def __init__(
+        self, settings: Settings, stack: StackSettings | None = None, *, detached: bool = True
+    ) -> None:
+        self.settings = settings
+        self.stack = stack if stack is not None else StackSettings()
+        self.paths = StackPaths.from_settings(settings)
+        self.detached = detached
+        self.managed = managed_components(settings, self.stack)
+        self.servers: dict[Component, Server] = {c: self._server(c) for c in Component}
+
+    def _options(self, component: Component) -> LocalOptions:
+        return LocalOptions(
+            log=self.paths.log(component),
+            pidfile=self.paths.pidfile(component),
+            detached=self.detached,
+            probe_timeout_s=self.stack.probe_timeout_s,
+            start_timeout_s=self.stack.start_timeout_s,
+            stop_timeout_s=self.stack.stop_timeout_s,
+        )
+
+    def _server(self, component: Component) -> Server:
+        s = self.settings
+        if component in self.managed:
+            opts = self._options(component)
+            if component is Component.POSTGRES:
+                return EmbeddedPostgres(s, self.paths.pgdata, opts)
+            if component is Component.KAFKA:
+                return LocalBroker(s.kafka_bootstrap, opts)
+            return LocalOpenSearch(s, opts, japanese=self.stack.opensearch_japanese)
+        timeouts = {
+            "probe_timeout_s": self.stack.probe_timeout_s,
+            "start_timeout_s": self.stack.start_timeout_s,
+        }
+        if component is Component.POSTGRES:
+            dsn = s.admin_dsn()
+            return ExternalServer(component, "RAGLINE_PG_DSN", postgres_probe(dsn), **timeouts)
+        if component is Component.KAFKA:
+            bootstrap = s.kafka_bootstrap
+            return ExternalServer(component, bootstrap, kafka_probe(bootstrap), **timeouts)
+        url = s.opensearch_url
+        return ExternalServer(component, url, opensearch_probe(s), **timeouts)
+
+    async def start_servers(self) -> tuple[StartResult, ...]:
+        """Start (or find) every server concurrently; all failures are reported together."""
+        self.paths.ensure()
+        results = await asyncio.gather(
+            *(srv.start() for srv in self.servers.values()), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            for e in errors:
+                if not isinstance(e, Exception):
+                    raise e  # cancellation, KeyboardInterrupt
+            if len(errors) == 1:
+                raise errors[0]
+            raise StackError("stack", "; ".join(str(e) for e in errors))
+        return tuple(r for r in results if isinstance(r, StartResult))
+
+    async def _setup_postgres(self) -> tuple[bool, MigrationReport]:
+        created = False
+        if Component.POSTGRES in self.managed:
+            created = await asyncio.to_thread(ensure_database, self.settings)
+        try:
+            report = await asyncio.to_thread(migrate, self.settings)
+        except RaglineError as exc:
+            raise StackError("postgres", f"migrations: {exc}") from exc
+        return created, report
+
+    async def up(self) -> UpReport:
+        """Idempotent: running servers are found by pid and health, never started twice."""
+        t0 = time.monotonic()
+        started = await self.start_servers()
+        (created, migrations), topics = await asyncio.gather(
+            self._setup_postgres(),
+            ensure_topics(
+                self.settings.kafka_bootstrap,
+                ALL_TOPICS,
+                partitions=self.settings.kafka_partitions,
+                replication_factor=self.stack.kafka_replication_factor,
+                timeout_s=self.stack.start_timeout_s,
+            ),
+        )
+        return UpReport(
+            started=started,
+            database_created=created,
+            migrations=migrations,
+            topics=topics,
+            seconds=time.monotonic() - t0,
+        )
+
+    async def down(self) -> tuple[StopResult, ...]:
+        """Stop what the stack runs (external components are left alone)."""
+        results = await asyncio.gather(*(srv.stop() for srv in self.servers.values()))
+        return tuple(results)
+
+    async def status(self) -> tuple[ComponentStatus, ...]:
+        results = await asyncio.gather(*(srv.status() for srv in self.servers.values()))
+        return tuple(results)

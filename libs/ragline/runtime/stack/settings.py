@@ -1,0 +1,90 @@
+"""Which components the local stack manages, its timeouts, and where its state lives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from ragline.runtime.settings import Settings
+
+__all__ = ["Component", "StackPaths", "StackSettings", "managed_components"]
+
+
+class Component(StrEnum):
+    POSTGRES = "postgres"
+    KAFKA = "kafka"
+    OPENSEARCH = "opensearch"
+
+
+class StackSettings(BaseSettings):
+    """``RAGLINE_STACK_*``. Components left out of ``components`` are external: the stack
+    only checks that they answer, creates topics and applies migrations on them."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_STACK_", extra="ignore", frozen=True)
+
+    components: Annotated[frozenset[Component], NoDecode] = Field(
+        default=frozenset(Component),
+        description="comma-separated components the stack starts and stops; '' or 'none': none",
+    )
+    start_timeout_s: float = Field(default=60.0, gt=0)
+    stop_timeout_s: float = Field(default=15.0, gt=0)
+    probe_timeout_s: float = Field(default=3.0, gt=0)
+    kafka_replication_factor: int = Field(default=1, ge=1)
+    opensearch_japanese: bool = Field(
+        default=False, description="load the Japanese analyzer (slower start, more memory)"
+    )
+
+    @field_validator("components", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parts = [p.strip().lower() for p in value.split(",")]
+            return frozenset(p for p in parts if p and p != "none")
+        return value
+
+
+def managed_components(settings: Settings, stack: StackSettings) -> tuple[Component, ...]:
+    """The components this stack starts, in start order. A Postgres DSN in the
+    environment means Postgres is external, whatever ``components`` says."""
+    out = [c for c in Component if c in stack.components]
+    if settings.pg_dsn is not None and Component.POSTGRES in out:
+        out.remove(Component.POSTGRES)
+    return tuple(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackPaths:
+    """Everything the local stack writes lives under ``state_dir``."""
+
+    state_dir: Path
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StackPaths:
+        return cls(state_dir=settings.state_dir.expanduser().resolve())
+
+    @property
+    def pgdata(self) -> Path:
+        return self.state_dir / "pgdata"
+
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.state_dir / "run"
+
+    def log(self, component: Component) -> Path:
+        return self.logs / f"{component.value}.log"
+
+    def pidfile(self, component: Component) -> Path:
+        return self.run / f"{component.value}.pid"
+
+    def ensure(self) -> None:
+        for d in (self.state_dir, self.logs, self.run):
+            d.mkdir(parents=True, exist_ok=True)

