@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.runtime.contracts_cli",
     "ragline.runtime.stack_cli",
     "ragline.connector.cli",
+    "ragline.evaluation.cli",
 )
 
 
