@@ -29,6 +29,8 @@ class EvalSettings(BaseSettings):
     jwt_ttl_s: int = Field(default=3600, ge=60)
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    tenant_claim: str = "tenant"
+    groups_claim: str = "groups"
     request_timeout_s: float = Field(default=60.0, gt=0)
     request_retries: int = Field(default=3, ge=0, description="retries on 429/503/connect errors")
     concurrency: int = Field(default=2, ge=1, description="queries in flight per mode")

@@ -1,0 +1,201 @@
+"""``ragline eval``: ingest a dataset through the pipeline, query every mode over HTTP,
+write the report (JSON, table, PNG), compare with a baseline and apply the gate.
+
+Exit codes: 0 every threshold holds; 1 a threshold is broken (the CI gate); 2 bad
+arguments or configuration; 3 a backend (Kafka, Postgres, the query service) is down or
+the pipeline did not finish in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXIT_BACKEND", "EXIT_CONFIG", "EXIT_GATE", "EXIT_OK", "register"]
+
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_BACKEND = 0, 1, 2, 3
+ALL_MODES = "lexical,dense,hybrid,hybrid+rerank"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate retrieval on a BEIR dataset or the golden set",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="beir:<dir> or golden:<dir>")
+    src.add_argument("--report", type=Path, help="gate/compare an existing report.json only")
+    p.add_argument("--modes", default=ALL_MODES, help=f"comma-separated (default {ALL_MODES})")
+    p.add_argument("--baseline", type=Path, help="earlier report.json to compare with")
+    p.add_argument("--thresholds", type=Path, help="thresholds YAML (golden: its thresholds.yaml)")
+    p.add_argument("--out", type=Path, help="output directory (default reports/<dataset>-<time>)")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.add_argument("--tenant", default="eval", help="BEIR: tenant the corpus is ingested into")
+    p.add_argument("--groups", default="eval", help="BEIR: comma-separated acl groups")
+    p.add_argument("--limit", type=int, help="BEIR: evaluate only the first N queries")
+    p.add_argument("--top-k", type=int, help="results requested per query (default 100)")
+    p.add_argument("--concurrency", type=int, help="queries in flight per mode (default 2)")
+    p.add_argument("--query-url", help="query service base URL (RAGLINE_EVAL_QUERY_URL)")
+    p.add_argument("--no-ingest", action="store_true", help="the dataset is already ingested")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=main)
+
+
+def _thresholds_path(args: argparse.Namespace) -> Path | None:
+    if args.thresholds is not None:
+        return Path(args.thresholds)
+    if args.dataset and args.dataset.startswith("golden:"):
+        candidate = Path(args.dataset.partition(":")[2]) / "thresholds.yaml"
+        return candidate if candidate.is_file() else None
+    return None
+
+
+async def _produce(args: argparse.Namespace) -> Any:
+    """Ingest, query, build the report (the part that needs the running platform)."""
+    from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.datasets import load_dataset
+    from ragline.evaluation.ingest import ingest_dataset
+    from ragline.evaluation.report import build_report
+    from ragline.evaluation.runner import parse_modes, run_modes
+    from ragline.evaluation.settings import EvalSettings
+    from ragline.runtime.settings import Settings
+
+    es = EvalSettings()
+    overrides = {
+        k: v
+        for k, v in (
+            ("top_k", args.top_k),
+            ("concurrency", args.concurrency),
+            ("query_url", args.query_url),
+        )
+        if v is not None
+    }
+    es = es.model_copy(update=overrides)
+    modes = parse_modes(args.modes)
+    beir_options: dict[str, Any] = {}
+    if args.dataset.startswith("beir:"):
+        beir_options = {
+            "split": args.split,
+            "tenant": args.tenant,
+            "groups": tuple(g for g in args.groups.split(",") if g),
+            "limit_queries": args.limit,
+        }
+    dataset = load_dataset(args.dataset, **beir_options)
+    progress = not args.no_progress
+    ingest_info = None
+    notes: list[str] = []
+    if not args.no_ingest:
+        res = await ingest_dataset(
+            dataset,
+            Settings(),
+            timeout_s=es.ingest_timeout_s,
+            poll_interval_s=es.poll_interval_s,
+            progress=progress,
+        )
+        ingest_info = res.as_dict()
+        if res.quarantined:
+            notes.append(f"quarantined during ingest: {sorted(res.quarantined.items())}")
+        if res.unexpected:
+            notes.append(f"ingest outcome differs from the manifest: {sorted(res.unexpected)}")
+    async with QueryClient(es) as client:
+        for _ in range(60):
+            if await client.ready():
+                break
+            await asyncio.sleep(1.0)
+        else:
+            from ragline.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"query service at {client.base_url} is not ready")
+        runs = await run_modes(
+            client,
+            dataset,
+            modes,
+            top_k=es.top_k,
+            concurrency=es.concurrency,
+            warmup=es.warmup_queries,
+            progress=progress,
+        )
+    return build_report(
+        dataset,
+        runs,
+        top_k=es.top_k,
+        concurrency=es.concurrency,
+        query_url=es.query_url,
+        command="ragline " + " ".join(sys.argv[1:]),
+        ingest=ingest_info,
+        notes=notes,
+    )
+
+
+def _out_dir(args: argparse.Namespace, dataset_name: str) -> Path:
+    if args.out is not None:
+        return Path(args.out)
+    slug = dataset_name.replace(":", "-").replace("/", "-")
+    return Path("reports") / f"{slug}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ragline.evaluation.gate import (
+        ThresholdConfig,
+        check_thresholds,
+        compare,
+        load_thresholds,
+        render_changes,
+        render_violations,
+    )
+    from ragline.evaluation.plot import plot_report
+    from ragline.evaluation.report import (
+        case_failures,
+        load_report,
+        render_categories,
+        render_table,
+        save_report,
+    )
+
+    tpath = _thresholds_path(args)
+    config = load_thresholds(tpath) if tpath is not None else ThresholdConfig()
+    baseline = load_report(args.baseline) if args.baseline is not None else None
+    if args.report is not None:
+        report = load_report(args.report)
+    else:
+        report = asyncio.run(_produce(args))
+        out = _out_dir(args, report.meta.dataset)
+        save_report(report, out / "report.json")
+        plot_report(report, out / "report.png", baseline)
+        tables = render_table(report) + "\n\n" + render_categories(report) + "\n"
+        (out / "report.txt").write_text(tables, encoding="utf-8")
+        print(f"report written to {out}/report.json, report.txt, report.png")
+    print(render_table(report))
+    print()
+    print(render_categories(report))
+    for note in report.meta.notes:
+        print(f"note: {note}")
+    for f in case_failures(report):
+        print(f"FAILED CASE {f}")
+    if baseline is not None:
+        print()
+        print(render_changes(compare(report, baseline, config)))
+    violations = check_thresholds(report, config, baseline)
+    print()
+    print(render_violations(violations))
+    return EXIT_GATE if violations else EXIT_OK
+
+
+def main(args: argparse.Namespace) -> int:
+    from ragline.errors import BackendUnavailable, ConfigError, TransientError
+    from ragline.evaluation.ingest import IngestTimeout
+
+    try:
+        return _evaluate(args)
+    except ConfigError as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (BackendUnavailable, TransientError, IngestTimeout) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return EXIT_BACKEND

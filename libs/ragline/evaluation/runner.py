@@ -1,0 +1,152 @@
+"""Run every case of a dataset against the query service in each retrieval mode, side
+by side in one run: lexical, dense, hybrid and hybrid+rerank.
+
+Modes run one after the other (not interleaved) so each mode's latency is measured
+under the same load; a few warm-up queries per mode are sent first and not recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from tqdm.auto import tqdm
+
+from ragline.errors import BackendUnavailable, ConfigError, PermanentError
+from ragline.evaluation.client import SearchResponse
+from ragline.evaluation.datasets import EvalCase, EvalDataset, Principal
+from ragline.evaluation.metrics import Hit
+from ragline.evaluation.summary import CaseRun
+
+__all__ = ["MODES", "SearchClient", "parse_modes", "run_case", "run_modes"]
+
+# harness mode -> (the API's `mode`, `rerank`)
+MODES: dict[str, tuple[str, bool]] = {
+    "lexical": ("lexical", False),
+    "dense": ("dense", False),
+    "hybrid": ("hybrid", False),
+    "hybrid+rerank": ("hybrid", True),
+}
+# consecutive "service unreachable" failures after which a mode is abandoned
+_MAX_CONSECUTIVE_DOWN = 10
+
+
+class SearchClient(Protocol):
+    """What the runner needs of ``client.QueryClient`` (tests pass a fake)."""
+
+    async def search(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        mode: str,
+        rerank: bool,
+        top_k: int,
+        filters: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> tuple[SearchResponse, float]: ...
+
+
+def parse_modes(spec: str | Sequence[str]) -> list[str]:
+    names = [m.strip() for m in (spec.split(",") if isinstance(spec, str) else spec)]
+    names = [m for m in names if m]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise ConfigError(f"unknown mode(s) {unknown or names}; choose from {', '.join(MODES)}")
+    return list(dict.fromkeys(names))
+
+
+def _hits(resp: SearchResponse) -> list[Hit]:
+    return [
+        Hit(document_id=h.document_id, text=h.text, chunk_id=h.chunk_id, flags=h.flags)
+        for h in resp.results
+    ]
+
+
+async def run_case(client: SearchClient, case: EvalCase, mode: str, *, top_k: int) -> CaseRun:
+    api_mode, rerank = MODES[mode]
+    try:
+        resp, ms = await client.search(
+            case.principal,
+            case.question,
+            mode=api_mode,
+            rerank=rerank,
+            top_k=top_k,
+            filters=dict(case.filters),
+            extra=dict(case.request),
+        )
+    except (PermanentError, BackendUnavailable) as exc:
+        return CaseRun(case_id=case.case_id, mode=mode, error=f"{type(exc).__name__}: {exc}")
+    return CaseRun(
+        case_id=case.case_id,
+        mode=mode,
+        hits=_hits(resp),
+        abstained=resp.abstained,
+        abstain_reason=resp.abstain_reason,
+        latency_ms=ms,
+        server_ms=resp.server_ms,
+        cache=resp.cache,
+        rerank_applied=resp.rerank_applied() if rerank else None,
+        trace_id=resp.trace_id,
+    )
+
+
+async def _run_mode(
+    client: SearchClient,
+    dataset: EvalDataset,
+    mode: str,
+    *,
+    top_k: int,
+    concurrency: int,
+    warmup: int,
+    progress: bool,
+) -> list[CaseRun]:
+    for case in dataset.cases[:warmup]:
+        await run_case(client, case, mode, top_k=top_k)
+    sem = asyncio.Semaphore(concurrency)
+    down = 0
+    bar = tqdm(total=len(dataset.cases), desc=f"query {mode}", unit="q", disable=not progress)
+
+    async def one(case: EvalCase) -> CaseRun:
+        nonlocal down
+        async with sem:
+            if down >= _MAX_CONSECUTIVE_DOWN:
+                return CaseRun(case_id=case.case_id, mode=mode, error="skipped: service down")
+            run = await run_case(client, case, mode, top_k=top_k)
+        down = down + 1 if (run.error or "").startswith("BackendUnavailable") else 0
+        bar.update(1)
+        return run
+
+    try:
+        runs = await asyncio.gather(*(one(c) for c in dataset.cases))
+    finally:
+        bar.close()
+    if down >= _MAX_CONSECUTIVE_DOWN:
+        raise BackendUnavailable(f"query service stopped answering during mode {mode}")
+    return list(runs)
+
+
+async def run_modes(
+    client: SearchClient,
+    dataset: EvalDataset,
+    modes: Sequence[str],
+    *,
+    top_k: int,
+    concurrency: int = 2,
+    warmup: int = 2,
+    progress: bool = True,
+) -> dict[str, list[CaseRun]]:
+    """Every case in every mode; results keyed by mode, in case order."""
+    out: dict[str, list[CaseRun]] = {}
+    for mode in parse_modes(modes):
+        out[mode] = await _run_mode(
+            client,
+            dataset,
+            mode,
+            top_k=top_k,
+            concurrency=concurrency,
+            warmup=warmup,
+            progress=progress,
+        )
+    return out
