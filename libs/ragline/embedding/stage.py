@@ -1,0 +1,101 @@
+"""The embedder stage: doc.enriched in, doc.embedded out, micro-batched across messages.
+
+The runtime hands it up to ``batch.max_records`` events at once (or what arrived within
+``linger_ms``); ``handle_batch`` embeds all their children together. The model loads in
+``start`` in a worker thread; the Postgres pool is only for the embedding cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from psycopg_pool import AsyncConnectionPool
+
+from ragline.embedding.batcher import BatchEmbedder
+from ragline.embedding.cache import PgVectorCache
+from ragline.embedding.model import Embedder, SentenceTransformerEmbedder
+from ragline.embedding.settings import EmbedderSettings
+from ragline.errors import NotBuiltError
+from ragline.events import Topics
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.store.pool import open_pool
+
+__all__ = ["EmbedderStage"]
+
+
+class EmbedderStage(Stage):
+    name: ClassVar[str] = "embedder"
+    input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_ENRICHED.value,)
+    # up to 64 documents per poll, or what arrived within 50 ms: fills model batches
+    # across documents while bounding memory (64 documents in flight per replica)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=64, linger_ms=50)
+
+    def __init__(
+        self,
+        settings: Settings,
+        config: EmbedderSettings | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> None:
+        super().__init__(settings)
+        self.config = config or EmbedderSettings()
+        self._embedder = embedder
+        self._pool: AsyncConnectionPool | None = None
+        self._batcher: BatchEmbedder | None = None
+
+    async def start(self) -> None:
+        if self._embedder is None:
+            cfg = self.config
+            self._embedder = await asyncio.to_thread(
+                SentenceTransformerEmbedder,
+                cfg.model,
+                name=cfg.model_name,
+                device=cfg.device,
+                batch_size=cfg.batch_size,
+                offline=cfg.offline,
+            )
+        cache = None
+        if self.config.cache:
+            self._pool = await open_pool(
+                self.settings.admin_dsn(), name="embedder", max_size=self.config.pool_max
+            )
+            cache = PgVectorCache(
+                self._pool, model=self._embedder.name, revision=self._embedder.revision
+            )
+        self._batcher = BatchEmbedder(
+            self._embedder,
+            cache=cache,
+            batch_size=self.config.batch_size,
+            max_in_flight=self.config.max_in_flight_batches,
+        )
+
+    async def stop(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @property
+    def batcher(self) -> BatchEmbedder:
+        if self._batcher is None:
+            raise NotBuiltError("embedder stage used before start()")
+        return self._batcher
+
+    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
+        (result,) = await self.handle_batch([event], ctx)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def handle_batch(
+        self, events: Sequence[Any], ctx: StageContext
+    ) -> Sequence[Sequence[Output] | BaseException]:
+        results = await self.batcher.embed_events(events)
+        return [
+            r
+            if isinstance(r, BaseException)
+            else [Output(topic=Topics.DOC_EMBEDDED.value, event=r)]
+            for r in results
+        ]

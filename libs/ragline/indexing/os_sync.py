@@ -1,0 +1,126 @@
+"""Bring OpenSearch in line with Postgres (the truth) for a set of documents.
+
+The OpenSearch copy of a document is a projection of its Postgres rows: child chunks
+indexed by chunk_id and stamped with the document's ``revision``, then everything of
+that document with an older revision deleted (previous generations, vanished chunks);
+a tombstoned document loses all its chunks. It runs in one Postgres transaction holding
+the documents' advisory locks, so no writer of those documents interleaves, and records
+``os_revision`` on success. Upserts, ACL re-stamps, supersession marks, ``ragline
+repair`` and ``ragline reindex`` all go through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opensearchpy import AsyncOpenSearch
+from psycopg import AsyncConnection
+
+from ragline.indexing.projection import os_source
+from ragline.store.chunks import fetch_children
+from ragline.store.documents import lock_document
+from ragline.store.os_bulk import Refresh, bulk_index, delete_documents, delete_stale
+from ragline.store.os_index import ensure_index, index_name
+from ragline.store.pg_errors import pg_errors
+
+__all__ = ["OsSyncer", "SyncResult"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncResult:
+    documents: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+
+
+class OsSyncer:
+    """Projects documents of one tenant from Postgres into that tenant's index."""
+
+    def __init__(
+        self,
+        client: AsyncOpenSearch,
+        *,
+        index_prefix: str,
+        refresh: Refresh,
+        bulk_size: int = 500,
+    ) -> None:
+        self.client = client
+        self.prefix = index_prefix
+        self.refresh = refresh
+        self.bulk_size = bulk_size
+        self._known_indexes: set[str] = set()
+
+    def index_for(self, tenant_id: str) -> str:
+        return index_name(self.prefix, tenant_id)
+
+    async def ensure(self, tenant_id: str) -> str:
+        name = self.index_for(tenant_id)
+        if name not in self._known_indexes:
+            await ensure_index(self.client, name)
+            self._known_indexes.add(name)
+        return name
+
+    def forget_indexes(self) -> None:
+        """After an index was dropped elsewhere (reindex), re-check before writing."""
+        self._known_indexes.clear()
+
+    async def sync(
+        self,
+        conn: AsyncConnection,
+        tenant_id: str,
+        document_ids: Sequence[str],
+        *,
+        force: bool = False,
+        fresh_index: bool = False,
+    ) -> SyncResult:
+        """Sync the documents whose OpenSearch copy lags (all of them with ``force``).
+
+        ``fresh_index``: the index was just created empty, so skip the stale deletes.
+        Raises TransientError/BackendUnavailable/PermanentError; on any error the
+        transaction rolls back and os_revision stays behind, so ``repair`` finds it.
+        """
+        ids = sorted(set(document_ids))
+        if not ids:
+            return SyncResult()
+        async with conn.transaction():
+            for doc in ids:
+                await lock_document(conn, tenant_id, doc)
+            with pg_errors():
+                cur = await conn.execute(
+                    "SELECT document_id, status, revision, os_revision FROM documents"
+                    " WHERE tenant_id = %s AND document_id = ANY(%s)",
+                    (tenant_id, ids),
+                )
+                states = await cur.fetchall()
+            todo = [(str(d), str(s), int(r)) for d, s, r, osr in states if force or osr < r]
+            if not todo:
+                return SyncResult()
+            index = await self.ensure(tenant_id)
+            live = {d: r for d, s, r in todo if s == "indexed"}
+            dead = [d for d, s, _ in todo if s != "indexed"]
+            rows = await fetch_children(conn, tenant_id, sorted(live)) if live else []
+            docs = [
+                (str(row["chunk_id"]), os_source(row, live[row["document_id"]])) for row in rows
+            ]
+            written = await bulk_index(
+                self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
+            )
+            deleted = 0
+            if not fresh_index:
+                if live:
+                    deleted += await delete_stale(
+                        self.client, index, sorted(live.items()), refresh=self.refresh
+                    )
+                if dead:
+                    deleted += await delete_documents(
+                        self.client, index, dead, refresh=self.refresh
+                    )
+            with pg_errors():
+                async with conn.cursor() as c:
+                    await c.executemany(
+                        "UPDATE documents SET os_revision = greatest(os_revision, %s)"
+                        " WHERE tenant_id = %s AND document_id = %s",
+                        [(rev, tenant_id, doc) for doc, _, rev in todo],
+                    )
+        return SyncResult(documents=len(todo), chunks_written=written, chunks_deleted=deleted)

@@ -1,0 +1,152 @@
+"""The indexer stage: Postgres first (one transaction per event), then one OpenSearch
+projection per batch, then ``doc.indexed`` for every event whose stores are both written.
+
+If OpenSearch fails after Postgres committed, the affected events fail with the
+translated error (TransientError is retried by the runtime, then dead-lettered);
+Postgres keeps the truth, ``documents.os_revision`` stays behind ``revision``, and the
+next event of the document, the retry (a ledger hit) or ``ragline repair`` catches up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from opensearchpy import AsyncOpenSearch
+from psycopg_pool import AsyncConnectionPool
+
+from ragline.errors import NotBuiltError, RaglineError
+from ragline.events import DocControl, DocEmbedded, DocQuarantined, Topics
+from ragline.indexing.metrics import OS_SYNC_FAILURES, OS_SYNC_SECONDS
+from ragline.indexing.os_sync import OsSyncer
+from ragline.indexing.outcome import Outcome, indexed_event
+from ragline.indexing.settings import IndexerSettings
+from ragline.indexing.writer import IndexWriter
+from ragline.runtime.publisher import SOURCE_AT_HEADER
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.store.os_client import make_client
+from ragline.store.pg_errors import pg_errors
+from ragline.store.pool import open_pool
+
+__all__ = ["IndexerStage"]
+
+Indexable = DocEmbedded | DocControl | DocQuarantined
+
+
+def _source_at(ctx: StageContext, event: Indexable) -> datetime:
+    value = ctx.headers.get(SOURCE_AT_HEADER)
+    if value:
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    return event.occurred_at
+
+
+class IndexerStage(Stage):
+    name: ClassVar[str] = "indexer"
+    input_topics: ClassVar[tuple[str, ...]] = (
+        Topics.DOC_EMBEDDED.value,
+        Topics.DOC_CONTROL.value,
+        Topics.DOC_QUARANTINED.value,
+    )
+    # one OpenSearch bulk + refresh per batch instead of per document
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=32, linger_ms=20)
+
+    def __init__(self, settings: Settings, config: IndexerSettings | None = None) -> None:
+        super().__init__(settings)
+        self.config = config or IndexerSettings()
+        self.writer = IndexWriter(consumer=self.config.consumer)
+        self._pool: AsyncConnectionPool | None = None
+        self._client: AsyncOpenSearch | None = None
+        self._syncer: OsSyncer | None = None
+
+    async def start(self) -> None:
+        self._pool = await open_pool(
+            self.settings.admin_dsn(),
+            name="indexer",
+            min_size=self.config.pool_min,
+            max_size=self.config.pool_max,
+        )
+        self._client = make_client(self.settings, timeout_s=self.config.os_timeout_s)
+        self._syncer = OsSyncer(
+            self._client,
+            index_prefix=self.settings.opensearch_index_prefix,
+            refresh=self.config.os_refresh,
+            bulk_size=self.config.os_bulk_size,
+        )
+
+    async def stop(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        if self._pool is None:
+            raise NotBuiltError("indexer stage used before start()")
+        return self._pool
+
+    @property
+    def syncer(self) -> OsSyncer:
+        if self._syncer is None:
+            raise NotBuiltError("indexer stage used before start()")
+        return self._syncer
+
+    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
+        (result,) = await self.handle_batch([event], ctx)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def handle_batch(
+        self, events: Sequence[Any], ctx: StageContext
+    ) -> Sequence[Sequence[Output] | BaseException]:
+        results: list[Sequence[Output] | BaseException] = [() for _ in events]
+        outcomes: dict[int, Outcome] = {}
+        with pg_errors():
+            async with self.pool.connection() as conn:
+                for i, ev in enumerate(events):
+                    try:
+                        outcome = await self.writer.apply(conn, ev)
+                    except Exception as exc:  # the runtime classifies it
+                        results[i] = exc
+                        continue
+                    if outcome is not None:
+                        outcomes[i] = outcome
+                failed_tenants = await self._sync(conn, events, outcomes)
+        for i, outcome in outcomes.items():
+            ev = events[i]
+            err = failed_tenants.get(ev.tenant_id)
+            if err is not None and outcome.touched:
+                results[i] = err
+                continue
+            out = indexed_event(ev, outcome, source_event_at=_source_at(ctx, ev))
+            results[i] = [Output(topic=Topics.DOC_INDEXED.value, event=out)]
+        return results
+
+    async def _sync(
+        self, conn: Any, events: Sequence[Indexable], outcomes: dict[int, Outcome]
+    ) -> dict[str, RaglineError]:
+        """Project every touched document to OpenSearch, one call per tenant."""
+        by_tenant: dict[str, set[str]] = defaultdict(set)
+        for i, outcome in outcomes.items():
+            by_tenant[events[i].tenant_id].update(outcome.touched)
+        failed: dict[str, RaglineError] = {}
+        for tenant, docs in sorted(by_tenant.items()):
+            t0 = time.perf_counter()
+            try:
+                await self.syncer.sync(conn, tenant, sorted(docs))
+            except RaglineError as exc:
+                OS_SYNC_FAILURES.labels(type(exc).__name__).inc()
+                failed[tenant] = exc
+            finally:
+                OS_SYNC_SECONDS.observe(time.perf_counter() - t0)
+        return failed

@@ -1,0 +1,152 @@
+"""The ``chunks`` table: write a generation, drop the previous ones, re-stamp ACLs.
+
+Rows are plain dicts keyed by column name (``CHUNK_COLUMNS``); building them from
+events is ``ragline.indexing.projection``'s job. Vectors are numpy float32 arrays
+(pgvector's psycopg adapter is registered on every pool connection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from ragline.store.pg_errors import pg_errors
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "OS_COLUMNS",
+    "delete_document_chunks",
+    "delete_other_generations",
+    "fetch_children",
+    "restamp_acl",
+    "write_chunks",
+]
+
+CHUNK_COLUMNS: tuple[str, ...] = (
+    "tenant_id",
+    "chunk_id",
+    "document_id",
+    "generation",
+    "parent_id",
+    "level",
+    "ordinal",
+    "text",
+    "contextual_header",
+    "section_path",
+    "content_type",
+    "page_start",
+    "page_end",
+    "line_start",
+    "line_end",
+    "token_count",
+    "metadata",
+    "acl_groups",
+    "classification",
+    "trust",
+    "version",
+    "series_id",
+    "effective_date",
+    "expiry_date",
+    "superseded",
+    "injection_suspect",
+    "pii_types",
+    "embedding",
+    "embedding_model",
+    "embedding_revision",
+    "language",
+    "title",
+    "uri",
+    "source_type",
+)
+_KEY = ("tenant_id", "chunk_id")
+
+# what the OpenSearch projection reads (no vectors, no metadata blob)
+OS_COLUMNS: tuple[str, ...] = tuple(
+    c for c in CHUNK_COLUMNS if c not in {"embedding", "metadata", "line_start", "line_end"}
+)
+
+
+def _insert_query() -> sql.Composed:
+    cols = [sql.Identifier(c) for c in CHUNK_COLUMNS]
+    updates = [
+        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c))
+        for c in CHUNK_COLUMNS
+        if c not in _KEY
+    ]
+    return sql.SQL(
+        "INSERT INTO chunks ({cols}) VALUES ({vals})"
+        " ON CONFLICT (tenant_id, chunk_id) DO UPDATE SET {updates}"
+    ).format(
+        cols=sql.SQL(", ").join(cols),
+        vals=sql.SQL(", ").join(sql.Placeholder() * len(cols)),
+        updates=sql.SQL(", ").join(updates),
+    )
+
+
+def _params(row: Mapping[str, Any]) -> list[Any]:
+    return [Jsonb(row[c]) if c == "metadata" else row.get(c) for c in CHUNK_COLUMNS]
+
+
+async def write_chunks(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Upsert chunk rows by (tenant_id, chunk_id) (pipelined executemany)."""
+    if not rows:
+        return
+    with pg_errors():
+        async with conn.cursor() as cur:
+            await cur.executemany(_insert_query(), [_params(r) for r in rows])
+
+
+async def delete_other_generations(
+    conn: AsyncConnection, tenant_id: str, document_id: str, generation: int
+) -> int:
+    with pg_errors():
+        cur = await conn.execute(
+            "DELETE FROM chunks WHERE tenant_id = %s AND document_id = %s AND generation <> %s",
+            (tenant_id, document_id, generation),
+        )
+    return cur.rowcount
+
+
+async def delete_document_chunks(conn: AsyncConnection, tenant_id: str, document_id: str) -> int:
+    with pg_errors():
+        cur = await conn.execute(
+            "DELETE FROM chunks WHERE tenant_id = %s AND document_id = %s",
+            (tenant_id, document_id),
+        )
+    return cur.rowcount
+
+
+async def restamp_acl(
+    conn: AsyncConnection,
+    tenant_id: str,
+    document_id: str,
+    *,
+    acl_groups: Sequence[str],
+    classification: str | None,
+) -> int:
+    """Re-stamp every chunk of the document (no re-embedding); returns the row count."""
+    with pg_errors():
+        cur = await conn.execute(
+            "UPDATE chunks SET acl_groups = %s, classification = coalesce(%s, classification)"
+            " WHERE tenant_id = %s AND document_id = %s",
+            (list(acl_groups), classification, tenant_id, document_id),
+        )
+    return cur.rowcount
+
+
+async def fetch_children(
+    conn: AsyncConnection, tenant_id: str, document_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Child chunk rows (OS_COLUMNS) of the documents, ordered, for the OpenSearch copy."""
+    query = sql.SQL(
+        "SELECT {cols} FROM chunks WHERE tenant_id = %s AND document_id = ANY(%s)"
+        " AND level = 'child' ORDER BY document_id, ordinal, chunk_id"
+    ).format(cols=sql.SQL(", ").join(sql.Identifier(c) for c in OS_COLUMNS))
+    with pg_errors():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(query, (tenant_id, list(document_ids)))
+        return await cur.fetchall()

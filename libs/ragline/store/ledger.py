@@ -1,0 +1,57 @@
+"""The processed-event ledger: an event id recorded in the same transaction as its effect.
+
+A redelivered event (the offset was not committed before a crash) finds its id here and
+re-emits the recorded outcome instead of writing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from ragline.store.pg_errors import pg_errors
+
+__all__ = ["prune_ledger", "record_outcome", "recorded_outcome"]
+
+
+async def recorded_outcome(
+    conn: AsyncConnection, consumer: str, event_id: str
+) -> dict[str, Any] | None:
+    with pg_errors():
+        cur = await conn.execute(
+            "SELECT outcome FROM processed_events WHERE consumer = %s AND event_id = %s",
+            (consumer, event_id),
+        )
+        row = await cur.fetchone()
+    return None if row is None else dict(row[0])
+
+
+async def record_outcome(
+    conn: AsyncConnection,
+    consumer: str,
+    event_id: str,
+    *,
+    tenant_id: str,
+    document_id: str,
+    source_seq: int,
+    outcome: dict[str, Any],
+) -> None:
+    with pg_errors():
+        await conn.execute(
+            "INSERT INTO processed_events (consumer, event_id, tenant_id, document_id,"
+            " source_seq, outcome) VALUES (%s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (consumer, event_id) DO NOTHING",
+            (consumer, event_id, tenant_id, document_id, source_seq, Jsonb(outcome)),
+        )
+
+
+async def prune_ledger(conn: AsyncConnection, *, older_than_days: int) -> int:
+    """Forget entries older than N days (the seq guards keep old replays harmless)."""
+    with pg_errors():
+        cur = await conn.execute(
+            "DELETE FROM processed_events WHERE processed_at < now() - make_interval(days => %s)",
+            (older_than_days,),
+        )
+    return cur.rowcount

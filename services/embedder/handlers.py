@@ -1,0 +1,14 @@
+"""Embedder service wiring: doc.enriched -> doc.embedded (logic: ragline.embedding)."""
+
+from __future__ import annotations
+
+from ragline.embedding.settings import EmbedderSettings
+from ragline.embedding.stage import EmbedderStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return EmbedderStage(settings, EmbedderSettings())

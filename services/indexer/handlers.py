@@ -1,0 +1,15 @@
+"""Indexer service wiring: doc.embedded / doc.control / doc.quarantined -> Postgres +
+OpenSearch -> doc.indexed (logic: ragline.indexing)."""
+
+from __future__ import annotations
+
+from ragline.indexing.settings import IndexerSettings
+from ragline.indexing.stage import IndexerStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return IndexerStage(settings, IndexerSettings())
