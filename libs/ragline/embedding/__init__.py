@@ -1,0 +1,1 @@
+"""Embedder: child chunks to normalized vectors, micro-batched across documents, cached."""

@@ -1,0 +1,1 @@
+"""Indexer: exactly-once effect of pipeline events into Postgres (truth) and OpenSearch."""
