@@ -1,0 +1,87 @@
+"""The chunker Stage: ``doc.scanned`` in, ``doc.chunked`` out.
+
+Chunking is CPU-bound, so it runs in a worker thread (``asyncio.to_thread``) and the
+event loop stays free for heartbeats and commits. The output event id is derived from
+the input event id, so a redelivered message yields the identical event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ragline.chunking.chunker import Chunker
+from ragline.chunking.config import ChunkerSettings
+from ragline.chunking.metrics import CHILD_TOKENS, CHUNK_SECONDS, CHUNKS
+from ragline.chunking.tokenizer import load_token_counter
+from ragline.errors import ContractError, NotBuiltError
+from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Output, Stage, StageContext
+
+__all__ = ["ChunkerStage", "chunk_event", "derived_event_id"]
+
+_NAMESPACE = uuid.UUID("6f1d0c8e-3c1a-4d8e-9a55-2b7f0d7c9e41")
+
+
+def derived_event_id(event_id: str, stage: str) -> str:
+    """Deterministic id of the event ``stage`` emits for input ``event_id``."""
+    return str(uuid.uuid5(_NAMESPACE, f"{stage}:{event_id}"))
+
+
+def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
+    """Pure: the same event under the same settings gives the same chunks and ids."""
+    started = time.perf_counter()
+    chunks = chunker.chunk(
+        event.document,
+        document_id=event.document_id,
+        content_hash=event.content_hash,
+        file_path=event.meta.uri,
+    )
+    CHUNK_SECONDS.observe(time.perf_counter() - started)
+    _observe(chunks)
+    return DocChunked(
+        event_id=derived_event_id(event.event_id, "chunker"),
+        tenant_id=event.tenant_id,
+        document_id=event.document_id,
+        content_hash=event.content_hash,
+        source_seq=event.source_seq,
+        traceparent=event.traceparent,
+        meta=event.meta,
+        chunks=tuple(chunks),
+        findings=event.findings,
+        change=event.change,
+    )
+
+
+def _observe(chunks: Sequence[Chunk]) -> None:
+    for c in chunks:
+        CHUNKS.labels(c.level.value, c.content_type).inc()
+        if c.level is ChunkLevel.CHILD:
+            CHILD_TOKENS.observe(c.token_count)
+
+
+class ChunkerStage(Stage):
+    name: ClassVar[str] = "chunker"
+    input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
+
+    def __init__(self, settings: Settings, chunker_settings: ChunkerSettings | None = None) -> None:
+        super().__init__(settings)
+        self._chunker_settings = chunker_settings
+        self._chunker: Chunker | None = None
+
+    async def start(self) -> None:
+        conf = self._chunker_settings or ChunkerSettings()
+        counter = await asyncio.to_thread(load_token_counter, conf.tokenizer_path)
+        self._chunker = Chunker(conf, counter)
+
+    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
+        if self._chunker is None:
+            raise NotBuiltError("ChunkerStage.handle called before start()")
+        if not isinstance(event, DocScanned):
+            raise ContractError(f"chunker expects doc.scanned, got {type(event).__name__}")
+        out = await asyncio.to_thread(chunk_event, event, self._chunker)
+        return [Output(topic=Topics.DOC_CHUNKED.value, event=out)]

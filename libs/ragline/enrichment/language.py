@@ -1,0 +1,91 @@
+"""A light, deterministic language detector: writing system first, then function words.
+
+Returns an ISO 639-1 code or ``und`` when the evidence is thin (short text, tables of
+numbers, code, two close candidates). Being unsure is cheap: the enricher falls back to
+the document's language, and ``und`` never excludes a chunk from a search.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+from ragline.enrichment.stopwords import STOPWORDS
+
+__all__ = ["UNDETERMINED", "detect_language"]
+
+UNDETERMINED = "und"
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_MIN_WORDS = 4
+_MIN_HITS = 2
+_MIN_RATIO = 0.08
+_MARGIN = 1.3
+
+# script name (first word of the Unicode character name) -> language, where one dominates
+_SCRIPT_LANG = {
+    "HANGUL": "ko",
+    "GREEK": "el",
+    "HEBREW": "he",
+    "DEVANAGARI": "hi",
+    "THAI": "th",
+    "ARMENIAN": "hy",
+    "GEORGIAN": "ka",
+}
+_PERSIAN = set("پچژگ")
+_UKRAINIAN = set("іїєґ")
+
+
+def _script(ch: str) -> str:
+    try:
+        name = unicodedata.name(ch)
+    except ValueError:
+        return "OTHER"
+    first = name.split(" ", 1)[0]
+    if first == "CJK":
+        return "HAN"
+    if first in ("HIRAGANA", "KATAKANA"):
+        return "KANA"
+    return first
+
+
+def _scripts(text: str) -> Counter[str]:
+    return Counter(_script(ch) for ch in text if ch.isalpha())
+
+
+def _by_script(scripts: Counter[str], text: str) -> str | None:
+    """A language decided by its writing system, or None (Latin/Cyrillic: use words)."""
+    total = sum(scripts.values())
+    if total == 0:
+        return UNDETERMINED
+    top, count = scripts.most_common(1)[0]
+    if count / total < 0.5:
+        return None
+    if top in ("HAN", "KANA"):
+        return "ja" if scripts["KANA"] >= 0.1 * (scripts["HAN"] + scripts["KANA"]) else "zh"
+    if top == "ARABIC":
+        return "fa" if any(ch in _PERSIAN for ch in text) else "ar"
+    return _SCRIPT_LANG.get(top)
+
+
+def detect_language(text: str) -> str:
+    scripts = _scripts(text)
+    decided = _by_script(scripts, text)
+    if decided is not None:
+        return decided
+    words = [w.lower() for w in _WORD.findall(text)]
+    if len(words) < _MIN_WORDS:
+        return UNDETERMINED
+    cyrillic = scripts.most_common(1)[0][0] == "CYRILLIC"
+    candidates = ("ru", "uk") if cyrillic else tuple(k for k in STOPWORDS if k not in ("ru", "uk"))
+    counts = Counter(words)
+    hits = sorted(
+        ((sum(n for w, n in counts.items() if w in STOPWORDS[lang]), lang) for lang in candidates),
+        reverse=True,
+    )
+    (best, lang), (second, _) = hits[0], hits[1]
+    if cyrillic and any(ch in _UKRAINIAN for ch in text.lower()):
+        return "uk"
+    if best < _MIN_HITS or best / len(words) < _MIN_RATIO or best < _MARGIN * second:
+        return UNDETERMINED
+    return lang

@@ -1,0 +1,75 @@
+"""The enricher Stage: ``doc.chunked`` in, ``doc.enriched`` out (CPU work in a thread)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ragline.chunking.config import ChunkerSettings
+from ragline.chunking.stage import derived_event_id
+from ragline.chunking.tokenizer import load_token_counter
+from ragline.enrichment.enricher import Enricher
+from ragline.enrichment.metrics import CHUNKS, ENTITIES
+from ragline.enrichment.settings import EnricherSettings
+from ragline.errors import ContractError, NotBuiltError
+from ragline.events import DocChunked, DocEnriched, Topics
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Output, Stage, StageContext
+
+__all__ = ["EnricherStage", "enrich_event"]
+
+
+def enrich_event(event: DocChunked, enricher: Enricher) -> DocEnriched:
+    """Pure: envelope, meta and findings copied through; every chunk enriched."""
+    chunks = enricher.enrich(event)
+    for c in chunks:
+        assert c.enrichment is not None
+        CHUNKS.labels(c.enrichment.language, c.enrichment.content_type).inc()
+        for kind, values in c.enrichment.entities.items():
+            ENTITIES.labels(kind).inc(len(values))
+    return DocEnriched(
+        event_id=derived_event_id(event.event_id, "enricher"),
+        tenant_id=event.tenant_id,
+        document_id=event.document_id,
+        content_hash=event.content_hash,
+        source_seq=event.source_seq,
+        traceparent=event.traceparent,
+        meta=event.meta,
+        chunks=tuple(chunks),
+        findings=event.findings,
+        change=event.change,
+    )
+
+
+class EnricherStage(Stage):
+    name: ClassVar[str] = "enricher"
+    input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_CHUNKED.value,)
+
+    def __init__(
+        self,
+        settings: Settings,
+        chunker_settings: ChunkerSettings | None = None,
+        enricher_settings: EnricherSettings | None = None,
+    ) -> None:
+        super().__init__(settings)
+        self._chunker_settings = chunker_settings
+        self._enricher_settings = enricher_settings
+        self._enricher: Enricher | None = None
+
+    async def start(self) -> None:
+        chunking = self._chunker_settings or ChunkerSettings()
+        counter = await asyncio.to_thread(load_token_counter, chunking.tokenizer_path)
+        self._enricher = Enricher(
+            counter,
+            header_budget=chunking.header_budget_tokens,
+            settings=self._enricher_settings or EnricherSettings(),
+        )
+
+    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
+        if self._enricher is None:
+            raise NotBuiltError("EnricherStage.handle called before start()")
+        if not isinstance(event, DocChunked):
+            raise ContractError(f"enricher expects doc.chunked, got {type(event).__name__}")
+        out = await asyncio.to_thread(enrich_event, event, self._enricher)
+        return [Output(topic=Topics.DOC_ENRICHED.value, event=out)]

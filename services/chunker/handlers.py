@@ -1,0 +1,13 @@
+"""The chunker service: ``doc.scanned`` -> ``doc.chunked`` (logic in ragline.chunking)."""
+
+from __future__ import annotations
+
+from ragline.chunking.stage import ChunkerStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return ChunkerStage(settings)

@@ -1,0 +1,13 @@
+"""The enricher service: ``doc.chunked`` -> ``doc.enriched`` (logic in ragline.enrichment)."""
+
+from __future__ import annotations
+
+from ragline.enrichment.stage import EnricherStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return EnricherStage(settings)
