@@ -1,0 +1,166 @@
+"""Intake decision policy: stale / unchanged / metadata-only / content, and control events."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragline.connector.intake import (
+    Decision,
+    StoredState,
+    control_event,
+    decide_before_fetch,
+    decide_control,
+    decide_upsert,
+    derived_event_id,
+    fetched_event,
+)
+from ragline.events import DocumentMeta, SourceAclChange, SourceDelete, SourceUpsert
+from ragline.hashing import content_hash, meta_hash
+
+H1 = content_hash(b"version one\n")
+H2 = content_hash(b"version two\n")
+META = DocumentMeta(acl_groups=("eng",), title="Doc")
+M1 = meta_hash(META)
+M2 = meta_hash(META.model_copy(update={"title": "Renamed"}))
+
+
+def indexed(seq: int = 10, chash: str = H1, mhash: str = M1, **kw: object) -> StoredState:
+    return StoredState(
+        source_seq=seq, acl_seq=seq, content_hash=chash, meta_hash=mhash, status="indexed", **kw
+    )
+
+
+def upsert(seq: int = 10, **kw: object) -> SourceUpsert:
+    return SourceUpsert(
+        tenant_id="acme", document_id="wiki:a", source_seq=seq, meta=META,
+        content_text="version one", **kw,
+    )
+
+
+def test_new_document_is_content() -> None:
+    assert decide_upsert(None, source_seq=1, content_hash=H1, meta_hash=M1) is Decision.CONTENT
+
+
+def test_same_hash_same_meta_is_unchanged() -> None:
+    d = decide_upsert(indexed(), source_seq=11, content_hash=H1, meta_hash=M1)
+    assert d is Decision.UNCHANGED
+
+
+def test_same_hash_new_meta_is_metadata_only() -> None:
+    d = decide_upsert(indexed(), source_seq=11, content_hash=H1, meta_hash=M2)
+    assert d is Decision.METADATA
+
+
+def test_new_hash_is_content() -> None:
+    d = decide_upsert(indexed(), source_seq=11, content_hash=H2, meta_hash=M2)
+    assert d is Decision.CONTENT
+
+
+def test_older_seq_is_stale_even_with_new_content() -> None:
+    d = decide_upsert(indexed(seq=10), source_seq=9, content_hash=H2, meta_hash=M1)
+    assert d is Decision.STALE
+
+
+def test_pending_newer_version_makes_older_event_stale() -> None:
+    # seq 12 accepted but not indexed yet; seq 11 arrives late
+    st_ = indexed(seq=10, pending_seq=12, pending_status="accepted")
+    assert decide_upsert(st_, source_seq=11, content_hash=H2, meta_hash=M1) is Decision.STALE
+
+
+def test_equal_seq_redelivery_is_not_stale() -> None:
+    st_ = StoredState(pending_seq=10, pending_status="accepted", pending_hash=H1)
+    assert decide_upsert(st_, source_seq=10, content_hash=H1, meta_hash=M1) is Decision.CONTENT
+
+
+def test_newer_acl_change_does_not_make_content_stale() -> None:
+    # the ACL fast path applied seq 12; a content change at seq 11 must still go through
+    st_ = StoredState(source_seq=10, acl_seq=12, content_hash=H1, meta_hash=M1, status="indexed")
+    assert decide_upsert(st_, source_seq=11, content_hash=H2, meta_hash=M1) is Decision.CONTENT
+
+
+def test_tombstone_with_older_seq_is_recreated() -> None:
+    st_ = StoredState(source_seq=10, content_hash=None, status="deleted")
+    assert decide_upsert(st_, source_seq=11, content_hash=H1, meta_hash=M1) is Decision.CONTENT
+
+
+def test_tombstone_with_newer_seq_wins() -> None:
+    st_ = StoredState(source_seq=12, status="deleted")
+    assert decide_upsert(st_, source_seq=11, content_hash=H1, meta_hash=M1) is Decision.STALE
+
+
+def test_before_fetch_uses_source_hash_to_skip_unchanged() -> None:
+    ev = upsert(seq=11, content_hash=H1)
+    assert decide_before_fetch(indexed(), ev, M1) is Decision.UNCHANGED
+    assert decide_before_fetch(indexed(), ev, M2) is None  # metadata changed: need bytes
+    assert decide_before_fetch(indexed(), upsert(seq=11), M1) is None  # no claimed hash
+    assert decide_before_fetch(indexed(seq=12), ev, M1) is Decision.STALE
+
+
+def test_control_stale_rules() -> None:
+    delete = SourceDelete(tenant_id="acme", document_id="wiki:a", source_seq=11)
+    acl = SourceAclChange(tenant_id="acme", document_id="wiki:a", source_seq=11, acl_groups=("x",))
+    assert decide_control(None, delete) is Decision.FORWARD
+    assert decide_control(indexed(seq=10), delete) is Decision.FORWARD
+    assert decide_control(indexed(seq=12), delete) is Decision.STALE
+    # an ACL change newer than the delete does not block the delete...
+    only_acl = StoredState(source_seq=10, acl_seq=12, status="indexed")
+    assert decide_control(only_acl, delete) is Decision.FORWARD
+    # ...but an older ACL change is stale against a newer ACL or upsert
+    assert decide_control(only_acl, acl) is Decision.STALE
+    assert decide_control(indexed(seq=12), acl) is Decision.STALE
+    assert decide_control(indexed(seq=10), acl) is Decision.FORWARD
+
+
+@given(
+    stored_seq=st.integers(0, 100),
+    pending=st.one_of(st.none(), st.integers(0, 100)),
+    seq=st.integers(0, 100),
+    same_content=st.booleans(),
+    same_meta=st.booleans(),
+)
+def test_decision_is_stale_exactly_when_something_newer_is_held(
+    stored_seq: int, pending: int | None, seq: int, same_content: bool, same_meta: bool
+) -> None:
+    stored = indexed(seq=stored_seq, pending_seq=pending, pending_status="accepted")
+    d = decide_upsert(
+        stored, source_seq=seq, content_hash=H1 if same_content else H2,
+        meta_hash=M1 if same_meta else M2,
+    )
+    newest = max(stored_seq, pending or 0)
+    assert (d is Decision.STALE) == (newest > seq)
+    if newest <= seq:
+        expected = (
+            Decision.CONTENT if not same_content
+            else Decision.UNCHANGED if same_meta else Decision.METADATA
+        )
+        assert d is expected
+
+
+def test_fetched_event_is_deterministic_and_carries_the_bytes() -> None:
+    ev = upsert(seq=3)
+    data = b"version one"
+    a = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
+    b = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
+    assert a.event_id == b.event_id == derived_event_id(ev.event_id, "doc.fetched")
+    assert a.change == "metadata" and a.source_seq == 3 and a.size_bytes == len(data)
+    assert base64.b64decode(a.content_b64) == data
+    assert (a.tenant_id, a.document_id, a.content_hash) == ("acme", "wiki:a", H1)
+    with pytest.raises(ValueError):
+        fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.STALE)
+
+
+def test_control_events() -> None:
+    d = control_event(SourceDelete(tenant_id="acme", document_id="wiki:a", source_seq=5))
+    assert d.action == "delete" and d.acl is None and d.source_seq == 5
+    a = control_event(
+        SourceAclChange(
+            tenant_id="acme", document_id="wiki:a", source_seq=6,
+            acl_groups=("b", "a"), classification="restricted",
+        )
+    )
+    assert a.action == "acl" and a.acl is not None
+    assert a.acl.acl_groups == ("a", "b") and a.acl.classification == "restricted"

@@ -1,0 +1,142 @@
+"""The connector Stage's handle(): outputs per decision, status recording, metadata."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from ragline.connector.fetch import ContentFetcher
+from ragline.connector.intake import StoredState
+from ragline.connector.settings import ConnectorSettings
+from ragline.connector.stage import ConnectorStage, effective_meta
+from ragline.errors import QuarantineError
+from ragline.events import (
+    ContentRef,
+    DocControl,
+    DocFetched,
+    DocumentMeta,
+    SourceAclChange,
+    SourceDelete,
+    SourceUpsert,
+)
+from ragline.hashing import content_hash, meta_hash
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import StageContext
+
+
+class MemoryState:
+    """Stands in for the Postgres-backed StateStore in pure handler tests."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], StoredState] = {}
+        self.accepted: list[tuple[str, int]] = []
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
+        return self.rows.get((tenant_id, document_id))
+
+    async def record_accepted(self, tenant_id: str, document_id: str, seq: int, chash: str) -> bool:
+        old = self.rows.get((tenant_id, document_id))
+        if old is not None and (old.pending_seq or 0) > seq:
+            return False
+        self.accepted.append((document_id, seq))
+        return True
+
+
+META = DocumentMeta(acl_groups=("eng",), title="Runbook")
+TEXT = "# Runbook\n\nRestart the service.\n"
+
+
+@pytest.fixture
+def stage(tmp_path: Path) -> ConnectorStage:
+    cfg = ConnectorSettings(max_document_bytes=10_000, allowed_roots=(tmp_path,))
+    return ConnectorStage(
+        Settings(), cfg, state=MemoryState(), fetcher=ContentFetcher(cfg)  # type: ignore[arg-type]
+    )
+
+
+CTX = StageContext(settings=Settings(), logger=logging.getLogger("test"))
+
+
+def upsert(seq: int, text: str = TEXT, meta: DocumentMeta = META) -> SourceUpsert:
+    return SourceUpsert(tenant_id="acme", document_id="wiki:rb", source_seq=seq, meta=meta, content_text=text)
+
+
+def indexed(stage: ConnectorStage, seq: int, text: str = TEXT, meta: DocumentMeta = META) -> None:
+    stage.state.rows[("acme", "wiki:rb")] = StoredState(  # type: ignore[attr-defined]
+        source_seq=seq, acl_seq=seq, content_hash=content_hash(text.encode()),
+        meta_hash=meta_hash(meta), status="indexed", pending_seq=seq, pending_status="indexed",
+    )
+
+
+async def test_new_document_goes_to_doc_fetched(stage: ConnectorStage) -> None:
+    [out] = await stage.handle(upsert(1), CTX)
+    assert out.topic == "doc.fetched" and isinstance(out.event, DocFetched)
+    assert out.event.change == "content" and out.event.content_hash == content_hash(TEXT.encode())
+    assert stage.state.accepted == [("wiki:rb", 1)]  # type: ignore[attr-defined]
+
+
+async def test_unchanged_metadata_and_stale(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    # trailing whitespace and CRLF normalize away: same content hash
+    assert await stage.handle(upsert(6, TEXT.replace("\n", "  \r\n")), CTX) == []
+    [out] = await stage.handle(upsert(7, meta=META.model_copy(update={"title": "New"})), CTX)
+    assert isinstance(out.event, DocFetched) and out.event.change == "metadata"
+    assert await stage.handle(upsert(4, "older text"), CTX) == []
+    assert stage.state.accepted == [("wiki:rb", 7)]  # type: ignore[attr-defined]
+
+
+async def test_control_fast_path(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    [d] = await stage.handle(SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=6), CTX)
+    assert d.topic == "doc.control" and isinstance(d.event, DocControl) and d.event.action == "delete"
+    acl = SourceAclChange(tenant_id="acme", document_id="wiki:rb", source_seq=6, acl_groups=("ops",))
+    [a] = await stage.handle(acl, CTX)
+    assert isinstance(a.event, DocControl) and a.event.acl is not None
+    old = SourceAclChange(tenant_id="acme", document_id="wiki:rb", source_seq=4, acl_groups=("x",))
+    assert await stage.handle(old, CTX) == []
+
+
+async def test_oversize_and_disallowed_refs_quarantine(stage: ConnectorStage, tmp_path: Path) -> None:
+    with pytest.raises(QuarantineError) as info:
+        await stage.handle(upsert(1, "x" * 10_001), CTX)
+    assert info.value.reason_code == "oversize_document"
+    ref = SourceUpsert(
+        tenant_id="acme", document_id="wiki:rb", source_seq=1, meta=META,
+        content_ref=ContentRef(kind="file", location="/etc/hostname"),
+    )
+    with pytest.raises(QuarantineError) as info:
+        await stage.handle(ref, CTX)
+    assert info.value.reason_code == "fetch_path_not_allowed"
+
+
+async def test_file_ref_gets_a_guessed_mime_type(stage: ConnectorStage, tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(TEXT)
+    ref = SourceUpsert(
+        tenant_id="acme", document_id="wiki:rb", source_seq=1, meta=META,
+        content_ref=ContentRef(kind="file", location=str(tmp_path / "guide.md")),
+    )
+    assert effective_meta(ref).mime_type == "text/markdown"
+    [out] = await stage.handle(ref, CTX)
+    assert isinstance(out.event, DocFetched) and out.event.meta.mime_type == "text/markdown"
+
+
+async def test_source_hash_skips_the_fetch_when_unchanged(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    ref = SourceUpsert(
+        tenant_id="acme", document_id="wiki:rb", source_seq=6, meta=META,
+        content_hash=content_hash(TEXT.encode()),
+        content_ref=ContentRef(kind="http", location="https://not-allowed.example/x"),
+    )
+    assert await stage.handle(ref, CTX) == []  # decided without touching the network
+
+
+def test_webhook_only_with_a_secret(stage: ConnectorStage) -> None:
+    assert stage.http_app() is None
+    cfg = ConnectorSettings(webhook_secret="x")  # type: ignore[arg-type]
+    assert ConnectorStage(Settings(), cfg, state=MemoryState()).http_app() is not None  # type: ignore[arg-type]

@@ -1,0 +1,187 @@
+"""Webhook HTTP layer: auth (bearer, HMAC), size limit, validation with the failing field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragline.connector.settings import ConnectorSettings
+from ragline.connector.webhook import SIGNATURE_HEADER, create_app, sign
+from ragline.errors import BackendUnavailable, ConfigError
+from ragline.events import EventBase, SourceUpsert
+
+SECRET = "s3cret-for-tests"
+PAYLOADS = Path(__file__).parents[2] / "fixtures" / "connector" / "webhook"
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, EventBase]] = []
+        self.down = False
+
+    async def publish(self, topic: str, event: EventBase) -> None:
+        if self.down:
+            raise BackendUnavailable("down")
+        self.events.append((topic, event))
+
+
+def make_client(sink: Sink, **kw: object) -> TestClient:
+    cfg = ConnectorSettings(webhook_secret=SECRET, webhook_max_body_bytes=4096, **kw)  # type: ignore[arg-type]
+
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[Sink]:
+        yield sink
+
+    return TestClient(create_app(cfg, factory))
+
+
+@pytest.fixture
+def sink() -> Sink:
+    return Sink()
+
+
+@pytest.fixture
+def client(sink: Sink) -> Iterator[TestClient]:
+    with make_client(sink) as c:
+        yield c
+
+
+def body(name: str) -> bytes:
+    return (PAYLOADS / name).read_bytes()
+
+
+BEARER = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
+
+
+def test_bearer_accepts_and_publishes(client: TestClient, sink: Sink) -> None:
+    r = client.post("/v1/changes", content=body("upsert_inline.json"), headers=BEARER)
+    assert r.status_code == 202, r.text
+    out = r.json()
+    assert out["accepted"] is True and out["topic"] == "source.changes"
+    [(topic, event)] = sink.events
+    assert topic == "source.changes" and isinstance(event, SourceUpsert)
+    assert out["event_id"] == event.event_id and event.document_id == "wiki:runbooks/restart-db"
+
+
+@pytest.mark.parametrize("name", ["delete.json", "acl.json", "upsert_ref.json"])
+def test_every_change_kind_is_accepted(client: TestClient, sink: Sink, name: str) -> None:
+    r = client.post("/v1/changes", content=body(name), headers=BEARER)
+    assert r.status_code == 202, r.text
+    assert sink.events[-1][1].event_type == json.loads(body(name))["event_type"]
+
+
+def test_hmac_signature_accepts(client: TestClient, sink: Sink) -> None:
+    raw = body("delete.json")
+    r = client.post("/v1/changes", content=raw, headers={SIGNATURE_HEADER: sign(SECRET, raw)})
+    assert r.status_code == 202
+    assert len(sink.events) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "fragment"),
+    [
+        ({}, "missing credentials"),
+        ({"Authorization": "Bearer wrong"}, "bearer token is not valid"),
+        ({"Authorization": f"Basic {SECRET}"}, "must be 'Bearer <secret>'"),
+        ({SIGNATURE_HEADER: "sha256=" + "0" * 64}, "does not match the body"),
+        ({SIGNATURE_HEADER: sign("other-secret", b"{}")}, "does not match the body"),
+    ],
+)
+def test_bad_auth_is_401_with_reason(
+    client: TestClient, sink: Sink, headers: dict[str, str], fragment: str
+) -> None:
+    r = client.post("/v1/changes", content=body("delete.json"), headers=headers)
+    assert r.status_code == 401
+    assert r.json()["error"] == "unauthorized" and fragment in r.json()["reason"]
+    assert sink.events == []
+
+
+def test_signature_over_a_different_body_fails(client: TestClient) -> None:
+    raw = body("delete.json")
+    tampered = raw.replace(b"restart-db", b"restart-xx")
+    r = client.post("/v1/changes", content=tampered, headers={SIGNATURE_HEADER: sign(SECRET, raw)})
+    assert r.status_code == 401
+
+
+def test_oversize_is_413_declared_or_streamed(client: TestClient, sink: Sink) -> None:
+    big = json.dumps({"pad": "x" * 5000}).encode()
+    r = client.post("/v1/changes", content=big, headers=BEARER)
+    assert r.status_code == 413 and r.json()["limit"] == 4096
+
+    def chunks() -> Iterator[bytes]:  # no content-length: chunked transfer
+        for _ in range(10):
+            yield b"x" * 1000
+
+    r = client.post("/v1/changes", content=chunks(), headers=BEARER)
+    assert r.status_code == 413
+    assert sink.events == []
+
+
+def post_json(client: TestClient, payload: object) -> dict[str, object]:
+    r = client.post("/v1/changes", content=json.dumps(payload).encode(), headers=BEARER)
+    assert r.status_code == 422, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_invalid_payloads_name_the_failing_field(client: TestClient, sink: Sink) -> None:
+    base = json.loads(body("upsert_inline.json"))
+    out = post_json(client, {**base, "meta": {**base["meta"], "acl_groups": ["bad group"]}})
+    assert out["error"] == "invalid" and out["field"] == "meta.acl_groups.0"
+    assert out["field"] in str(out["reason"])
+    assert post_json(client, {**base, "tenant_id": "Acme Corp"})["field"] == "tenant_id"
+    assert post_json(client, {**base, "surprise": 1})["field"] == "surprise"
+    no_content = {k: v for k, v in base.items() if k != "content_text"}
+    out = post_json(client, no_content)
+    assert "exactly one of content_text" in str(out["reason"])
+    assert post_json(client, {k: v for k, v in base.items() if k != "event_type"})["field"] == "event_type"
+    assert post_json(client, {**base, "event_type": "source.rename"})["field"] == "event_type"
+    assert post_json(client, {**base, "source_seq": -1})["field"] == "source_seq"
+    r = client.post("/v1/changes", content=b"{not json", headers=BEARER)
+    assert r.status_code == 422 and r.json()["errors"][0]["type"] == "json_invalid"
+    assert sink.events == []
+
+
+def test_errors_never_echo_submitted_values(client: TestClient) -> None:
+    base = json.loads(body("upsert_inline.json"))
+    canary = "AKIAIOSFODNN7EXAMPLE-canary"
+    r = client.post(
+        "/v1/changes",
+        content=json.dumps({**base, "source_seq": canary, "content_text": canary}).encode(),
+        headers=BEARER,
+    )
+    assert r.status_code == 422 and canary not in r.text
+
+
+def test_tenant_allow_list_and_file_refs(sink: Sink) -> None:
+    with make_client(sink, webhook_tenants=("globex",)) as c:
+        r = c.post("/v1/changes", content=body("delete.json"), headers=BEARER)
+        assert r.status_code == 403 and r.json()["field"] == "tenant_id"
+    file_ref = json.loads(body("upsert_ref.json"))
+    file_ref["content_ref"] = {"kind": "file", "location": "/etc/passwd"}
+    with make_client(sink) as c:
+        r = c.post("/v1/changes", content=json.dumps(file_ref).encode(), headers=BEARER)
+        assert r.status_code == 422 and r.json()["field"] == "content_ref.kind"
+    with make_client(sink, webhook_allow_file_refs=True) as c:
+        r = c.post("/v1/changes", content=json.dumps(file_ref).encode(), headers=BEARER)
+        assert r.status_code == 202  # the connector's allowed roots still apply at fetch
+    assert len(sink.events) == 1
+
+
+def test_broker_down_is_503(client: TestClient, sink: Sink) -> None:
+    sink.down = True
+    r = client.post("/v1/changes", content=body("delete.json"), headers=BEARER)
+    assert r.status_code == 503 and r.json()["error"] == "unavailable"
+
+
+def test_no_secret_no_webhook() -> None:
+    with pytest.raises(ConfigError):
+        create_app(ConnectorSettings(), lambda: None)  # type: ignore[arg-type,return-value]
+
+
+def test_healthz(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
