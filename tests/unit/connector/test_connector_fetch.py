@@ -15,7 +15,10 @@ from ragline.events import ContentRef, DocumentMeta, SourceUpsert
 
 
 def cfg(**kw: object) -> ConnectorSettings:
-    base: dict[str, object] = {"max_document_bytes": 1000, "allowed_hosts": ("docs.example.com", "*.cdn.example.com")}
+    base: dict[str, object] = {
+        "max_document_bytes": 1000,
+        "allowed_hosts": ("docs.example.com", "*.cdn.example.com"),
+    }
     base.update(kw)
     return ConnectorSettings(**base)  # type: ignore[arg-type]
 
@@ -48,7 +51,9 @@ async def test_inline_text_and_base64() -> None:
 async def test_inline_limits_and_bad_base64() -> None:
     f = ContentFetcher(cfg())
     assert await code_of(f, content_text="x" * 1001) == "oversize_document"
-    assert await code_of(f, content_b64=base64.b64encode(b"x" * 1001).decode()) == "oversize_document"
+    assert (
+        await code_of(f, content_b64=base64.b64encode(b"x" * 1001).decode()) == "oversize_document"
+    )
     assert await code_of(f, content_b64="not base64!!") == "invalid_base64"
     assert len(await obtain(f, content_text="x" * 1000)) == 1000  # the limit itself is fine
 
@@ -132,7 +137,9 @@ async def test_http_fetch_follows_allowed_redirects_only() -> None:
     f = fetcher_with(httpx.MockTransport(handle))
     assert await obtain(f, **http_ref("https://docs.example.com/moved")) == b"%PDF-1.7 bytes"
     assert seen == ["https://docs.example.com/moved", "https://eu.cdn.example.com/doc.pdf"]
-    assert await code_of(f, **http_ref("https://docs.example.com/escape")) == "fetch_host_not_allowed"
+    assert (
+        await code_of(f, **http_ref("https://docs.example.com/escape")) == "fetch_host_not_allowed"
+    )
     assert "https://evil.example.net/x" not in seen  # refused before any request
     await f.close()
 

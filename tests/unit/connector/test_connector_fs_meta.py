@@ -58,7 +58,11 @@ def test_layers_override_and_merge_metadata() -> None:
     meta = build_meta(
         {"source_type": "filesystem", "uri": "file:///x", "mime_type": "text/markdown"},
         [
-            {"acl_groups": ["all-staff"], "classification": "internal", "metadata": {"a": 1, "b": 1}},
+            {
+                "acl_groups": ["all-staff"],
+                "classification": "internal",
+                "metadata": {"a": 1, "b": 1},
+            },
             {"acl_groups": ["hr"], "metadata": {"b": 2}},
             {"title": "T", "acl_groups": "hr-leads", "metadata": {"c": 3}},
         ],

@@ -50,7 +50,11 @@ def test_ids_metadata_and_policy_layers(tree: Path) -> None:
     m = guide.meta
     assert m.source_type == "filesystem" and m.mime_type == "text/markdown"
     assert m.uri == (tree / "product/install-guide.md").resolve().as_uri()
-    assert (m.title, m.version, m.series_id) == ("Widget installation guide", "4.2", "widget-install-guide")
+    assert (m.title, m.version, m.series_id) == (
+        "Widget installation guide",
+        "4.2",
+        "widget-install-guide",
+    )
     assert str(m.effective_date) == "2025-03-01"
     assert m.acl_groups == ("all-staff",) and m.trust == "high"
     assert m.metadata == {"department": "general", "product": "widget"}
@@ -112,7 +116,11 @@ def test_read_refuses_a_file_changed_since_the_scan(tree: Path) -> None:
 
 
 def test_uri_prefix_and_bad_config(tree: Path) -> None:
-    doc = source(tree, uri_prefix="https://share.example.com/").scan().docs["handbook/leave-policy.md"]
+    doc = (
+        source(tree, uri_prefix="https://share.example.com/")
+        .scan()
+        .docs["handbook/leave-policy.md"]
+    )
     assert doc.meta.uri == "https://share.example.com/handbook/leave-policy.md"
     with pytest.raises(ConfigError):
         FilesystemSource(FsSourceConfig(root=tree, source="Bad Name", tenant_id="acme"))

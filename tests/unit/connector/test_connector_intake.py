@@ -36,8 +36,12 @@ def indexed(seq: int = 10, chash: str = H1, mhash: str = M1, **kw: object) -> St
 
 def upsert(seq: int = 10, **kw: object) -> SourceUpsert:
     return SourceUpsert(
-        tenant_id="acme", document_id="wiki:a", source_seq=seq, meta=META,
-        content_text="version one", **kw,
+        tenant_id="acme",
+        document_id="wiki:a",
+        source_seq=seq,
+        meta=META,
+        content_text="version one",
+        **kw,
     )
 
 
@@ -127,15 +131,20 @@ def test_decision_is_stale_exactly_when_something_newer_is_held(
 ) -> None:
     stored = indexed(seq=stored_seq, pending_seq=pending, pending_status="accepted")
     d = decide_upsert(
-        stored, source_seq=seq, content_hash=H1 if same_content else H2,
+        stored,
+        source_seq=seq,
+        content_hash=H1 if same_content else H2,
         meta_hash=M1 if same_meta else M2,
     )
     newest = max(stored_seq, pending or 0)
     assert (d is Decision.STALE) == (newest > seq)
     if newest <= seq:
         expected = (
-            Decision.CONTENT if not same_content
-            else Decision.UNCHANGED if same_meta else Decision.METADATA
+            Decision.CONTENT
+            if not same_content
+            else Decision.UNCHANGED
+            if same_meta
+            else Decision.METADATA
         )
         assert d is expected
 
@@ -158,8 +167,11 @@ def test_control_events() -> None:
     assert d.action == "delete" and d.acl is None and d.source_seq == 5
     a = control_event(
         SourceAclChange(
-            tenant_id="acme", document_id="wiki:a", source_seq=6,
-            acl_groups=("b", "a"), classification="restricted",
+            tenant_id="acme",
+            document_id="wiki:a",
+            source_seq=6,
+            acl_groups=("b", "a"),
+            classification="restricted",
         )
     )
     assert a.action == "acl" and a.acl is not None

@@ -56,7 +56,10 @@ TEXT = "# Runbook\n\nRestart the service.\n"
 def stage(tmp_path: Path) -> ConnectorStage:
     cfg = ConnectorSettings(max_document_bytes=10_000, allowed_roots=(tmp_path,))
     return ConnectorStage(
-        Settings(), cfg, state=MemoryState(), fetcher=ContentFetcher(cfg)  # type: ignore[arg-type]
+        Settings(),
+        cfg,
+        state=MemoryState(),
+        fetcher=ContentFetcher(cfg),  # type: ignore[arg-type]
     )
 
 
@@ -64,13 +67,20 @@ CTX = StageContext(settings=Settings(), logger=logging.getLogger("test"))
 
 
 def upsert(seq: int, text: str = TEXT, meta: DocumentMeta = META) -> SourceUpsert:
-    return SourceUpsert(tenant_id="acme", document_id="wiki:rb", source_seq=seq, meta=meta, content_text=text)
+    return SourceUpsert(
+        tenant_id="acme", document_id="wiki:rb", source_seq=seq, meta=meta, content_text=text
+    )
 
 
 def indexed(stage: ConnectorStage, seq: int, text: str = TEXT, meta: DocumentMeta = META) -> None:
     stage.state.rows[("acme", "wiki:rb")] = StoredState(  # type: ignore[attr-defined]
-        source_seq=seq, acl_seq=seq, content_hash=content_hash(text.encode()),
-        meta_hash=meta_hash(meta), status="indexed", pending_seq=seq, pending_status="indexed",
+        source_seq=seq,
+        acl_seq=seq,
+        content_hash=content_hash(text.encode()),
+        meta_hash=meta_hash(meta),
+        status="indexed",
+        pending_seq=seq,
+        pending_status="indexed",
     )
 
 
@@ -93,21 +103,32 @@ async def test_unchanged_metadata_and_stale(stage: ConnectorStage) -> None:
 
 async def test_control_fast_path(stage: ConnectorStage) -> None:
     indexed(stage, 5)
-    [d] = await stage.handle(SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=6), CTX)
-    assert d.topic == "doc.control" and isinstance(d.event, DocControl) and d.event.action == "delete"
-    acl = SourceAclChange(tenant_id="acme", document_id="wiki:rb", source_seq=6, acl_groups=("ops",))
+    [d] = await stage.handle(
+        SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=6), CTX
+    )
+    assert (
+        d.topic == "doc.control" and isinstance(d.event, DocControl) and d.event.action == "delete"
+    )
+    acl = SourceAclChange(
+        tenant_id="acme", document_id="wiki:rb", source_seq=6, acl_groups=("ops",)
+    )
     [a] = await stage.handle(acl, CTX)
     assert isinstance(a.event, DocControl) and a.event.acl is not None
     old = SourceAclChange(tenant_id="acme", document_id="wiki:rb", source_seq=4, acl_groups=("x",))
     assert await stage.handle(old, CTX) == []
 
 
-async def test_oversize_and_disallowed_refs_quarantine(stage: ConnectorStage, tmp_path: Path) -> None:
+async def test_oversize_and_disallowed_refs_quarantine(
+    stage: ConnectorStage, tmp_path: Path
+) -> None:
     with pytest.raises(QuarantineError) as info:
         await stage.handle(upsert(1, "x" * 10_001), CTX)
     assert info.value.reason_code == "oversize_document"
     ref = SourceUpsert(
-        tenant_id="acme", document_id="wiki:rb", source_seq=1, meta=META,
+        tenant_id="acme",
+        document_id="wiki:rb",
+        source_seq=1,
+        meta=META,
         content_ref=ContentRef(kind="file", location="/etc/hostname"),
     )
     with pytest.raises(QuarantineError) as info:
@@ -118,7 +139,10 @@ async def test_oversize_and_disallowed_refs_quarantine(stage: ConnectorStage, tm
 async def test_file_ref_gets_a_guessed_mime_type(stage: ConnectorStage, tmp_path: Path) -> None:
     (tmp_path / "guide.md").write_text(TEXT)
     ref = SourceUpsert(
-        tenant_id="acme", document_id="wiki:rb", source_seq=1, meta=META,
+        tenant_id="acme",
+        document_id="wiki:rb",
+        source_seq=1,
+        meta=META,
         content_ref=ContentRef(kind="file", location=str(tmp_path / "guide.md")),
     )
     assert effective_meta(ref).mime_type == "text/markdown"
@@ -129,7 +153,10 @@ async def test_file_ref_gets_a_guessed_mime_type(stage: ConnectorStage, tmp_path
 async def test_source_hash_skips_the_fetch_when_unchanged(stage: ConnectorStage) -> None:
     indexed(stage, 5)
     ref = SourceUpsert(
-        tenant_id="acme", document_id="wiki:rb", source_seq=6, meta=META,
+        tenant_id="acme",
+        document_id="wiki:rb",
+        source_seq=6,
+        meta=META,
         content_hash=content_hash(TEXT.encode()),
         content_ref=ContentRef(kind="http", location="https://not-allowed.example/x"),
     )

@@ -16,12 +16,18 @@ A = SyncAction
 
 
 def item(doc: str = "fs:a", seq: int = 10, mh: str = "m1", available: bool = True) -> SourceItem:
-    return SourceItem(document_id=doc, source_seq=seq, meta_hash=mh, handle=doc, available=available)
+    return SourceItem(
+        document_id=doc, source_seq=seq, meta_hash=mh, handle=doc, available=available
+    )
 
 
 def st(**kw: object) -> StoredState:
     base: dict[str, object] = {
-        "source_seq": 10, "acl_seq": 10, "content_hash": "c1", "meta_hash": "m1", "status": "indexed",
+        "source_seq": 10,
+        "acl_seq": 10,
+        "content_hash": "c1",
+        "meta_hash": "m1",
+        "status": "indexed",
     }
     base.update(kw)
     return StoredState(**base)  # type: ignore[arg-type]
@@ -87,12 +93,17 @@ class FakeSource:
         if self.hashes.get(item.document_id) is None:
             return None
         return SourceUpsert(
-            tenant_id="acme", document_id=item.document_id, source_seq=item.source_seq,
-            meta=DocumentMeta(), content_text="x",
+            tenant_id="acme",
+            document_id=item.document_id,
+            source_seq=item.source_seq,
+            meta=DocumentMeta(),
+            content_text="x",
         )
 
     def delete_event(self, document_id: str, stored_seq: int | None) -> SourceDelete:
-        return SourceDelete(tenant_id="acme", document_id=document_id, source_seq=(stored_seq or 0) + 1)
+        return SourceDelete(
+            tenant_id="acme", document_id=document_id, source_seq=(stored_seq or 0) + 1
+        )
 
 
 class Sink:

@@ -138,7 +138,10 @@ def test_invalid_payloads_name_the_failing_field(client: TestClient, sink: Sink)
     no_content = {k: v for k, v in base.items() if k != "content_text"}
     out = post_json(client, no_content)
     assert "exactly one of content_text" in str(out["reason"])
-    assert post_json(client, {k: v for k, v in base.items() if k != "event_type"})["field"] == "event_type"
+    assert (
+        post_json(client, {k: v for k, v in base.items() if k != "event_type"})["field"]
+        == "event_type"
+    )
     assert post_json(client, {**base, "event_type": "source.rename"})["field"] == "event_type"
     assert post_json(client, {**base, "source_seq": -1})["field"] == "source_seq"
     r = client.post("/v1/changes", content=b"{not json", headers=BEARER)
