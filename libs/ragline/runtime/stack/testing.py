@@ -1,0 +1,191 @@
+"""Helpers for tests that run against the real stack: free ports, the environment of a
+throw-away stack, unique tenant ids, and a service started as its own process
+(``python -m ragline.cli run <name>``) with its log, /metrics wait and signals.
+Used by tests/conftest.py; importable by any test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = [
+    "CLEARED_ENV",
+    "ServiceProcess",
+    "free_port",
+    "patched_environ",
+    "stack_env",
+    "unique_tenant",
+]
+
+# variables that would point a test stack at someone else's servers
+CLEARED_ENV = ("RAGLINE_PG_DSN", "RAGLINE_PG_QUERY_DSN")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def unique_tenant(prefix: str = "t") -> str:
+    """A tenant id no other test uses, so tests sharing one stack never see each other."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def stack_env(state_dir: Path) -> dict[str, str]:
+    """``RAGLINE_*`` variables for a private stack under ``state_dir`` on free ports."""
+    return {
+        "RAGLINE_STATE_DIR": str(state_dir),
+        "RAGLINE_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}",
+        "RAGLINE_OPENSEARCH_URL": f"http://127.0.0.1:{free_port()}",
+        "RAGLINE_STACK_COMPONENTS": "postgres,kafka,opensearch",
+    }
+
+
+class ServiceProcess:
+    """One ``ragline run <name>`` subprocess; stdout and stderr go to ``log_path``."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        env: Mapping[str, str],
+        log_path: Path,
+        metrics_port: int,
+        http_port: int,
+        cwd: Path | None = None,
+        argv: tuple[str, ...] | None = None,
+    ) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.metrics_port = metrics_port
+        self.http_port = http_port
+        self.argv = argv or (sys.executable, "-m", "ragline.cli", "run", name)
+        full_env = dict(env)
+        full_env["RAGLINE_METRICS_PORT"] = str(metrics_port)
+        full_env["RAGLINE_HTTP_PORT"] = str(http_port)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=full_env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        """Everything the service wrote so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def metrics(self, timeout_s: float = 2.0) -> str:
+        """The text of /metrics (raises ``OSError`` when it does not answer)."""
+        with urllib.request.urlopen(self.metrics_url, timeout=timeout_s) as resp:  # noqa: S310
+            return str(resp.read().decode())
+
+    def wait_metrics(self, timeout_s: float = 60.0) -> str:
+        """Block until /metrics answers; fails fast, with the log, if the process exits."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not self.running():
+                raise RuntimeError(
+                    f"service {self.name} exited with {self.returncode} before serving "
+                    f"/metrics; log {self.log_path}:\n{self.log()[-4000:]}"
+                )
+            try:
+                return self.metrics()
+            except (OSError, urllib.error.URLError):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"service {self.name}: no /metrics on port {self.metrics_port} within "
+                        f"{timeout_s:.0f} s; log {self.log_path}:\n{self.log()[-4000:]}"
+                    ) from None
+                time.sleep(0.2)
+
+    async def wait_metrics_async(self, timeout_s: float = 60.0) -> str:
+        return await asyncio.to_thread(self.wait_metrics, timeout_s)
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        if self.running():
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout_s: float = 30.0) -> int:
+        """The exit code; raises ``subprocess.TimeoutExpired`` when still running."""
+        return self.proc.wait(timeout=timeout_s)
+
+    def terminate(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then wait for a graceful exit; returns the exit code."""
+        self.send_signal(signal.SIGTERM)
+        return self.wait(timeout_s)
+
+    async def terminate_async(self, timeout_s: float = 30.0) -> int:
+        return await asyncio.to_thread(self.terminate, timeout_s)
+
+    def kill(self) -> int:
+        """SIGKILL: the crash case. Returns the exit code (-9)."""
+        self.send_signal(signal.SIGKILL)
+        return self.proc.wait(timeout=10)
+
+    def cleanup(self) -> None:
+        """End the process whatever its state (fixture teardown)."""
+        if self.running():
+            self.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@contextmanager
+def patched_environ(updates: Mapping[str, str], remove: Iterable[str] = ()) -> Iterator[None]:
+    """Set ``updates`` and unset ``remove`` in ``os.environ`` (inherited by subprocesses),
+    restoring the previous values on exit."""
+    keys = (*updates, *remove)
+    saved = {k: os.environ.get(k) for k in keys}
+    for k in remove:
+        os.environ.pop(k, None)
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

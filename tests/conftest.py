@@ -1,0 +1,88 @@
+"""Shared fixtures.
+
+``stack``: one real stack per test session (PostgreSQL 18 + pgvector, the Kafka-protocol
+broker, the OpenSearch-API server) on free ports in a temp dir, started by the same code
+as ``ragline stack up`` and only when a test asks for it. It sets the ``RAGLINE_*``
+variables in ``os.environ`` (subprocesses inherit them), applies migrations, creates the
+topics and returns the ``Settings``.
+
+``service_process``: start ``python -m ragline.cli run <name>`` against that stack.
+``tenant``: a tenant id unique to the test.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from ragline.runtime.settings import Settings, get_settings
+from ragline.runtime.stack import StackManager, StackSettings
+from ragline.runtime.stack.testing import (
+    CLEARED_ENV,
+    ServiceProcess,
+    free_port,
+    patched_environ,
+    stack_env,
+    unique_tenant,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Settings]:
+    base = tmp_path_factory.mktemp("stack")
+    env = stack_env(base / "state")
+    with patched_environ(env, remove=CLEARED_ENV):
+        get_settings.cache_clear()
+        settings = Settings()
+        # detached=False: the servers stay tied to this pytest process
+        manager = StackManager(settings, StackSettings(), detached=False)
+        try:
+            await manager.up()
+            yield settings
+        finally:
+            await manager.down()
+            get_settings.cache_clear()
+
+
+ServiceFactory = Callable[..., ServiceProcess]
+
+
+@pytest.fixture
+def service_process(stack: Settings, tmp_path: Path) -> Iterator[ServiceFactory]:
+    """``start(name, env={...}) -> ServiceProcess``; every process is ended after the test.
+
+    Each gets free metrics and HTTP ports (``RAGLINE_METRICS_PORT``/``RAGLINE_HTTP_PORT``)
+    and logs to ``tmp_path/<name>-<n>.log``.
+    """
+
+    started: list[ServiceProcess] = []
+
+    def start(name: str, *, env: dict[str, str] | None = None) -> ServiceProcess:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        proc = ServiceProcess(
+            name,
+            env=full_env,
+            log_path=tmp_path / f"{name}-{len(started)}.log",
+            metrics_port=free_port(),
+            http_port=free_port(),
+            cwd=REPO_ROOT,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.cleanup()
+
+
+@pytest.fixture
+def tenant() -> str:
+    """A tenant id no other test uses."""
+    return unique_tenant()
