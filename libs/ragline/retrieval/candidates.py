@@ -1,0 +1,206 @@
+"""One filtered sub-search: dense and BM25 concurrently, RRF, the RLS re-read, rerank.
+
+Runs inside one RLS transaction for the Postgres parts (dense + re-read share it);
+OpenSearch runs concurrently with the dense query. An OpenSearch failure degrades the
+search to dense-only instead of failing it (unless the search is lexical-only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+from psycopg_pool import AsyncConnectionPool
+
+from ragline.auth.principal import Principal
+from ragline.errors import BackendUnavailable, PermanentError, TransientError
+from ragline.retrieval.dense import DenseHit, dense_search
+from ragline.retrieval.filters import Predicate
+from ragline.retrieval.fusion import rrf
+from ragline.retrieval.hydrate import ChunkRow, hydrate
+from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
+from ragline.retrieval.rerank import Reranker, RerankFailed
+from ragline.retrieval.scope import rls_transaction
+from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.timing import Timings
+
+__all__ = ["Candidate", "SubSearchResult", "rerank_candidates", "resolve_series", "retrieve"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Candidate:
+    row: ChunkRow
+    rrf: float
+    dense_rank: int | None = None
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    rerank: float | None = None
+    query_index: int = 0
+    label: str | None = None
+
+
+@dataclass(kw_only=True)
+class SubSearchResult:
+    candidates: list[Candidate]
+    degraded: list[str] = field(default_factory=list)
+
+
+async def _lexical(
+    searcher: LexicalSearcher | None,
+    principal: Principal,
+    text: str,
+    preds: Sequence[Predicate],
+    *,
+    limit: int,
+    timeout_s: float,
+    timings: Timings,
+) -> list[LexicalHit] | None:
+    """BM25 hits, or None when OpenSearch is unavailable."""
+    if searcher is None:
+        return None
+    with timings.stage("lexical"):
+        try:
+            return await searcher.search(principal, text, preds, limit=limit, timeout_s=timeout_s)
+        except (TransientError, PermanentError) as exc:
+            _log.warning("lexical search failed", extra={"fields": {"error": type(exc).__name__}})
+            return None
+
+
+async def retrieve(
+    *,
+    pool: AsyncConnectionPool,
+    lexical: LexicalSearcher | None,
+    principal: Principal,
+    text: str,
+    vector: npt.NDArray[np.float32] | None,
+    preds: Sequence[Predicate],
+    mode: str,
+    settings: QuerySettings,
+    timings: Timings,
+    limit: int,
+    with_embeddings: bool,
+) -> SubSearchResult:
+    degraded: list[str] = []
+    timeout_ms = int(settings.backend_timeout_s * 1000)
+    async with rls_transaction(pool, principal, statement_timeout_ms=timeout_ms) as conn:
+        t0 = asyncio.get_running_loop().time()
+        dense_hits: list[DenseHit] = []
+        lex_task = (
+            asyncio.create_task(
+                _lexical(
+                    lexical,
+                    principal,
+                    text,
+                    preds,
+                    limit=limit,
+                    timeout_s=settings.backend_timeout_s,
+                    timings=timings,
+                )
+            )
+            if mode != "dense"
+            else None
+        )
+        try:
+            if mode != "lexical" and vector is not None:
+                with timings.stage("dense"):
+                    dense_hits = await dense_search(
+                        conn,
+                        principal,
+                        vector,
+                        preds,
+                        limit=limit,
+                        ef_search=settings.hnsw_ef_search,
+                        max_scan_tuples=settings.hnsw_max_scan_tuples,
+                    )
+            lex_hits = await lex_task if lex_task is not None else []
+        finally:
+            if lex_task is not None and not lex_task.done():
+                lex_task.cancel()
+        timings.add("retrieve", asyncio.get_running_loop().time() - t0)
+        if lex_hits is None:
+            if mode == "lexical":
+                raise BackendUnavailable("opensearch unavailable for a lexical-only search")
+            degraded.append("lexical_unavailable")
+            lex_hits = []
+        with timings.stage("fusion"):
+            fused = rrf(
+                {
+                    "dense": [h.chunk_id for h in dense_hits],
+                    "lexical": [h.chunk_id for h in lex_hits],
+                },
+                k=settings.rrf_k,
+                weights={"dense": settings.weight_dense, "lexical": settings.weight_lexical},
+            )
+        bm25 = {h.chunk_id: h.score for h in lex_hits}
+        with timings.stage("hydrate"):
+            rows = await hydrate(
+                conn,
+                principal,
+                [f.key for f in fused],
+                preds,
+                vector=vector,
+                with_embeddings=with_embeddings,
+            )
+    out = [
+        Candidate(
+            row=rows[f.key],
+            rrf=f.score,
+            dense_rank=f.ranks.get("dense"),
+            bm25_rank=f.ranks.get("lexical"),
+            bm25_score=bm25.get(f.key),
+        )
+        for f in fused
+        if f.key in rows
+    ]
+    return SubSearchResult(candidates=out, degraded=degraded)
+
+
+async def rerank_candidates(
+    reranker: Reranker | None,
+    query: str,
+    cands: list[Candidate],
+    *,
+    top_n: int,
+    timeout_s: float,
+    timings: Timings,
+) -> tuple[list[Candidate], str | None]:
+    """Rerank the first ``top_n``; on any failure keep the fusion order and say why."""
+    if not cands:
+        return cands, None
+    if reranker is None:
+        return cands, "rerank_unavailable"
+    head, tail = cands[:top_n], cands[top_n:]
+    with timings.stage("rerank"):
+        try:
+            scores = await reranker.score(query, [c.row.text for c in head], timeout_s=timeout_s)
+        except RerankFailed as exc:
+            return cands, exc.reason
+    if len(scores) != len(head):
+        return cands, "rerank_failed"
+    scored = [replace(c, rerank=s) for c, s in zip(head, scores, strict=True)]
+    scored.sort(key=lambda c: -(c.rerank or 0.0))
+    return scored + tail, None
+
+
+def resolve_series(cands: list[Candidate], at: date) -> list[Candidate]:
+    """As-of searches: per document series keep only the version in force at ``at`` (the
+    latest effective date not after it) among the candidates."""
+    best: dict[str, date] = {}
+    for c in cands:
+        s, d = c.row.series_id, c.row.effective_date
+        if s is not None and d is not None and d <= at and (s not in best or d > best[s]):
+            best[s] = d
+    return [
+        c
+        for c in cands
+        if c.row.series_id is None
+        or c.row.series_id not in best
+        or c.row.effective_date == best[c.row.series_id]
+    ]

@@ -1,0 +1,67 @@
+"""Dense retrieval: pgvector HNSW (cosine) under row-level security.
+
+Filters are part of the same query, so with a plain HNSW scan a selective filter (a
+small group, one version) could leave fewer than ``limit`` rows. pgvector's iterative
+index scan (``hnsw.iterative_scan = relaxed_order``) keeps scanning the graph until the
+filtered result is full (bounded by ``hnsw.max_scan_tuples``); relaxed order means rows
+may come slightly out of order, so they are re-sorted by distance here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from psycopg import AsyncConnection, sql
+
+from ragline.auth.principal import Principal
+from ragline.retrieval.filters import Predicate, to_sql
+from ragline.store.pg_errors import pg_errors
+
+__all__ = ["DenseHit", "dense_search"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DenseHit:
+    chunk_id: str
+    similarity: float  # cosine similarity, 1 - cosine distance
+    rank: int
+
+
+async def dense_search(
+    conn: AsyncConnection,
+    principal: Principal,
+    vector: npt.NDArray[np.float32],
+    preds: Sequence[Predicate],
+    *,
+    limit: int,
+    ef_search: int = 100,
+    max_scan_tuples: int = 20_000,
+) -> list[DenseHit]:
+    """Top ``limit`` child chunks by cosine similarity. ``conn`` must be inside
+    ``rls_transaction`` for ``principal`` (the tenant predicate here is only a second lock
+    on the same door)."""
+    where, params = to_sql(preds, "c")
+    query = sql.SQL(
+        "SELECT c.chunk_id, c.embedding <=> %s AS distance FROM chunks c"
+        " WHERE c.tenant_id = %s AND c.level = 'child' AND c.embedding IS NOT NULL"
+        " AND {where} ORDER BY c.embedding <=> %s LIMIT %s"
+    ).format(where=where)
+    args: list[Any] = [vector, principal.tenant, *params, vector, limit]
+    with pg_errors():
+        await conn.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.max_scan_tuples', %s, true)",
+            (str(max(ef_search, limit)), str(max_scan_tuples)),
+        )
+        cur = await conn.execute(query, args)
+        rows = await cur.fetchall()
+    ordered = sorted(((float(d), str(cid)) for cid, d in rows), key=lambda r: (r[0], r[1]))
+    return [
+        DenseHit(chunk_id=cid, similarity=1.0 - dist, rank=i)
+        for i, (dist, cid) in enumerate(ordered, start=1)
+    ]

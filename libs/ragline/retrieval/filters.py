@@ -1,0 +1,211 @@
+"""The search filter model and its ONE compilation into both backends.
+
+``SearchFilters`` is what a client may send (an unknown field is an error, never
+ignored). ``compile_predicates`` turns it plus the default scope (tenant and ACL are
+added by the callers; not deleted, not superseded unless asked, effective at a date)
+into backend-neutral predicates, which ``to_sql`` and ``to_opensearch`` render. Dense,
+lexical and the Postgres re-read therefore filter by exactly the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from psycopg import sql
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragline.events import Classification
+
+__all__ = [
+    "BoolEquals",
+    "Effective",
+    "Predicate",
+    "Range",
+    "SearchFilters",
+    "Terms",
+    "compile_predicates",
+    "to_opensearch",
+    "to_sql",
+]
+
+_MAX_VALUES = 100
+
+
+class SearchFilters(BaseModel):
+    """Client filters. Lists mean "any of"; a single string is accepted as a one-item list."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    content_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    document_ids: tuple[str, ...] | None = Field(default=None, max_length=1000)
+    versions: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    series_ids: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    classification: tuple[Classification, ...] | None = Field(default=None, max_length=4)
+    language: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    trust: tuple[str, ...] | None = Field(default=None, max_length=3)
+    effective_from: date | None = Field(default=None, description="effective_date >= this")
+    effective_to: date | None = Field(default=None, description="effective_date <= this")
+
+    @field_validator(
+        "source_type",
+        "content_type",
+        "document_ids",
+        "versions",
+        "series_ids",
+        "classification",
+        "language",
+        "trust",
+        mode="before",
+    )
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return (v,) if isinstance(v, str) else v
+
+
+# filter field -> column (Postgres chunks column == OpenSearch field)
+_TERM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("source_type", "source_type"),
+    ("content_type", "content_type"),
+    ("document_ids", "document_id"),
+    ("versions", "version"),
+    ("series_ids", "series_id"),
+    ("classification", "classification"),
+    ("language", "language"),
+    ("trust", "trust"),
+)
+
+
+@dataclass(frozen=True)
+class Terms:
+    column: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    column: str
+    gte: date | None = None
+    lte: date | None = None
+
+
+@dataclass(frozen=True)
+class BoolEquals:
+    column: str
+    value: bool
+
+
+@dataclass(frozen=True)
+class Effective:
+    """In force on ``at``: not yet expired and already effective (open ends count)."""
+
+    at: date
+
+
+Predicate = Terms | Range | BoolEquals | Effective
+
+
+def compile_predicates(
+    filters: SearchFilters | None,
+    *,
+    include_superseded: bool,
+    effective_at: date | None,
+) -> list[Predicate]:
+    """The filters plus the default scope. ``effective_at=None`` skips the date check
+    (history searches)."""
+    preds: list[Predicate] = []
+    f = filters or SearchFilters()
+    for field, column in _TERM_FIELDS:
+        values = getattr(f, field)
+        if values is not None:
+            preds.append(Terms(column, tuple(str(v) for v in values)))
+    if f.effective_from is not None or f.effective_to is not None:
+        preds.append(Range("effective_date", gte=f.effective_from, lte=f.effective_to))
+    if not include_superseded:
+        preds.append(BoolEquals("superseded", False))
+    if effective_at is not None:
+        preds.append(Effective(effective_at))
+    return preds
+
+
+def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list[Any]]:
+    """``(WHERE fragment, params)``; the fragment is ``TRUE`` when there is nothing to add."""
+    parts: list[sql.Composable] = []
+    params: list[Any] = []
+
+    def col(name: str) -> sql.Identifier:
+        return sql.Identifier(alias, name)
+
+    for p in preds:
+        if isinstance(p, Terms):
+            parts.append(sql.SQL("{} = ANY(%s::text[])").format(col(p.column)))
+            params.append(list(p.values))
+        elif isinstance(p, Range):
+            if p.gte is not None:
+                parts.append(sql.SQL("{} >= %s").format(col(p.column)))
+                params.append(p.gte)
+            if p.lte is not None:
+                parts.append(sql.SQL("{} <= %s").format(col(p.column)))
+                params.append(p.lte)
+        elif isinstance(p, BoolEquals):
+            parts.append(sql.SQL("{} = %s").format(col(p.column)))
+            params.append(p.value)
+        else:
+            parts.append(
+                sql.SQL("({e} IS NULL OR {e} <= %s) AND ({x} IS NULL OR {x} > %s)").format(
+                    e=col("effective_date"), x=col("expiry_date")
+                )
+            )
+            params.extend([p.at, p.at])
+    if not parts:
+        return sql.SQL("TRUE"), params
+    return sql.SQL(" AND ").join(sql.SQL("({})").format(x) for x in parts), params
+
+
+def _missing(field: str) -> dict[str, Any]:
+    return {"bool": {"must_not": [{"exists": {"field": field}}]}}
+
+
+def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
+    """OpenSearch ``bool.filter`` clauses for the same predicates."""
+    out: list[dict[str, Any]] = []
+    for p in preds:
+        if isinstance(p, Terms):
+            out.append({"terms": {p.column: list(p.values)}})
+        elif isinstance(p, Range):
+            rng: dict[str, str] = {}
+            if p.gte is not None:
+                rng["gte"] = p.gte.isoformat()
+            if p.lte is not None:
+                rng["lte"] = p.lte.isoformat()
+            out.append({"range": {p.column: rng}})
+        elif isinstance(p, BoolEquals):
+            out.append({"term": {p.column: p.value}})
+        else:
+            at = p.at.isoformat()
+            out.append(
+                {
+                    "bool": {
+                        "should": [
+                            _missing("effective_date"),
+                            {"range": {"effective_date": {"lte": at}}},
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                }
+            )
+            out.append(
+                {
+                    "bool": {
+                        "should": [
+                            _missing("expiry_date"),
+                            {"range": {"expiry_date": {"gt": at}}},
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                }
+            )
+    return out

@@ -1,0 +1,101 @@
+"""The ONE way the query side searches OpenSearch.
+
+``LexicalSearcher.search`` cannot be called without a verified ``Principal``: it picks
+the principal's tenant index and always adds the tenant, ACL and default filters (not
+superseded unless asked, effective at the scope date) to the ``bool.filter``. Hits are
+candidates only: the service re-reads every one from Postgres under RLS before
+returning it, so nothing OpenSearch holds (a stale ACL, a missed delete) can leak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import AsyncOpenSearch
+
+from ragline.auth.principal import Principal
+from ragline.errors import PermanentError
+from ragline.retrieval.filters import Predicate, Terms, to_opensearch
+from ragline.store.os_client import os_errors
+from ragline.store.os_index import index_name
+
+__all__ = ["LexicalHit", "LexicalSearcher", "build_query"]
+
+# text carries the evidence; header, title and section path give context words a weight
+_FIELDS = ("text", "contextual_header^0.5", "title^0.5", "section_path^0.5")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LexicalHit:
+    chunk_id: str
+    score: float
+    rank: int
+
+
+def build_query(
+    principal: Principal, text: str, preds: Sequence[Predicate], *, limit: int
+) -> dict[str, Any]:
+    """The search body: BM25 over the text fields, mandatory scope filters."""
+    if not isinstance(principal, Principal) or not principal.groups:
+        raise PermanentError("a lexical search needs a principal with groups")
+    scope: list[Predicate] = [
+        Terms("tenant_id", (principal.tenant,)),
+        Terms("acl_groups", principal.groups),
+    ]
+    return {
+        "size": limit,
+        "track_total_hits": False,
+        "_source": ["chunk_id"],
+        "query": {
+            "bool": {
+                "must": [
+                    {"multi_match": {"query": text, "fields": list(_FIELDS), "type": "best_fields"}}
+                ],
+                "filter": to_opensearch([*scope, *preds]),
+            }
+        },
+    }
+
+
+class LexicalSearcher:
+    def __init__(self, client: AsyncOpenSearch, *, index_prefix: str) -> None:
+        self._client = client
+        self._prefix = index_prefix
+
+    async def search(
+        self,
+        principal: Principal,
+        text: str,
+        preds: Sequence[Predicate],
+        *,
+        limit: int,
+        timeout_s: float = 5.0,
+    ) -> list[LexicalHit]:
+        body = build_query(principal, text, preds, limit=limit)
+        index = index_name(self._prefix, principal.tenant)
+        with os_errors():
+            resp = await self._client.search(
+                index=index,
+                body=body,
+                ignore_unavailable=True,  # a tenant with no index yet has no hits
+                request_timeout=timeout_s,
+            )
+        hits: list[LexicalHit] = []
+        seen: set[str] = set()
+        for h in resp.get("hits", {}).get("hits", ()):
+            src = h.get("_source") or {}
+            cid = str(src.get("chunk_id") or h.get("_id"))
+            if cid in seen:
+                continue
+            seen.add(cid)
+            hits.append(LexicalHit(chunk_id=cid, score=float(h.get("_score") or 0.0), rank=0))
+        return [
+            LexicalHit(chunk_id=h.chunk_id, score=h.score, rank=i)
+            for i, h in enumerate(hits, start=1)
+        ]
+
+    async def ping(self) -> bool:
+        with os_errors():
+            return bool(await self._client.ping())

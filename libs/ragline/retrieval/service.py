@@ -1,0 +1,304 @@
+"""One search, end to end: intent -> cache seam -> embed -> per sub-search (dense + BM25
+-> RRF -> RLS re-read -> rerank) -> merge -> diversity -> parent expansion -> abstain ->
+evidence with citations -> audit. Timings per stage and a trace id on every response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+from psycopg_pool import AsyncConnectionPool
+
+from ragline.auth.principal import Principal
+from ragline.errors import RaglineError
+from ragline.retrieval.abstain import AbstainPolicy, Evidence, decide
+from ragline.retrieval.api_models import (
+    Citation,
+    Flags,
+    Result,
+    Scores,
+    SearchRequest,
+    SearchResponse,
+)
+from ragline.retrieval.audit import AuditRecord, write_audit
+from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
+from ragline.retrieval.candidates import (
+    Candidate,
+    SubSearchResult,
+    rerank_candidates,
+    resolve_series,
+    retrieve,
+)
+from ragline.retrieval.diversity import cap_per_document, mmr_order
+from ragline.retrieval.embed import QueryEmbedder
+from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
+from ragline.retrieval.filters import SearchFilters, compile_predicates
+from ragline.retrieval.fusion import rrf
+from ragline.retrieval.intent import Intent, SubSearch, parse_intent
+from ragline.retrieval.lexical import LexicalSearcher
+from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
+from ragline.retrieval.rerank import Reranker
+from ragline.retrieval.scope import rls_transaction
+from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.timing import Timings
+
+__all__ = ["InvalidRequest", "SearchBackends", "SearchService"]
+
+
+class InvalidRequest(RaglineError):
+    """The request is well-formed JSON but asks for something not allowed (400)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+@dataclass(kw_only=True)
+class SearchBackends:
+    pool: AsyncConnectionPool
+    lexical: LexicalSearcher | None
+    embedder: QueryEmbedder
+    reranker: Reranker | None = None
+    cache: ResultCache = field(default_factory=NoCache)
+
+
+def _sub_filters(filters: SearchFilters | None, sub: SubSearch) -> SearchFilters | None:
+    if sub.versions is None:
+        return filters
+    base = filters or SearchFilters()
+    return base.model_copy(update={"versions": sub.versions})
+
+
+def _result(c: Candidate, parents: dict[str, str], expand: bool) -> Result:
+    r = c.row
+    return Result(
+        chunk_id=r.chunk_id,
+        document_id=r.document_id,
+        text=r.text,
+        parent_text=parents.get(r.parent_id) if expand and r.parent_id else None,
+        scores=Scores(
+            bm25_rank=c.bm25_rank,
+            dense_rank=c.dense_rank,
+            bm25_score=c.bm25_score,
+            dense_score=r.similarity,
+            rrf=c.rrf,
+            rerank=c.rerank,
+        ),
+        citation=Citation(
+            title=r.title,
+            section_path=list(r.section_path),
+            version=r.version,
+            effective_date=r.effective_date,
+            uri=r.uri,
+            page_start=r.page_start,
+            page_end=r.page_end,
+            line_start=r.line_start,
+            line_end=r.line_end,
+        ),
+        flags=Flags(
+            injection_suspect=r.injection_suspect,
+            contains_pii=bool(r.pii_types),
+            source_trust=r.trust,
+        ),
+        content_type=r.content_type,
+        query_index=c.query_index,
+        version_label=c.label,
+    )
+
+
+class SearchService:
+    def __init__(
+        self,
+        backends: SearchBackends,
+        settings: QuerySettings,
+        *,
+        today: Callable[[], date] = date.today,
+    ) -> None:
+        self._b = backends
+        self._s = settings
+        self._today = today
+        self._policy = AbstainPolicy(
+            min_similarity=settings.abstain_min_similarity, min_rerank=settings.abstain_min_rerank
+        )
+
+    def _validate(self, req: SearchRequest) -> None:
+        if len(req.query_texts) > self._s.max_queries:
+            raise InvalidRequest("queries", f"at most {self._s.max_queries} queries per request")
+        if req.top_k > self._s.max_top_k:
+            raise InvalidRequest("top_k", f"at most {self._s.max_top_k}")
+
+    async def search(
+        self, principal: Principal, req: SearchRequest, *, trace_id: str
+    ) -> SearchResponse:
+        self._validate(req)
+        t = Timings()
+        with t.stage("intent"):
+            intent = parse_intent(
+                req.query_texts,
+                req.filters,
+                as_of=req.as_of,
+                include_history=req.include_history,
+                today=self._today(),
+            )
+        vectors: dict[str, npt.NDArray[np.float32]] = {}
+        if req.mode != "lexical":
+            texts = list(dict.fromkeys(s.query for s in intent.searches))
+            with t.stage("embed"):
+                embedded = await self._b.embedder.embed(texts)
+            vectors = dict(zip(texts, embedded, strict=True))
+        key = CacheKey(
+            principal=principal,
+            queries=req.query_texts,
+            vectors=tuple(vectors.values()),
+            request=req.model_dump(mode="json", exclude={"query", "queries"})
+            | {"scope": intent.scope.model_dump(mode="json")},
+        )
+        with t.stage("cache"):
+            cached = await self._b.cache.lookup(key)
+        if cached is not None:
+            return cached.model_copy(
+                update={"cache": "hit", "trace_id": trace_id, "timings_ms": t.finish()}
+            )
+
+        subs = await asyncio.gather(
+            *(self._sub_search(principal, req, intent, s, vectors, t) for s in intent.searches)
+        )
+        degraded = sorted({d for s in subs for d in s.degraded})
+        merged = self._merge(list(subs))
+        final = self._diversify(req, merged)
+        for d in degraded:
+            DEGRADED.labels(d).inc()
+
+        parents: dict[str, str] = {}
+        results: list[Result] = []
+        with t.stage("abstain"):
+            reason = decide(
+                [
+                    Evidence(text=c.row.text, similarity=c.row.similarity, rerank=c.rerank)
+                    for c in final
+                ],
+                req.query_texts,
+                self._policy,
+            )
+        with t.stage("finalize"):
+            async with rls_transaction(self._b.pool, principal) as conn:
+                if reason is None and req.expand_parents:
+                    parents = await fetch_parents(
+                        conn, principal, [c.row.parent_id for c in final if c.row.parent_id]
+                    )
+                if reason is None:
+                    results = [_result(c, parents, req.expand_parents) for c in final]
+                if self._s.audit_enabled:
+                    await write_audit(
+                        conn,
+                        AuditRecord(
+                            principal=principal,
+                            trace_id=trace_id,
+                            queries=req.query_texts,
+                            mode=req.mode,
+                            request=key.request,
+                            chunk_ids=tuple(r.chunk_id for r in results),
+                            document_ids=tuple(dict.fromkeys(r.document_id for r in results)),
+                            cache=self._b.cache.state,
+                            abstained=reason is not None,
+                            abstain_reason=reason,
+                            degraded=tuple(degraded),
+                        ),
+                        store_query=self._s.audit_store_query,
+                    )
+        if reason is not None:
+            ABSTAINED.labels(reason).inc()
+        RESULTS.observe(len(results))
+        response = SearchResponse(
+            results=results,
+            abstained=reason is not None,
+            abstain_reason=reason,
+            version_scope=intent.scope,
+            timings_ms=t.finish(),
+            cache="miss" if self._b.cache.state == "on" else "off",
+            trace_id=trace_id,
+            degraded=degraded,
+            mode=req.mode,
+        )
+        if self._b.cache.state == "on" and not degraded:
+            await self._b.cache.store(key, response)
+        return response
+
+    async def _sub_search(
+        self,
+        principal: Principal,
+        req: SearchRequest,
+        intent: Intent,
+        sub: SubSearch,
+        vectors: dict[str, npt.NDArray[np.float32]],
+        t: Timings,
+    ) -> SubSearchResult:
+        preds = compile_predicates(
+            _sub_filters(req.filters, sub),
+            include_superseded=intent.include_superseded,
+            effective_at=intent.effective_at,
+        )
+        res = await retrieve(
+            pool=self._b.pool,
+            lexical=self._b.lexical,
+            principal=principal,
+            text=sub.query,
+            vector=vectors.get(sub.query),
+            preds=preds,
+            mode=req.mode,
+            settings=self._s,
+            timings=t,
+            limit=max(self._s.overfetch, req.top_k),
+            with_embeddings=req.mmr_lambda is not None,
+        )
+        cands = res.candidates
+        if intent.resolve_series_at is not None:
+            cands = resolve_series(cands, intent.resolve_series_at)
+        if req.rerank:
+            cands, why = await rerank_candidates(
+                self._b.reranker,
+                sub.query,
+                cands,
+                top_n=self._s.rerank_top_n,
+                timeout_s=self._s.rerank_timeout_s,
+                timings=t,
+            )
+            if why is not None:
+                res.degraded.append(why)
+        for c in cands:
+            c.query_index = sub.query_index
+            c.label = sub.label
+        return SubSearchResult(candidates=cands, degraded=res.degraded)
+
+    def _merge(self, subs: list[SubSearchResult]) -> list[Candidate]:
+        """Fan-out: RRF over the sub-search orders (each sub-list counts equally)."""
+        if len(subs) == 1:
+            return subs[0].candidates
+        by_id: dict[str, Candidate] = {}
+        rankings: dict[str, list[str]] = {}
+        for i, s in enumerate(subs):
+            rankings[str(i)] = [c.row.chunk_id for c in s.candidates]
+            for c in s.candidates:
+                by_id.setdefault(c.row.chunk_id, c)
+        return [by_id[h.key] for h in rrf(rankings, k=self._s.rrf_k)]
+
+    def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
+        if req.mmr_lambda is not None and cands:
+            order = mmr_order(
+                [c.rerank if c.rerank is not None else c.rrf for c in cands],
+                [c.row.embedding for c in cands],
+                lam=req.mmr_lambda,
+                limit=len(cands),
+            )
+            cands = [cands[i] for i in order]
+        cap = req.max_per_document or self._s.default_max_per_document
+        cands = cap_per_document(cands, lambda c: c.row.document_id, cap)
+        if req.expand_parents:
+            cands = dedupe_by_parent(cands, lambda c: c.row.parent_id)
+        return cands[: req.top_k]

@@ -1,0 +1,87 @@
+"""Query service settings (env prefix ``RAGLINE_QUERY_``): auth, retrieval knobs, audit
+policy, rate limit. Connection settings (DSNs, OpenSearch URL) stay in ``Settings``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragline.auth.jwt import JwtConfig
+
+__all__ = ["QuerySettings"]
+
+
+class QuerySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_QUERY_", extra="ignore", frozen=True)
+
+    # ---- auth
+    jwt_secret: SecretStr | None = Field(default=None, description="HS256 secret (local use)")
+    jwt_public_key: SecretStr | None = Field(default=None, description="RS256 public key, PEM")
+    jwt_public_key_file: Path | None = None
+    jwt_jwks_file: Path | None = None
+    jwt_jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_leeway_s: float = Field(default=30.0, ge=0)
+    tenant_claim: str = "tenant"
+    groups_claim: str = "groups"
+    subject_claim: str = "sub"
+
+    # ---- retrieval
+    overfetch: int = Field(default=50, ge=1, le=1000, description="candidates per retriever")
+    rrf_k: int = Field(default=60, ge=1)
+    weight_dense: float = Field(default=1.0, ge=0)
+    weight_lexical: float = Field(default=1.0, ge=0)
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
+    max_top_k: int = Field(default=50, ge=1, le=200)
+    max_queries: int = Field(default=8, ge=1, le=32, description="fan-out limit per request")
+    default_max_per_document: int = Field(default=3, ge=1)
+    embedding_model_path: Path | None = Field(
+        default=None, description="default: the packaged all-MiniLM-L6-v2"
+    )
+    embedding_cache_size: int = Field(default=4096, ge=0)
+    abstain_min_similarity: float = Field(
+        default=0.30, description="best dense cosine similarity below this -> abstain"
+    )
+    abstain_min_rerank: float | None = Field(
+        default=None, description="best rerank score below this -> abstain (model-specific)"
+    )
+    rerank_model_path: Path | None = Field(
+        default=None, description="local CrossEncoder directory; rerank is off without it"
+    )
+    rerank_top_n: int = Field(default=30, ge=1, le=200)
+    rerank_timeout_s: float = Field(default=2.0, gt=0)
+    backend_timeout_s: float = Field(default=5.0, gt=0)
+    pool_min_size: int = Field(default=2, ge=1)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    # ---- audit
+    audit_enabled: bool = True
+    audit_store_query: Literal["text", "hash"] = "hash"
+    audit_retention_days: int = Field(default=90, ge=1)
+
+    # ---- rate limit (per subject, per replica)
+    rate_limit_per_minute: int = Field(default=600, ge=0, description="0 disables it")
+    rate_limit_burst: int = Field(default=60, ge=1)
+
+    def jwt_config(self) -> JwtConfig:
+        key = self.jwt_public_key.get_secret_value() if self.jwt_public_key else None
+        if key is None and self.jwt_public_key_file is not None:
+            key = self.jwt_public_key_file.read_text()
+        return JwtConfig(
+            hs256_secret=self.jwt_secret.get_secret_value() if self.jwt_secret else None,
+            rs256_public_key=key,
+            jwks_file=self.jwt_jwks_file,
+            jwks_url=self.jwt_jwks_url,
+            tenant_claim=self.tenant_claim,
+            groups_claim=self.groups_claim,
+            subject_claim=self.subject_claim,
+            issuer=self.jwt_issuer,
+            audience=self.jwt_audience,
+            leeway_s=self.jwt_leeway_s,
+        )
