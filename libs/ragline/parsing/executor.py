@@ -1,0 +1,146 @@
+"""Runs ``parse_document`` off the event loop: in a thread, or in worker processes with
+a per-document timeout and a memory cap (a runaway PDF cannot stall the consumer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from multiprocessing.pool import Pool
+from typing import Any
+
+from ragline.errors import QuarantineError, TransientError
+from ragline.events import DocumentMeta, ParsedDocument
+
+from .dispatcher import parse_document
+from .metrics import (
+    PARSE_BYTES,
+    PARSE_DOCUMENTS,
+    PARSE_QUARANTINED,
+    PARSE_SECONDS,
+    PARSE_WORKER_RESTARTS,
+)
+from .settings import ParserSettings
+
+__all__ = ["ParseExecutor"]
+
+# what a worker sends back: exceptions with custom __init__ (QuarantineError) do not
+# survive pickling, so outcomes travel as plain tuples
+_Outcome = tuple[str, Any, Any]
+
+
+def _init_worker(memory_mb: int) -> None:
+    if memory_mb > 0:
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _job(data: bytes, meta: DocumentMeta, settings: ParserSettings) -> _Outcome:
+    try:
+        return ("ok", parse_document(data, meta, settings), None)
+    except QuarantineError as exc:
+        return ("quarantine", exc.reason_code, exc.reason)
+    except MemoryError:
+        return ("quarantine", "resource_limit", "parsing exceeded the worker memory limit")
+
+
+class ParseExecutor:
+    """``await parse(data, meta)``: quarantines and metrics included.
+
+    ``workers == 0`` parses in a thread (no timeout: a thread cannot be killed);
+    ``workers >= 1`` uses a spawn-context process pool whose workers are replaced
+    every 200 documents, and which is killed and rebuilt when a document exceeds
+    ``timeout_s`` (the documents in flight with it are failed as transient, so the
+    runtime retries them).
+    """
+
+    def __init__(self, settings: ParserSettings | None = None) -> None:
+        self.settings = settings or ParserSettings()
+        self._pool: Pool | None = None
+        self._pending: set[asyncio.Future[_Outcome]] = set()
+
+    async def start(self) -> None:
+        if self.settings.workers > 0 and self._pool is None:
+            self._pool = await asyncio.to_thread(self._new_pool)
+
+    async def stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            self._fail_pending()
+            await asyncio.to_thread(_shutdown, pool)
+
+    def _new_pool(self) -> Pool:
+        ctx = multiprocessing.get_context("spawn")
+        return ctx.Pool(
+            self.settings.workers,
+            initializer=_init_worker,
+            initargs=(self.settings.worker_memory_mb,),
+            maxtasksperchild=200,
+        )
+
+    def _fail_pending(self) -> None:
+        for fut in self._pending:
+            if not fut.done():
+                fut.set_exception(TransientError("parser worker pool restarted"))
+        self._pending.clear()
+
+    async def _in_pool(self, pool: Pool, data: bytes, meta: DocumentMeta) -> _Outcome:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[_Outcome] = loop.create_future()
+        self._pending.add(fut)
+
+        # settled on the loop; the future may already have failed (pool restarted)
+        def ok(result: _Outcome) -> None:
+            if not fut.done():
+                fut.set_result(result)
+
+        def err(exc: BaseException) -> None:
+            if not fut.done():
+                fut.set_exception(exc)
+
+        def done(result: _Outcome) -> None:  # called in the pool's result thread
+            loop.call_soon_threadsafe(ok, result)
+
+        def failed(exc: BaseException) -> None:
+            loop.call_soon_threadsafe(err, exc)
+
+        pool.apply_async(_job, (data, meta, self.settings), callback=done, error_callback=failed)
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), self.settings.timeout_s)
+        except TimeoutError:
+            PARSE_WORKER_RESTARTS.inc()
+            self._pending.discard(fut)
+            self._fail_pending()
+            if self._pool is pool:
+                self._pool = await asyncio.to_thread(self._new_pool)
+            await asyncio.to_thread(_shutdown, pool)
+            PARSE_QUARANTINED.labels(reason_code="parse_timeout").inc()
+            raise QuarantineError(
+                "parse_timeout", f"parsing took longer than {self.settings.timeout_s:g}s"
+            ) from None
+        finally:
+            self._pending.discard(fut)
+
+    async def parse(self, data: bytes, meta: DocumentMeta) -> ParsedDocument:
+        started = time.perf_counter()
+        if self._pool is not None:
+            outcome = await self._in_pool(self._pool, data, meta)
+        else:
+            outcome = await asyncio.to_thread(_job, data, meta, self.settings)
+        kind, first, second = outcome
+        if kind == "quarantine":
+            PARSE_QUARANTINED.labels(reason_code=first).inc()
+            raise QuarantineError(first, second)
+        doc: ParsedDocument = first
+        PARSE_DOCUMENTS.labels(format=doc.format).inc()
+        PARSE_BYTES.labels(format=doc.format).inc(len(data))
+        PARSE_SECONDS.labels(format=doc.format).observe(time.perf_counter() - started)
+        return doc
+
+
+def _shutdown(pool: Pool) -> None:
+    pool.terminate()
+    pool.join()

@@ -1,0 +1,51 @@
+"""Parser limits and execution settings (environment prefix ``RAGLINE_PARSER_``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ParserSettings"]
+
+_MIB = 1024 * 1024
+
+
+class ParserSettings(BaseSettings):
+    """Every limit that protects the parser from hostile or accidental input.
+
+    Exceeding one quarantines the document with a specific reason code instead of
+    letting the consumer crash or stall.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_PARSER_", extra="ignore", frozen=True)
+
+    max_bytes: int = Field(default=20 * _MIB, ge=1, description="raw document size")
+    max_pages: int = Field(default=2000, ge=1, description="PDF pages")
+    max_blocks: int = Field(default=50_000, ge=1, description="blocks per parsed document")
+    max_chars: int = Field(
+        default=50_000_000, ge=1, description="extracted text per document (decompression guard)"
+    )
+    max_zip_uncompressed_bytes: int = Field(
+        default=200 * _MIB, ge=1, description="sum of declared member sizes of a DOCX"
+    )
+    max_zip_ratio: float = Field(
+        default=100.0, gt=1, description="uncompressed/compressed ratio per member and overall"
+    )
+    max_zip_members: int = Field(default=5000, ge=1)
+    csv_rows_per_block: int = Field(
+        default=200, ge=1, description="a CSV/TSV is cut into table blocks of this many rows"
+    )
+    code_unit_max_lines: int = Field(
+        default=80, ge=5, description="generic code: units longer than this are split again"
+    )
+    workers: int = Field(
+        default=1,
+        ge=0,
+        description="parser processes; 0 parses in a thread of the service process",
+    )
+    timeout_s: float = Field(
+        default=120.0, gt=0, description="per document; enforced only with workers >= 1"
+    )
+    worker_memory_mb: int = Field(
+        default=3072, ge=0, description="address-space limit of a worker process; 0 = none"
+    )

@@ -1,0 +1,60 @@
+"""Parser service: ``doc.fetched`` -> ``doc.parsed`` (wiring only; logic in ragline.parsing)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from ragline.events import DocFetched, DocParsed, Topics
+from ragline.parsing import ParseExecutor, ParserSettings, decode_payload
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Output, Stage, StageContext
+
+__all__ = ["ParserStage", "build"]
+
+# output event ids derive from the input's, so a replayed input yields the same event
+_EVENT_NS = uuid.UUID("6c1f0d4e-2b53-4c8e-9a51-3f0e5b7d2a10")
+
+
+class ParserStage(Stage):
+    name = "parser"
+    input_topics = (Topics.DOC_FETCHED.value,)
+
+    def __init__(self, settings: Settings, parser: ParserSettings | None = None) -> None:
+        super().__init__(settings)
+        self.parser_settings = parser or ParserSettings()
+        self._executor = ParseExecutor(self.parser_settings)
+
+    async def start(self) -> None:
+        await self._executor.start()
+
+    async def stop(self) -> None:
+        await self._executor.stop()
+
+    async def handle(self, event: DocFetched, ctx: StageContext) -> Sequence[Output]:
+        data = decode_payload(event.content_b64, self.parser_settings)
+        document = await self._executor.parse(data, event.meta)
+        parsed = DocParsed(
+            event_id=str(uuid.uuid5(_EVENT_NS, f"{self.name}:{event.event_id}")),
+            tenant_id=event.tenant_id,
+            document_id=event.document_id,
+            content_hash=event.content_hash,
+            source_seq=event.source_seq,
+            traceparent=event.traceparent,
+            meta=event.meta,
+            document=document,
+            change=event.change,
+        )
+        ctx.logger.debug(
+            "parsed",
+            extra={
+                "document_id": event.document_id,
+                "format": document.format,
+                "blocks": len(document.blocks),
+            },
+        )
+        return [Output(topic=Topics.DOC_PARSED.value, event=parsed)]
+
+
+def build(settings: Settings) -> Stage:
+    return ParserStage(settings)
