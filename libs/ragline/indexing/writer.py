@@ -22,7 +22,7 @@ from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
-from ragline.store.status import write_status
+from ragline.store.status import reassert_status, write_status
 from ragline.store.supersession import mark_superseded, release_superseded, superseding_document
 
 __all__ = ["IndexWriter"]
@@ -150,14 +150,13 @@ class IndexWriter:
     ) -> None:
         """A replay of the current version: put the status back if intake overwrote it."""
         if seq == state.source_seq:
-            await write_status(
+            await reassert_status(
                 conn,
                 state.tenant_id,
                 state.document_id,
                 source_seq=seq,
                 status="indexed" if state.status == "indexed" else "deleted",
                 stage="indexer",
-                content_hash=state.content_hash,
             )
 
     # ------------------------------------------------------------------ control

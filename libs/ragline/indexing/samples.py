@@ -1,0 +1,144 @@
+"""Sample pipeline events built from plain texts, for benchmarks and tests of the embedder
+and the indexer alone (the chunker/enricher are exercised by their own suites).
+
+``pseudo_embedding`` is a deterministic hash-seeded unit vector: it lets the indexer be
+measured and tested without the model; it is never used by a service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from ragline.events import (
+    Chunk,
+    ChunkLevel,
+    Classification,
+    DocEmbedded,
+    DocEnriched,
+    DocumentMeta,
+    Enrichment,
+)
+from ragline.hashing import chunk_id, sha256_hex
+
+__all__ = ["SAMPLE_STRATEGY", "embedded_event", "enriched_event", "pseudo_embedding"]
+
+SAMPLE_STRATEGY = "sample-v1"
+_CHILDREN_PER_PARENT = 4
+
+
+def pseudo_embedding(text: str, dim: int = 384) -> tuple[float, ...]:
+    seed = int(sha256_hex(text)[:16], 16)
+    v = np.random.default_rng(seed).standard_normal(dim)
+    v /= np.linalg.norm(v)
+    return tuple(round(float(x), 7) for x in v)
+
+
+def _chunks(
+    document_id: str, content_hash: str, texts: Sequence[str], title: str | None
+) -> list[Chunk]:
+    header = f"{title or document_id}"
+    out: list[Chunk] = []
+    ordinal = 0
+    for start in range(0, len(texts), _CHILDREN_PER_PARENT):
+        group = texts[start : start + _CHILDREN_PER_PARENT]
+        parent_id = chunk_id(document_id, content_hash, SAMPLE_STRATEGY, "p", start)
+        enrichment = Enrichment(language="en", content_type="text", contextual_header=header)
+        out.append(
+            Chunk(
+                chunk_id=parent_id,
+                level=ChunkLevel.PARENT,
+                ordinal=ordinal,
+                text="\n\n".join(group),
+                section_path=(header,),
+                content_type="text",
+                token_count=sum(len(t.split()) for t in group),
+                strategy=SAMPLE_STRATEGY,
+                strategy_version="1",
+                enrichment=enrichment,
+            )
+        )
+        ordinal += 1
+        for j, text in enumerate(group):
+            out.append(
+                Chunk(
+                    chunk_id=chunk_id(document_id, content_hash, SAMPLE_STRATEGY, "c", start + j),
+                    parent_id=parent_id,
+                    level=ChunkLevel.CHILD,
+                    ordinal=ordinal,
+                    text=text,
+                    section_path=(header,),
+                    content_type="text",
+                    token_count=len(text.split()),
+                    strategy=SAMPLE_STRATEGY,
+                    strategy_version="1",
+                    enrichment=enrichment,
+                )
+            )
+            ordinal += 1
+    return out
+
+
+def enriched_event(
+    *,
+    tenant_id: str,
+    document_id: str,
+    source_seq: int,
+    texts: Sequence[str],
+    title: str | None = None,
+    acl_groups: Sequence[str] = ("everyone",),
+    classification: Classification = Classification.INTERNAL,
+    version: str | None = None,
+    series_id: str | None = None,
+    supersedes: Sequence[str] = (),
+    effective_date: date | None = None,
+    expiry_date: date | None = None,
+    event_id: str | None = None,
+) -> DocEnriched:
+    """A doc.enriched whose children are ``texts`` (a parent per 4 children)."""
+    content_hash = sha256_hex("\x1e".join(texts))
+    meta = DocumentMeta(
+        title=title,
+        acl_groups=tuple(acl_groups),
+        classification=classification,
+        version=version,
+        series_id=series_id,
+        supersedes=tuple(supersedes),
+        effective_date=effective_date,
+        expiry_date=expiry_date,
+        language="en",
+    )
+    extra: dict[str, Any] = {"event_id": event_id} if event_id else {}
+    return DocEnriched(
+        tenant_id=tenant_id,
+        document_id=document_id,
+        source_seq=source_seq,
+        content_hash=content_hash,
+        meta=meta,
+        chunks=tuple(_chunks(document_id, content_hash, texts, title)),
+        **extra,
+    )
+
+
+def embedded_event(*, dim: int = 384, **kwargs: Any) -> DocEmbedded:
+    """The doc.embedded of ``enriched_event(**kwargs)`` with pseudo embeddings."""
+    ev = enriched_event(**kwargs)
+    chunks = tuple(
+        c.model_copy(update={"embedding": pseudo_embedding(c.text, dim)})
+        if c.level is ChunkLevel.CHILD
+        else c
+        for c in ev.chunks
+    )
+    data = ev.model_dump(exclude={"event_type", "chunks"})
+    return DocEmbedded.model_validate(
+        {
+            **data,
+            "chunks": chunks,
+            "embedding_model": "pseudo",
+            "embedding_revision": "0",
+            "embedding_dim": dim,
+        }
+    )
