@@ -84,7 +84,13 @@ class Chunker:
         n_parents = n_children = 0
         common: Extra = {"doc_title": doc.title} if doc.title else {}
         for section in sections_of(doc):
-            for window in windows_of(section, self.counter, self.settings.parent_max_tokens):
+            windows = windows_of(
+                section,
+                self.counter,
+                self.settings.parent_max_tokens,
+                self.settings.child_max_tokens,
+            )
+            for window in windows:
                 parent = self._parent(window, document_id, content_hash, n_parents, common)
                 out.append(parent)
                 n_parents += 1

@@ -108,7 +108,7 @@ def sections_of(doc: ParsedDocument) -> list[Section]:
     return sections
 
 
-def _split_piece(piece: Piece, counter: TokenCounter, budget: int) -> list[Piece]:
+def _split_piece(piece: Piece, counter: TokenCounter, budget: int, step: int) -> list[Piece]:
     if piece.table is not None:
         t = piece.table
         return [
@@ -119,7 +119,7 @@ def _split_piece(piece: Piece, counter: TokenCounter, budget: int) -> list[Piece
                 ),
                 row_offset=piece.row_offset + a,
             )
-            for a, b in group_rows(t, counter, budget)
+            for a, b in group_rows(t, counter, budget, step=step)
         ]
     text = piece.text
     code = piece.kind is BlockKind.CODE
@@ -137,14 +137,18 @@ def _split_piece(piece: Piece, counter: TokenCounter, budget: int) -> list[Piece
     ]
 
 
-def windows_of(section: Section, counter: TokenCounter, parent_max: int) -> list[Window]:
+def windows_of(
+    section: Section, counter: TokenCounter, parent_max: int, child_max: int
+) -> list[Window]:
     sized: list[tuple[Piece, int]] = []
     counts = counter.count_many([render_piece(p) for p in section.pieces])
     for piece, n in zip(section.pieces, counts, strict=True):
         if n <= parent_max:
             sized.append((piece, n))
             continue
-        parts = _split_piece(piece, counter, parent_max)
+        k = -(-n // parent_max)  # balanced parts, not a full one and a scrap
+        budget = min(parent_max, (-(-n // k)) * 11 // 10)
+        parts = _split_piece(piece, counter, budget, child_max)
         sized.extend(zip(parts, counter.count_many([render_piece(p) for p in parts]), strict=True))
     total = sum(n for _, n in sized)
     n_windows = max(1, -(-total // parent_max))

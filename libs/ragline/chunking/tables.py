@@ -59,20 +59,34 @@ class TablePiece:
     row_split: bool = False  # one row spread over several pieces
 
 
-def group_rows(table: TableData, counter: TokenCounter, budget: int) -> list[tuple[int, int]]:
-    """Row ranges whose rendering (header included) fits ``budget``; a lone row may not."""
-    head = counter.count("\n".join(_head_lines(table)))
-    row_tokens = counter.count_many([_row_line(r) for r in table.rows])
+def _greedy(sizes: list[int], head: int, budget: int) -> list[tuple[int, int]]:
     groups: list[tuple[int, int]] = []
     start, used = 0, head
-    for i, t in enumerate(row_tokens):
+    for i, t in enumerate(sizes):
         if i > start and used + t > budget:
             groups.append((start, i))
             start, used = i, head
         used += t
-    if table.rows:
-        groups.append((start, len(table.rows)))
+    if sizes:
+        groups.append((start, len(sizes)))
     return groups
+
+
+def group_rows(
+    table: TableData, counter: TokenCounter, budget: int, *, step: int | None = None
+) -> list[tuple[int, int]]:
+    """Row ranges whose rendering (header included) fits ``budget``; a lone row may not.
+
+    With ``step`` (the child budget) the ranges are unions of whole child-sized groups,
+    so a parent window never ends with a scrap child of one row.
+    """
+    head = counter.count("\n".join(_head_lines(table)))
+    row_tokens = counter.count_many([_row_line(r) for r in table.rows])
+    if step is None:
+        return _greedy(row_tokens, head, budget)
+    steps = _greedy(row_tokens, head, step)
+    merged = _greedy([sum(row_tokens[a:b]) for a, b in steps], head, budget)
+    return [(steps[a][0], steps[b - 1][1]) for a, b in merged]
 
 
 def split_table(

@@ -105,7 +105,11 @@ class Enricher:
             language = meta.language or detect_language(chunk.text)
             if language == UNDETERMINED:
                 language = doc_language
-            entities = extract_entities(chunk.text, max_per_type=self._s.max_entities_per_type)
+            entities = extract_entities(
+                "\n".join((*path, chunk.text)),  # headings name error codes and versions too
+                max_per_type=self._s.max_entities_per_type,
+                products=chunk.content_type != "code",  # class names are not products
+            )
             provenance = dict(base)
             if chunk.page_start is not None:
                 provenance["page"] = "source"

@@ -45,14 +45,17 @@ _NUMBERING = re.compile(r"(?:table|figure|fig\.|section|chapter|§|step|page)\s*
 
 # --------------------------------------------------------------------------- products
 _REGISTERED = re.compile(r"\b([A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*){0,3})\s?[®™]")
-_CAMEL = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z][A-Za-z]*|i[A-Z][a-z]+)\b")
-_CAP_WORD = r"[A-Z][A-Za-z0-9+]*(?:[.-][A-Za-z0-9]+)*"
-_CAP_RUN = re.compile(rf"\b{_CAP_WORD}(?:\s+{_CAP_WORD}){{1,4}}\b")
+_CAMEL = re.compile(r"(?<![\w.])(?=\w{4,30}\b)(?:[A-Z][a-z]+[A-Z][A-Za-z]*|i[A-Z][a-z]+)\b")
+_CAP_WORD = r"[A-Z][A-Za-z0-9+]{0,29}(?:[.-][A-Za-z0-9]+)*"
+_CAP_RUN = re.compile(rf"\b{_CAP_WORD}(?:[ \t]+{_CAP_WORD}){{1,4}}\b")  # one line
 _LEADING_NOISE = _w(
     """the a an this that these those in on at for with if when while our we you your it
     its their there here to of by from as and or but not no all any each every some see
     note use using after before during since until then also however table figure step
-    section chapter page appendix"""
+    section chapter page appendix open click select choose run go check add set enable
+    disable install configure start stop restart create delete remove update upgrade
+    download verify ensure make read contact call ask try get press type enter navigate
+    sign log please thanks dear hi hello yes"""
 )
 _CALENDAR = _w(
     """january february march april may june july august september october november
@@ -127,10 +130,12 @@ def _products(text: str) -> Iterable[str]:
     return _outermost(found)
 
 
-def extract_entities(text: str, *, max_per_type: int = 20) -> dict[str, tuple[str, ...]]:
+def extract_entities(
+    text: str, *, max_per_type: int = 20, products: bool = True
+) -> dict[str, tuple[str, ...]]:
     """Entity type -> distinct values in order of appearance (capped); empty types omitted."""
     found = {
-        "product": _products(text),
+        "product": _products(text) if products else (),
         "error_code": _error_codes(text),
         "version": _versions(text),
         "date": find_dates(text),
