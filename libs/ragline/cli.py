@@ -15,6 +15,7 @@ __all__ = ["COMMAND_MODULES", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "ragline.runtime.run_cli",
     "ragline.runtime.contracts_cli",
+    "ragline.runtime.platform_cli",
     "ragline.runtime.stack_cli",
     "ragline.connector.cli",
     "ragline.evaluation.cli",

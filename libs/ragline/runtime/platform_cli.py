@@ -1,0 +1,229 @@
+"""``ragline up | down | services | token``: the whole local platform in one command.
+
+``up`` starts the stack, every built service as its own process, ingests the sample
+corpus (examples/corpus) through the real pipeline and runs a sample query. It says
+plainly which services are not built instead of pretending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ragline.errors import RaglineError
+from ragline.runtime import supervisor
+from ragline.runtime.service_main import SERVICES, http_port
+from ragline.runtime.settings import Settings
+
+__all__ = ["local_secrets", "register"]
+
+DEMO_TENANT = "demo"
+DEMO_GROUPS = ("all", "eng")
+DEMO_QUERY = "What does error GW-5031 mean and how do I fix it?"
+
+
+def local_secrets(settings: Settings) -> dict[str, str]:
+    """Per-checkout secrets for local use, generated once under state_dir (gitignored).
+
+    Values already in the environment win, so production-like setups inject their own.
+    """
+    path = settings.state_dir / "local.env"
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key and value:
+                stored[key] = value
+    wanted = ("RAGLINE_QUERY_JWT_SECRET", "RAGLINE_CONNECTOR_WEBHOOK_SECRET")
+    changed = False
+    for key in wanted:
+        if key not in stored:
+            stored[key] = secrets.token_urlsafe(32)
+            changed = True
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k}={v}\n" for k, v in stored.items()))
+        path.chmod(0o600)
+    return {k: os.environ.get(k, v) for k, v in stored.items()}
+
+
+def _print_services(settings: Settings) -> None:
+    for st in supervisor.status(settings):
+        if not st.built:
+            print(f"{st.name:<18} NOT BUILT    {st.note}")
+            continue
+        health = "healthy" if st.healthy else ("running" if st.alive else "stopped")
+        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
+
+
+def _start_services(settings: Settings) -> tuple[str, ...]:
+    built = supervisor.built_services()
+    missing = {n: why for n, why in built.items() if why is not None}
+    for name, why in missing.items():
+        print(f"service {name}: not started: {why}")
+    names = tuple(n for n in SERVICES if n not in missing)
+    supervisor.start(settings, names)
+    return names
+
+
+async def _wait_indexed(settings: Settings, tenant: str, expected: int, timeout_s: float) -> int:
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    done = 0
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
+        while time.monotonic() < deadline:
+            cur = await conn.execute(
+                "SELECT count(*) FILTER (WHERE status IN ('indexed','quarantined'))"
+                " FROM document_status WHERE tenant_id = %s",
+                (tenant,),
+            )
+            row = await cur.fetchone()
+            await conn.commit()
+            done = int(row[0]) if row else 0
+            print(f"\r  indexed {done}/{expected}", end="", flush=True)
+            if done >= expected:
+                break
+            await asyncio.sleep(1)
+    print()
+    return done
+
+
+async def _sample_query(settings: Settings, secret: str) -> None:
+    import httpx
+
+    from ragline.evaluation.client import mint_token
+    from ragline.evaluation.datasets import Principal
+
+    token = mint_token(Principal(tenant=DEMO_TENANT, groups=DEMO_GROUPS, subject="demo"), secret)
+    url = f"http://127.0.0.1:{http_port('query', settings)}/v1/search"
+    async with httpx.AsyncClient(timeout=60) as client:
+        resp = await client.post(
+            url,
+            headers={"Authorization": f"Bearer {token}"},
+            json={"query": DEMO_QUERY, "top_k": 3, "mode": "hybrid"},
+        )
+    print(f"\nPOST {url}  ({resp.status_code})  query: {DEMO_QUERY!r}")
+    body = resp.json()
+    for i, hit in enumerate(body.get("results", []), 1):
+        cite = hit.get("citation", {})
+        path = " > ".join(cite.get("section_path") or [])
+        print(f"  {i}. {cite.get('title')} — {path}  [{hit['document_id']}]")
+    if body.get("abstained"):
+        print(f"  abstained: {body.get('abstain_reason')}")
+
+
+def _up(args: argparse.Namespace) -> int:
+    from ragline.cli import main as cli_main
+    from ragline.runtime.stack import StackManager
+
+    settings = Settings()
+    env = local_secrets(settings)
+    os.environ.update(env)
+    try:
+        report = asyncio.run(StackManager(settings).up())
+        print(f"stack up in {report.seconds:.1f} s (state in {settings.state_dir})")
+        names = _start_services(settings)
+        _print_services(settings)
+        if args.no_ingest:
+            return 0
+        if "connector" not in names:
+            print("ingest skipped: the connector is not built")
+            return 0
+        corpus = Path(args.corpus)
+        files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
+        print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
+        rc = cli_main(["sync", str(corpus), "--tenant", DEMO_TENANT, "--no-progress"])
+        if rc != 0:
+            return rc
+        if "indexer" not in names:
+            print("not waiting for the index: the indexer is not built")
+            return 0
+        done = asyncio.run(_wait_indexed(settings, DEMO_TENANT, len(files), args.timeout))
+        if done < len(files):
+            print(
+                f"only {done}/{len(files)} documents indexed after {args.timeout:.0f} s;"
+                f" see {settings.state_dir / 'logs'}",
+                file=sys.stderr,
+            )
+            return 1
+        if "query" in names:
+            asyncio.run(_sample_query(settings, env["RAGLINE_QUERY_JWT_SECRET"]))
+            port = http_port("query", settings)
+            print(
+                "\nQuery it yourself:\n"
+                f"  TOKEN=$(.venv/bin/ragline token --tenant {DEMO_TENANT} --groups all,eng)\n"
+                f'  curl -s localhost:{port}/v1/search -H "Authorization: Bearer $TOKEN" '
+                "-H 'content-type: application/json' "
+                '-d \'{"query": "remote work equipment allowance", "top_k": 3}\'\n'
+                f"  API docs: http://localhost:{port}/docs   stop: make down"
+            )
+    except RaglineError as exc:
+        print(f"ragline up: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from ragline.runtime.stack import StackManager
+
+    settings = Settings()
+    supervisor.stop(settings)
+    asyncio.run(StackManager(settings).down())
+    print("services and stack stopped")
+    return 0
+
+
+def _services(args: argparse.Namespace) -> int:
+    settings = Settings()
+    os.environ.update(local_secrets(settings))
+    names = tuple(args.names) or SERVICES
+    try:
+        if args.action == "start":
+            built = supervisor.built_services()
+            supervisor.start(settings, tuple(n for n in names if built[n] is None))
+        elif args.action == "stop":
+            supervisor.stop(settings, names)
+    except RaglineError as exc:
+        print(f"ragline services: {exc}", file=sys.stderr)
+        return 1
+    _print_services(settings)
+    states = supervisor.status(settings)
+    return 0 if all(s.healthy for s in states if s.built and s.name in names) else 1
+
+
+def _token(args: argparse.Namespace) -> int:
+    from ragline.evaluation.client import mint_token
+    from ragline.evaluation.datasets import Principal
+
+    secret = local_secrets(Settings())["RAGLINE_QUERY_JWT_SECRET"]
+    groups = tuple(g for g in args.groups.split(",") if g)
+    principal = Principal(tenant=args.tenant, groups=groups, subject=args.subject)
+    print(mint_token(principal, secret, ttl_s=args.ttl))
+    return 0
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser("up", help="stack + all services + ingest the sample corpus + query")
+    up.add_argument("--corpus", default="examples/corpus")
+    up.add_argument("--no-ingest", action="store_true")
+    up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for indexing")
+    up.set_defaults(func=_up)
+    down = sub.add_parser("down", help="stop every service and the stack")
+    down.set_defaults(func=_down)
+    svc = sub.add_parser("services", help="start|stop|status of the local service processes")
+    svc.add_argument("action", choices=("start", "stop", "status"))
+    svc.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(SERVICES)}")
+    svc.set_defaults(func=_services)
+    tok = sub.add_parser("token", help="mint a local HS256 token for the query API")
+    tok.add_argument("--tenant", required=True)
+    tok.add_argument("--groups", default="")
+    tok.add_argument("--subject", default="local-user")
+    tok.add_argument("--ttl", type=int, default=3600)
+    tok.set_defaults(func=_token)
