@@ -11,17 +11,17 @@ import asyncio
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import httpx
 import jwt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragline.errors import BackendUnavailable, ConfigError, PermanentError
-from ragline.evaluation.datasets import Principal
 from ragline.evaluation.settings import EvalSettings
 
 __all__ = [
+    "Identity",
     "QueryClient",
     "QueryServiceError",
     "SearchHit",
@@ -30,6 +30,17 @@ __all__ = [
 ]
 
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
+
+
+class Identity(Protocol):
+    """Who a token is for: the golden set's ``Principal`` or ``ragline.auth``'s."""
+
+    @property
+    def subject(self) -> str: ...
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def groups(self) -> tuple[str, ...]: ...
 
 
 class QueryServiceError(PermanentError):
@@ -73,7 +84,7 @@ class SearchResponse(_Tolerant):
 
 
 def mint_token(
-    principal: Principal,
+    principal: Identity,
     secret: str,
     *,
     ttl_s: int = 3600,
@@ -104,7 +115,11 @@ def _problem(resp: httpx.Response) -> str:
     except ValueError:
         return resp.reason_phrase
     if isinstance(body, dict):
-        return str(body.get("detail") or body.get("title") or body)[:500]
+        text = str(body.get("detail") or body.get("title") or body)
+        params = body.get("invalid_params")
+        if params:
+            text += f" (invalid: {params})"
+        return text[:500]
     return str(body)[:500]
 
 
@@ -126,7 +141,7 @@ class QueryClient:
         self.settings = settings
         self.base_url = (base_url or settings.query_url).rstrip("/")
         self._secret = settings.jwt_secret.get_secret_value()
-        self._tokens: dict[Principal, tuple[str, float]] = {}
+        self._tokens: dict[tuple[str, str, tuple[str, ...]], tuple[str, float]] = {}
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=settings.request_timeout_s, transport=transport
         )
@@ -142,8 +157,9 @@ class QueryClient:
     ) -> None:
         await self._http.aclose()
 
-    def token(self, principal: Principal) -> str:
-        cached = self._tokens.get(principal)
+    def token(self, principal: Identity) -> str:
+        key = (principal.subject, principal.tenant, tuple(principal.groups))
+        cached = self._tokens.get(key)
         if cached is not None and cached[1] - time.time() > 60:
             return cached[0]
         s = self.settings
@@ -156,7 +172,7 @@ class QueryClient:
             audience=s.jwt_audience,
             issuer=s.jwt_issuer,
         )
-        self._tokens[principal] = (tok, time.time() + s.jwt_ttl_s)
+        self._tokens[key] = (tok, time.time() + s.jwt_ttl_s)
         return tok
 
     async def ready(self) -> bool:
@@ -168,7 +184,7 @@ class QueryClient:
 
     async def search(
         self,
-        principal: Principal,
+        principal: Identity,
         query: str,
         *,
         mode: str,
@@ -178,14 +194,10 @@ class QueryClient:
         extra: Mapping[str, Any] | None = None,
     ) -> tuple[SearchResponse, float]:
         """The response and the client-side latency (ms) of the attempt that answered."""
-        body: dict[str, Any] = {
-            "query": query,
-            "top_k": top_k,
-            "mode": mode,
-            "rerank": rerank,
-            "filters": dict(filters or {}),
-            **dict(extra or {}),
-        }
+        body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode, "rerank": rerank}
+        if filters:
+            body["filters"] = dict(filters)
+        body.update(extra or {})
         attempts = self.settings.request_retries + 1
         for attempt in range(attempts):
             headers = {"Authorization": f"Bearer {self.token(principal)}"}

@@ -81,7 +81,10 @@ class EvalCase(_Frozen):
     flag_required: tuple[Matcher, ...] = Field(
         default=(), description="returned chunks matching these must be flagged injection_suspect"
     )
-    expect_abstain: bool = False
+    expect_abstain: bool | None = Field(
+        default=None,
+        description="None: no expectation (a safety-only case); not counted in abstention",
+    )
     filters: dict[str, Any] = Field(default_factory=dict)
     request: dict[str, Any] = Field(
         default_factory=dict, description="extra request body fields, e.g. as_of"
@@ -238,6 +241,7 @@ def load_beir(
                 question=str(row["text"]),
                 principal=principal,
                 category="beir",
+                expect_abstain=False,
                 required=tuple(
                     RequirementGroup(any_of=(Matcher(document_id=f"{source}:{d}"),), grade=s)
                     for d, s in sorted(judged.items())

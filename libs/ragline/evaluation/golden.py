@@ -50,6 +50,7 @@ class Category(StrEnum):
     ADVERSARIAL = "adversarial"
 
 
+TRANSCRIPT_MIME = "application/vnd.ragline.transcript+json"
 MIME_BY_SUFFIX: dict[str, str] = {
     ".md": "text/markdown",
     ".html": "text/html",
@@ -106,10 +107,18 @@ class GoldenCase(_Frozen):
     required: tuple[RequirementGroup | Matcher, ...] = ()
     forbidden: tuple[Matcher, ...] = ()
     flag_required: tuple[Matcher, ...] = ()
-    expect_abstain: bool = False
+    expect_abstain: bool | None = None
     filters: dict[str, Any] = Field(default_factory=dict)
     request: dict[str, Any] = Field(default_factory=dict)
     notes: str | None = None
+
+    @property
+    def expectation(self) -> bool | None:
+        """Whether the service should abstain: given, or False when evidence is required,
+        or no expectation at all (a case that only checks forbidden/flagged content)."""
+        if self.expect_abstain is not None:
+            return self.expect_abstain
+        return False if self.required else None
 
 
 class CasesFile(_Frozen):
@@ -164,7 +173,11 @@ def source_units(path: Path, text: str) -> list[str]:
 
 def _document(root: Path, d: ManifestDocument) -> SourceDocument:
     path = root / d.path
-    mime = d.mime_type or MIME_BY_SUFFIX.get(path.suffix.lower())
+    mime = d.mime_type or (
+        TRANSCRIPT_MIME
+        if path.name.lower().endswith(".transcript.json")
+        else MIME_BY_SUFFIX.get(path.suffix.lower())
+    )
     if mime is None:
         raise ConfigError(f"golden set: no mime type for {d.path}")
     meta = DocumentMeta(
@@ -261,8 +274,13 @@ class _Checker:
                 self.problems.append(f"case {c.id}: required {m.document_id} is deleted")
         if c.expect_abstain and c.required:
             self.problems.append(f"case {c.id}: expects abstention but lists required evidence")
-        if not c.expect_abstain and not c.required:
-            self.problems.append(f"case {c.id}: neither required evidence nor expect_abstain")
+        if c.expect_abstain is False and not c.required:
+            self.problems.append(f"case {c.id}: expects an answer but lists no evidence")
+        if not (c.required or c.expect_abstain or c.forbidden or c.flag_required):
+            self.problems.append(
+                f"case {c.id}: asserts nothing (no required, forbidden, "
+                "flag_required or expect_abstain)"
+            )
 
 
 def _check(manifest: Manifest, cases: CasesFile, root: Path) -> list[str]:
@@ -291,7 +309,7 @@ def _case(c: GoldenCase, users: dict[str, ManifestUser]) -> EvalCase:
         ),
         forbidden=c.forbidden,
         flag_required=c.flag_required,
-        expect_abstain=c.expect_abstain,
+        expect_abstain=c.expectation,
         filters=c.filters,
         request=c.request,
     )

@@ -2,9 +2,11 @@
 MRR, nDCG@10, abstention precision/recall, forbidden-hit rate and latency percentiles.
 
 Conventions (those of trec_eval / pytrec_eval, which BEIR uses):
-- a *group* is one required piece of evidence; a hit counts for the first group it
-  satisfies that no earlier hit satisfied, so five chunks of one document are one find;
-- Recall@k = satisfied groups in the top k / all groups;
+- a *group* is one required piece of evidence (any of its alternatives will do);
+- Recall@k = groups matched by any of the top k hits / all groups (one chunk holding two
+  needed facts covers both);
+- for nDCG a hit is credited with at most one group, the first it matches that no earlier
+  hit was credited with, so five chunks of one document are one find, not five;
 - Precision@k = relevant hits in the top k / k (a short list is not rewarded);
 - MRR = 1 / rank of the first relevant hit over the whole returned list;
 - nDCG@k uses linear gains (the group's grade) and log2(rank + 1) discounts; the ideal
@@ -52,14 +54,19 @@ class Hit:
 
 @dataclass(frozen=True, kw_only=True)
 class Judgement:
-    """Per rank (0-based): which group the hit newly satisfied, whether it is relevant at
-    all, forbidden, or an injection-bearing chunk returned without its flag."""
+    """Per rank (0-based): the groups the hit matches, the one group it is credited with
+    (the first it matches that no earlier hit was credited with), and whether it is
+    forbidden or an injection-bearing chunk returned without its flag."""
 
     grades: tuple[int, ...]
+    matched: tuple[frozenset[int], ...]
     new_group: tuple[int | None, ...]
-    relevant: tuple[bool, ...]
     forbidden: tuple[bool, ...]
     unflagged: tuple[bool, ...]
+
+    @property
+    def relevant(self) -> tuple[bool, ...]:
+        return tuple(bool(m) for m in self.matched)
 
     @property
     def n_groups(self) -> int:
@@ -87,19 +94,19 @@ def collapse_documents(hits: Sequence[Hit]) -> list[Hit]:
 
 def judge(case: EvalCase, hits: Sequence[Hit], *, doc_level: bool = False) -> Judgement:
     ranked = collapse_documents(hits) if doc_level else list(hits)
-    satisfied: set[int] = set()
+    credited: set[int] = set()
+    matched: list[frozenset[int]] = []
     new_group: list[int | None] = []
-    relevant: list[bool] = []
     for h in ranked:
-        matched = [
+        groups = frozenset(
             i
             for i, g in enumerate(case.required)
             if any(m.matches(h.document_id, h.text) for m in g.any_of)
-        ]
-        relevant.append(bool(matched))
-        fresh = next((i for i in matched if i not in satisfied), None)
+        )
+        matched.append(groups)
+        fresh = min((i for i in groups if i not in credited), default=None)
         if fresh is not None:
-            satisfied.add(fresh)
+            credited.add(fresh)
         new_group.append(fresh)
     forbidden = tuple(any(m.matches(h.document_id, h.text) for m in case.forbidden) for h in hits)
     unflagged = tuple(
@@ -109,8 +116,8 @@ def judge(case: EvalCase, hits: Sequence[Hit], *, doc_level: bool = False) -> Ju
     )
     return Judgement(
         grades=tuple(g.grade for g in case.required),
+        matched=tuple(matched),
         new_group=tuple(new_group),
-        relevant=tuple(relevant),
         forbidden=forbidden,
         unflagged=unflagged,
     )
@@ -119,7 +126,7 @@ def judge(case: EvalCase, hits: Sequence[Hit], *, doc_level: bool = False) -> Ju
 def recall_at_k(j: Judgement, k: int) -> float | None:
     if j.n_groups == 0:
         return None
-    found = {g for g in j.new_group[:k] if g is not None}
+    found: set[int] = set().union(*j.matched[:k])
     return len(found) / j.n_groups
 
 
@@ -149,14 +156,19 @@ def ndcg_at_k(j: Judgement, k: int = 10) -> float | None:
     return dcg / idcg
 
 
-def abstention_scores(pairs: Iterable[tuple[bool, bool]]) -> tuple[float | None, float | None]:
-    """(precision, recall) of abstaining, from ``(expected, abstained)`` per case.
+def abstention_scores(
+    pairs: Iterable[tuple[bool | None, bool]],
+) -> tuple[float | None, float | None]:
+    """(precision, recall) of abstaining, from ``(expected, abstained)`` per case; cases
+    whose expectation is ``None`` (safety-only cases) do not count.
 
     Precision is ``None`` when the system never abstained, recall when no case expected
     it: an undefined ratio is reported as such rather than as 0 or 1.
     """
     tp = fp = fn = 0
     for expected, abstained in pairs:
+        if expected is None:
+            continue
         tp += expected and abstained
         fp += (not expected) and abstained
         fn += expected and not abstained

@@ -131,6 +131,9 @@ def build_report(
     ingest: dict[str, float | int | str | None] | None = None,
     notes: Sequence[str] = (),
 ) -> Report:
+    notes = list(notes)
+    if top_k < 100:
+        notes.append(f"top_k={top_k} < 100: recall@100 is recall@{top_k}")
     modes: dict[str, ModeReport] = {}
     cases: list[CaseResult] = []
     for mode, runs in runs_by_mode.items():

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from tqdm.auto import tqdm
 
 from ragline.errors import BackendUnavailable, ConfigError, PermanentError
-from ragline.evaluation.client import SearchResponse
+from ragline.evaluation.client import QueryServiceError, SearchResponse
 from ragline.evaluation.datasets import EvalCase, EvalDataset, Principal
 from ragline.evaluation.metrics import Hit
 from ragline.evaluation.summary import CaseRun
@@ -64,7 +64,16 @@ def _hits(resp: SearchResponse) -> list[Hit]:
     ]
 
 
-async def run_case(client: SearchClient, case: EvalCase, mode: str, *, top_k: int) -> CaseRun:
+def _request_extra(case: EvalCase, doc_level: bool) -> dict[str, Any]:
+    # document-level judging wants distinct documents in the top k (BEIR's MaxP)
+    extra: dict[str, Any] = {"max_per_document": 1} if doc_level else {}
+    extra.update(case.request)
+    return extra
+
+
+async def run_case(
+    client: SearchClient, case: EvalCase, mode: str, *, top_k: int, doc_level: bool = False
+) -> CaseRun:
     api_mode, rerank = MODES[mode]
     try:
         resp, ms = await client.search(
@@ -74,7 +83,7 @@ async def run_case(client: SearchClient, case: EvalCase, mode: str, *, top_k: in
             rerank=rerank,
             top_k=top_k,
             filters=dict(case.filters),
-            extra=dict(case.request),
+            extra=_request_extra(case, doc_level),
         )
     except (PermanentError, BackendUnavailable) as exc:
         return CaseRun(case_id=case.case_id, mode=mode, error=f"{type(exc).__name__}: {exc}")
@@ -92,6 +101,26 @@ async def run_case(client: SearchClient, case: EvalCase, mode: str, *, top_k: in
     )
 
 
+async def _preflight(client: SearchClient, dataset: EvalDataset, mode: str, *, top_k: int) -> None:
+    """One plain request first: a refusal of the request shape itself (top_k above the
+    service's maximum, an unknown mode) is a configuration problem, not a bad score."""
+    case = dataset.cases[0]
+    api_mode, rerank = MODES[mode]
+    extra = {"max_per_document": 1} if dataset.doc_level else {}
+    try:
+        await client.search(
+            case.principal, case.question, mode=api_mode, rerank=rerank, top_k=top_k, extra=extra
+        )
+    except QueryServiceError as exc:
+        if exc.status in (400, 422):
+            raise ConfigError(
+                f"the query service refuses the harness's request in mode {mode}: {exc.detail}. "
+                "With top_k above its maximum, start it with RAGLINE_QUERY_MAX_TOP_K="
+                f"{top_k} or pass --top-k to the harness."
+            ) from None
+        raise
+
+
 async def _run_mode(
     client: SearchClient,
     dataset: EvalDataset,
@@ -102,8 +131,9 @@ async def _run_mode(
     warmup: int,
     progress: bool,
 ) -> list[CaseRun]:
+    await _preflight(client, dataset, mode, top_k=top_k)
     for case in dataset.cases[:warmup]:
-        await run_case(client, case, mode, top_k=top_k)
+        await run_case(client, case, mode, top_k=top_k, doc_level=dataset.doc_level)
     sem = asyncio.Semaphore(concurrency)
     down = 0
     bar = tqdm(total=len(dataset.cases), desc=f"query {mode}", unit="q", disable=not progress)
@@ -113,7 +143,7 @@ async def _run_mode(
         async with sem:
             if down >= _MAX_CONSECUTIVE_DOWN:
                 return CaseRun(case_id=case.case_id, mode=mode, error="skipped: service down")
-            run = await run_case(client, case, mode, top_k=top_k)
+            run = await run_case(client, case, mode, top_k=top_k, doc_level=dataset.doc_level)
         down = down + 1 if (run.error or "").startswith("BackendUnavailable") else 0
         bar.update(1)
         return run

@@ -85,7 +85,7 @@ class CaseResult(BaseModel):
     category: str
     difficulty: str
     metrics: dict[str, float | None]
-    expect_abstain: bool
+    expect_abstain: bool | None
     abstained: bool
     abstain_reason: str | None = None
     forbidden_documents: list[str]
