@@ -28,7 +28,7 @@ from ragline.retrieval.api_models import (
     SearchResponse,
 )
 from ragline.retrieval.documents import get_document, get_status
-from ragline.retrieval.embed import CachedEmbedder, QueryEmbedder, SentenceTransformerEmbedder
+from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import REQUEST_SECONDS, REQUESTS
 from ragline.retrieval.ratelimit import TokenBuckets
@@ -85,11 +85,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        own_embedder: SentenceTransformerEmbedder | None = None
+        own_embedder: ModelQueryEmbedder | None = None
         emb = embedder
         if emb is None:
-            own_embedder = SentenceTransformerEmbedder(qs.embedding_model_path)
-            await own_embedder.aload()
+            model = str(qs.embedding_model_path) if qs.embedding_model_path else None
+            own_embedder = await ModelQueryEmbedder.load(model)
             emb = CachedEmbedder(own_embedder, size=qs.embedding_cache_size)
         rr = reranker if reranker is not None else await _load_reranker(qs)
         pool = await open_pool(

