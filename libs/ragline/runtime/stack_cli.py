@@ -7,12 +7,16 @@ import asyncio
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from ragline.errors import RaglineError
 from ragline.runtime.settings import Settings
-from ragline.runtime.stack import StackManager
-from ragline.runtime.stack.base import ComponentStatus
+
+if TYPE_CHECKING:  # the drivers load on use: other `ragline` commands start faster
+    from ragline.runtime.stack import StackManager
+    from ragline.runtime.stack.base import ComponentStatus
 
 __all__ = ["register"]
 
@@ -24,6 +28,16 @@ def _quiet_drivers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _manager() -> StackManager:
+    from ragline.runtime.stack import StackManager
+
+    return StackManager(Settings())
+
+
+# bad settings (pydantic) or anything the stack raises on purpose: one line, no traceback
+_ERRORS = (RaglineError, ValidationError)
+
+
 def _fail(exc: BaseException) -> int:
     print(f"ragline: {exc}", file=sys.stderr)
     return 1
@@ -31,11 +45,12 @@ def _fail(exc: BaseException) -> int:
 
 def _up(args: argparse.Namespace) -> int:
     _quiet_drivers()
-    settings = Settings()
     try:
-        report = asyncio.run(StackManager(settings).up())
-    except RaglineError as exc:
+        manager = _manager()
+        report = asyncio.run(manager.up())
+    except _ERRORS as exc:
         return _fail(exc)
+    settings = manager.settings
     for r in report.started:
         pid = f"pid {r.pid}" if r.pid else "-"
         print(f"{r.component.value:<11} {r.action:<8} {pid:<12} {r.seconds:5.2f} s")
@@ -52,6 +67,8 @@ def _up(args: argparse.Namespace) -> int:
     odd = t.mismatched(settings.kafka_partitions)
     if odd:
         print(f"warning     existing topics with other partition counts: {odd}", file=sys.stderr)
+    for hook, summary in report.hooks:
+        print(f"hook        {hook}: {summary}")
     print(f"stack up in {report.seconds:.2f} s (state in {settings.state_dir})")
     return 0
 
@@ -59,8 +76,8 @@ def _up(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     _quiet_drivers()
     try:
-        results = asyncio.run(StackManager(Settings()).down())
-    except RaglineError as exc:
+        results = asyncio.run(_manager().down())
+    except _ERRORS as exc:
         return _fail(exc)
     for r in results:
         pid = f"pid {r.pid}" if r.pid else ""
@@ -83,8 +100,8 @@ def _status_row(s: ComponentStatus) -> dict[str, Any]:
 def _status(args: argparse.Namespace) -> int:
     _quiet_drivers()
     try:
-        statuses = asyncio.run(StackManager(Settings()).status())
-    except RaglineError as exc:
+        statuses = asyncio.run(_manager().status())
+    except _ERRORS as exc:
         return _fail(exc)
     rows = [_status_row(s) for s in statuses]
     if args.json:
@@ -104,8 +121,8 @@ def _status(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from ragline.store.migrate import migrate, migration_status
 
-    settings = Settings()
     try:
+        settings = Settings()
         if args.status:
             for m, rec in migration_status(settings.admin_dsn()):
                 if rec is None:
@@ -117,7 +134,7 @@ def _migrate(args: argparse.Namespace) -> int:
                 print(f"{m.label:<40} {state}")
             return 0
         report = migrate(settings)
-    except RaglineError as exc:
+    except _ERRORS as exc:
         return _fail(exc)
     for m in report.applied:
         print(f"applied {m.label}")

@@ -34,6 +34,7 @@ from ragline.store.migrate import (
     load_migrations,
     migrate,
 )
+from ragline.store.query_role import QueryRole, ensure_query_role
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -348,3 +349,27 @@ def test_service_process_helper_waits_for_metrics_and_stops_on_sigterm(tmp_path:
         assert "up" in proc.log()
     finally:
         proc.cleanup()
+
+
+async def test_a_differently_named_query_role_gets_the_policy_role(
+    stack: Settings, scratch_db: str
+) -> None:
+    name = f"rq_{uuid.uuid4().hex[:8]}"
+    role = QueryRole(name=name, password="local-only")
+    try:
+        with psycopg.connect(scratch_db, autocommit=True) as c:
+            with c.transaction():
+                ensure_query_role(c, role)
+            with c.transaction():
+                ensure_query_role(c, role)  # idempotent
+            row = c.execute(
+                "SELECT rolcanlogin, rolbypassrls, rolsuper, "
+                "pg_has_role(rolname, 'ragline_query', 'MEMBER') "
+                "FROM pg_roles WHERE rolname = %s",
+                (name,),
+            ).fetchone()
+            assert row == (True, False, False, True)
+    finally:
+        with psycopg.connect(scratch_db, autocommit=True) as c:
+            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+            c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))

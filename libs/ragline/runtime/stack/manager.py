@@ -21,6 +21,7 @@ from ragline.runtime.stack.base import (
     StopResult,
 )
 from ragline.runtime.stack.errors import StackError
+from ragline.runtime.stack.hooks import PostUpContext, run_post_up_hooks
 from ragline.runtime.stack.kafka import LocalBroker, kafka_probe
 from ragline.runtime.stack.opensearch import LocalOpenSearch, opensearch_probe
 from ragline.runtime.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
@@ -37,6 +38,8 @@ class UpReport:
     database_created: bool
     migrations: MigrationReport
     topics: TopicReport
+    # (hook, summary) of each post-up hook (hooks.POST_UP_HOOKS)
+    hooks: tuple[tuple[str, str], ...]
     seconds: float
 
 
@@ -126,11 +129,17 @@ class StackManager:
                 timeout_s=self.stack.start_timeout_s,
             ),
         )
+        ctx = PostUpContext(
+            settings=self.settings,
+            started=frozenset(r.component for r in started if r.action == "started"),
+        )
+        hooks = await run_post_up_hooks(ctx)
         return UpReport(
             started=started,
             database_created=created,
             migrations=migrations,
             topics=topics,
+            hooks=tuple(hooks),
             seconds=time.monotonic() - t0,
         )
 
