@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.runtime.stack_cli",
     "ragline.connector.cli",
     "ragline.evaluation.cli",
+    "ragline.indexing.cli",
 )
 
 

@@ -20,7 +20,13 @@ from psycopg import AsyncConnection
 from ragline.indexing.projection import os_source
 from ragline.store.chunks import fetch_children
 from ragline.store.documents import lock_document
-from ragline.store.os_bulk import Refresh, bulk_index, delete_documents, delete_stale
+from ragline.store.os_bulk import (
+    IndexMissing,
+    Refresh,
+    bulk_index,
+    delete_documents,
+    delete_stale,
+)
 from ragline.store.os_index import ensure_index, index_name
 from ragline.store.pg_errors import pg_errors
 
@@ -103,9 +109,16 @@ class OsSyncer:
             docs = [
                 (str(row["chunk_id"]), os_source(row, live[row["document_id"]])) for row in rows
             ]
-            written = await bulk_index(
-                self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
-            )
+            try:
+                written = await bulk_index(
+                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
+                )
+            except IndexMissing:  # the alias vanished (server restart): recreate, retry once
+                self._known_indexes.discard(index)
+                index = await self.ensure(tenant_id)
+                written = await bulk_index(
+                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
+                )
             deleted = 0
             if not fresh_index:
                 if live:

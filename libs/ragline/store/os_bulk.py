@@ -14,10 +14,21 @@ from opensearchpy import AsyncOpenSearch
 from ragline.errors import PermanentError, TransientError
 from ragline.store.os_client import RETRIABLE_STATUS, os_errors
 
-__all__ = ["Refresh", "bulk_index", "count_documents", "delete_documents", "delete_stale"]
+__all__ = [
+    "IndexMissing",
+    "Refresh",
+    "bulk_index",
+    "count_documents",
+    "delete_documents",
+    "delete_stale",
+]
 
 Refresh = Literal["true", "false", "wait_for"]
 _MAX_CLAUSES = 256  # documents per delete_by_query request
+
+
+class IndexMissing(TransientError):
+    """The tenant alias is gone (the in-memory server restarted, or someone deleted it)."""
 
 
 def _check_items(resp: dict[str, Any]) -> None:
@@ -35,6 +46,8 @@ def _check_items(resp: dict[str, Any]) -> None:
     if not statuses:
         return
     summary = f"{len(statuses)} bulk items failed ({', '.join(sorted(kinds))})"
+    if "index_not_found_exception" in kinds:
+        raise IndexMissing(summary)
     if all(s in RETRIABLE_STATUS for s in statuses):
         raise TransientError(summary)
     raise PermanentError(summary)
@@ -47,8 +60,13 @@ async def bulk_index(
     *,
     refresh: Refresh,
     batch_size: int = 500,
+    require_alias: bool = True,
 ) -> int:
-    """Index (create-or-replace) ``(id, source)`` pairs; returns how many were sent."""
+    """Index (create-or-replace) ``(id, source)`` pairs; returns how many were sent.
+
+    ``require_alias``: never let OpenSearch auto-create a physical index with dynamic
+    mappings under the alias name (``IndexMissing`` instead).
+    """
     for start in range(0, len(docs), batch_size):
         part = docs[start : start + batch_size]
         body: list[dict[str, Any]] = []
@@ -57,7 +75,9 @@ async def bulk_index(
             body.append(source)
         last = start + batch_size >= len(docs)
         with os_errors():
-            resp = await client.bulk(body=body, refresh=refresh if last else "false")
+            resp = await client.bulk(
+                body=body, refresh=refresh if last else "false", require_alias=require_alias
+            )
         _check_items(resp)
     return len(docs)
 

@@ -9,6 +9,7 @@ field here, denormalized from the document.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from opensearchpy import AsyncOpenSearch
@@ -16,7 +17,18 @@ from opensearchpy import AsyncOpenSearch
 from ragline.errors import PermanentError
 from ragline.store.os_client import os_errors
 
-__all__ = ["MAPPING_VERSION", "chunk_mapping", "ensure_index", "index_name", "tenant_of_index"]
+__all__ = [
+    "MAPPING_VERSION",
+    "alias_targets",
+    "chunk_mapping",
+    "concrete_name",
+    "create_concrete",
+    "drop_indexes",
+    "ensure_index",
+    "index_name",
+    "swap_alias",
+    "tenant_of_index",
+]
 
 MAPPING_VERSION = 1
 _TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -26,7 +38,8 @@ _ENGLISH = {"type": "text", "analyzer": "english"}
 
 
 def index_name(prefix: str, tenant_id: str) -> str:
-    """``{prefix}-{tenant}``; tenant ids are already lowercase slugs (events.py)."""
+    """``{prefix}-{tenant}``: the alias every reader and writer uses (tenant ids are
+    already lowercase slugs, events.py)."""
     if not _TENANT_RE.match(tenant_id):
         raise PermanentError("tenant id is not a valid index suffix")
     return f"{prefix}-{tenant_id}"
@@ -84,21 +97,69 @@ def chunk_mapping() -> dict[str, Any]:
     }
 
 
+def concrete_name(alias: str, stamp: int) -> str:
+    """A physical index behind a tenant alias (``.`` never occurs in tenant ids)."""
+    return f"{alias}.i{stamp}"
+
+
 async def ensure_index(client: AsyncOpenSearch, name: str) -> bool:
-    """Create the index if it is missing; True when it was created."""
+    """Make sure the tenant alias ``name`` resolves to an index; True when one was created.
+
+    A new tenant gets a physical index ``{name}.i0`` with ``name`` as its alias, so
+    ``ragline reindex`` can later build a replacement and swap the alias atomically.
+    """
     with os_errors():
         if await client.indices.exists(index=name):
             return False
-        resp = await client.indices.create(index=name, body=chunk_mapping(), ignore=400)
+        body = {**chunk_mapping(), "aliases": {name: {}}}
+        # a fixed first name: two replicas racing to create it cannot both succeed
+        resp = await client.indices.create(index=concrete_name(name, 0), body=body, ignore=400)
     if isinstance(resp, dict) and resp.get("status") == 400:
         err = resp.get("error")
         kind = err.get("type") if isinstance(err, dict) else None
-        if kind != "resource_already_exists_exception":  # a concurrent creator won
+        if kind != "resource_already_exists_exception":
             raise PermanentError(f"cannot create index: {kind}")
         return False
     return True
 
 
-async def drop_index(client: AsyncOpenSearch, name: str) -> None:
+async def alias_targets(client: AsyncOpenSearch, alias: str) -> list[str]:
+    """Physical indexes the alias points to ([] when it is no alias)."""
     with os_errors():
-        await client.indices.delete(index=name, ignore_unavailable=True)
+        if not await client.indices.exists_alias(name=alias):
+            return []
+        resp = await client.indices.get_alias(name=alias)
+    return sorted(resp)
+
+
+async def create_concrete(client: AsyncOpenSearch, alias: str) -> str:
+    """A new empty physical index for ``alias`` (not yet pointed to)."""
+    concrete = concrete_name(alias, int(time.time() * 1000))
+    with os_errors():
+        await client.indices.create(index=concrete, body=chunk_mapping())
+    return concrete
+
+
+async def swap_alias(client: AsyncOpenSearch, alias: str, concrete: str) -> list[str]:
+    """Point ``alias`` at ``concrete`` only (atomically); returns the indexes it left.
+
+    A physical index squatting on the alias name (created by hand, or by an old
+    version) is deleted first: there is no atomic way to turn an index into an alias.
+    """
+    old = await alias_targets(client, alias)
+    with os_errors():
+        if not old and await client.indices.exists(index=alias):
+            await client.indices.delete(index=alias)
+            old = []
+        actions: list[dict[str, Any]] = [
+            {"remove": {"index": o, "alias": alias}} for o in old if o != concrete
+        ]
+        actions.append({"add": {"index": concrete, "alias": alias}})
+        await client.indices.update_aliases(body={"actions": actions})
+    return [o for o in old if o != concrete]
+
+
+async def drop_indexes(client: AsyncOpenSearch, names: list[str]) -> None:
+    with os_errors():
+        for name in names:
+            await client.indices.delete(index=name, ignore_unavailable=True)
