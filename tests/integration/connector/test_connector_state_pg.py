@@ -1,0 +1,106 @@
+"""StateStore and the Stage's decisions against the real Postgres tables (migration 0003)."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+import pytest
+
+from ragline.connector.intake import StoredState
+from ragline.connector.settings import ConnectorSettings
+from ragline.connector.stage import ConnectorStage
+from ragline.connector.state import StateStore
+from ragline.events import DocFetched, DocumentMeta, SourceUpsert
+from ragline.hashing import content_hash, meta_hash
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import StageContext
+
+pytestmark = pytest.mark.integration
+
+META = DocumentMeta(acl_groups=("eng",), title="Runbook")
+TEXT = "# Runbook\n\nRestart the service.\n"
+
+
+async def seed_document(
+    settings: Settings,
+    tenant: str,
+    doc: str,
+    *,
+    seq: int,
+    text: str = TEXT,
+    meta: DocumentMeta = META,
+    status: str = "indexed",
+) -> None:
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn(), autocommit=True) as c:
+        await c.execute(
+            "INSERT INTO documents (tenant_id, document_id, content_hash, meta_hash, source_seq,"
+            " acl_seq, status, acl_groups) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (tenant, doc, content_hash(text.encode()), meta_hash(meta), seq, seq, status, ["eng"]),
+        )
+        await c.execute(
+            "INSERT INTO document_status (tenant_id, document_id, source_seq, content_hash,"
+            " stage, status) VALUES (%s, %s, %s, %s, 'indexer', %s)",
+            (tenant, doc, seq, content_hash(text.encode()), status),
+        )
+
+
+async def test_get_list_and_accept_with_seq_guard(stack: Settings, tenant: str) -> None:
+    store = StateStore(stack.admin_dsn())
+    await store.open()
+    try:
+        assert await store.get(tenant, "wiki:none") is None
+        await seed_document(stack, tenant, "wiki:a", seq=10)
+        got = await store.get(tenant, "wiki:a")
+        assert got == StoredState(
+            source_seq=10,
+            acl_seq=10,
+            content_hash=content_hash(TEXT.encode()),
+            meta_hash=meta_hash(META),
+            status="indexed",
+            pending_seq=10,
+            pending_status="indexed",
+            pending_hash=content_hash(TEXT.encode()),
+        )
+        # accepted only by an event at least as new as the stored status
+        assert not await store.record_accepted(tenant, "wiki:a", 9, "0" * 64)
+        assert await store.record_accepted(tenant, "wiki:a", 11, "1" * 64)
+        got = await store.get(tenant, "wiki:a")
+        assert got is not None and (got.pending_seq, got.pending_status) == (11, "accepted")
+        # a status row alone (accepted, never indexed) is known state too
+        assert await store.record_accepted(tenant, "wiki:b", 5, "2" * 64)
+        # source prefixes are literal: '_' is not a wildcard
+        assert await store.record_accepted(tenant, "wikiXb:c", 5, "3" * 64)
+        listed = await store.list_source(tenant, "wiki")
+        assert sorted(listed) == ["wiki:a", "wiki:b"]
+        assert listed["wiki:b"].status is None and listed["wiki:b"].pending_status == "accepted"
+        assert await store.list_source(tenant, "wik") == {}
+        assert await store.list_source("other-tenant", "wiki") == {}
+    finally:
+        await store.close()
+
+
+async def test_stage_decisions_on_real_tables(stack: Settings, tenant: str) -> None:
+    await seed_document(stack, tenant, "wiki:rb", seq=5)
+    stage = ConnectorStage(stack, ConnectorSettings())
+    await stage.start()
+    ctx = StageContext(settings=stack, logger=logging.getLogger("test"))
+
+    def up(seq: int, text: str = TEXT, meta: DocumentMeta = META) -> SourceUpsert:
+        return SourceUpsert(
+            tenant_id=tenant, document_id="wiki:rb", source_seq=seq, meta=meta, content_text=text
+        )
+
+    try:
+        assert await stage.handle(up(6), ctx) == []  # unchanged
+        assert await stage.handle(up(4, "older"), ctx) == []  # stale
+        [meta_only] = await stage.handle(up(7, meta=META.model_copy(update={"title": "X"})), ctx)
+        assert isinstance(meta_only.event, DocFetched) and meta_only.event.change == "metadata"
+        [content] = await stage.handle(up(8, "new text"), ctx)
+        assert isinstance(content.event, DocFetched) and content.event.change == "content"
+        # seq 7 arrives again after 8 was accepted: stale against the status row
+        assert await stage.handle(up(7, "in between"), ctx) == []
+        state = await stage.state.get(tenant, "wiki:rb")
+        assert state is not None and (state.pending_seq, state.pending_status) == (8, "accepted")
+    finally:
+        await stage.stop()
