@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,7 @@ async def collect(
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=settings.kafka_bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
+        group_id=None,  # no group: all partitions at once, no rebalance wait
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )

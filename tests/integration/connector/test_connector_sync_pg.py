@@ -1,0 +1,131 @@
+"""``ragline sync`` against the real stack: Postgres seeded with SQL, a directory tree as
+the source; missing and stale documents are re-emitted, removed ones deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+from ragline.hashing import content_hash
+from ragline.runtime.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_700_000_000_000_000_000
+
+
+async def seed(settings: Settings, rows: list[tuple[Any, ...]]) -> None:
+    """rows: (tenant, document_id, documents.status | None, seq, content_hash, meta_hash,
+    document_status.status | None)."""
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn(), autocommit=True) as c:
+        for tenant, doc, d_status, seq, chash, mhash, s_status in rows:
+            if d_status is not None:
+                await c.execute(
+                    "INSERT INTO documents (tenant_id, document_id, content_hash, meta_hash,"
+                    " source_seq, acl_seq, status) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (tenant, doc, chash, mhash, seq, seq, d_status),
+                )
+            if s_status is not None:
+                await c.execute(
+                    "INSERT INTO document_status (tenant_id, document_id, source_seq,"
+                    " content_hash, stage, status) VALUES (%s, %s, %s, %s, 'indexer', %s)",
+                    (tenant, doc, seq, chash, s_status),
+                )
+
+
+def run_sync(root: Path, tenant: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragline.cli", "sync", str(root), "--tenant", tenant, *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+        check=False,
+    )
+
+
+async def test_sync_reemits_missing_and_stale_and_deletes_removed(
+    stack: Settings, tenant: str, tmp_path: Path, collector: Any
+) -> None:
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "_policy.yaml").write_text("acl_groups: [eng]\n")
+    for i, name in enumerate(["in-sync.md", "stale.md", "missing.md", "lost-in-flight.md"]):
+        (root / name).write_text(f"# {name}\n\nbody {i}\n")
+    for p in root.iterdir():
+        os.utime(p, ns=(T0, T0))
+    docs = FilesystemSource(FsSourceConfig(root=root, source="fs", tenant_id=tenant)).scan().docs
+    ok, stale = docs["in-sync.md"], docs["stale.md"]
+    await seed(
+        stack,
+        [
+            (
+                tenant,
+                "fs:in-sync.md",
+                "indexed",
+                ok.source_seq,
+                content_hash(ok.path.read_bytes()),
+                ok.meta_hash,
+                "indexed",
+            ),
+            # indexed from an older version of the file
+            (
+                tenant,
+                "fs:stale.md",
+                "indexed",
+                stale.source_seq - 10,
+                "0" * 64,
+                stale.meta_hash,
+                "indexed",
+            ),
+            # accepted before the broker was lost: never indexed
+            (tenant, "fs:lost-in-flight.md", None, ok.source_seq, "1" * 64, None, "accepted"),
+            # the source no longer has these
+            (tenant, "fs:removed.md", "indexed", T0, "2" * 64, "m", "indexed"),
+            (tenant, "fs:already-deleted.md", "deleted", T0, None, None, "deleted"),
+            # another source's document is out of scope
+            (tenant, "wiki:page", "indexed", T0, "3" * 64, "m", "indexed"),
+        ],
+    )
+
+    dry = await asyncio.to_thread(run_sync, root, tenant, "--dry-run", "--list", "--no-progress")
+    assert dry.returncode == 0, dry.stderr
+    assert "stale    fs:stale.md" in dry.stdout
+    assert "missing  fs:missing.md" in dry.stdout
+    assert "missing  fs:lost-in-flight.md" in dry.stdout
+    assert "delete   fs:removed.md" in dry.stdout
+    assert "already-deleted" not in dry.stdout and "wiki:page" not in dry.stdout
+    assert "dry run: nothing published" in dry.stdout
+    assert await collector("source.changes", tenant, count=0, settle_s=1.0) == []
+
+    real = await asyncio.to_thread(run_sync, root, tenant)
+    assert real.returncode == 0, real.stderr
+    assert "publish" in real.stderr  # the progress bar
+    events = await collector("source.changes", tenant, count=4, settle_s=1.0)
+    got = sorted((e["event_type"], e["document_id"]) for e in events)
+    assert got == [
+        ("source.delete", "fs:removed.md"),
+        ("source.upsert", "fs:lost-in-flight.md"),
+        ("source.upsert", "fs:missing.md"),
+        ("source.upsert", "fs:stale.md"),
+    ]
+    delete = next(e for e in events if e["event_type"] == "source.delete")
+    assert delete["source_seq"] > T0
+    upsert = next(e for e in events if e["document_id"] == "fs:stale.md")
+    assert upsert["source_seq"] == stale.source_seq and upsert["meta"]["acl_groups"] == ["eng"]
+    assert upsert["content_hash"] == content_hash(stale.path.read_bytes())
+
+
+async def test_sync_refuses_to_empty_a_tenant(stack: Settings, tenant: str, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    await seed(stack, [(tenant, "fs:a.md", "indexed", T0, "4" * 64, "m", "indexed")])
+    out = await asyncio.to_thread(run_sync, tmp_path / "empty", tenant, "--no-progress")
+    assert out.returncode == 1 and "--allow-empty" in out.stderr
