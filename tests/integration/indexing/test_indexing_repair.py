@@ -13,7 +13,6 @@ from ragline.cli import main as ragline_main
 from ragline.errors import TransientError
 from ragline.events import AclChange, DocControl
 from ragline.indexing.checksum import os_checksum
-from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.repair import Repairer
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.settings import IndexerSettings
