@@ -13,6 +13,7 @@ topics and returns the ``Settings``.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from ragline.runtime.stack.testing import (
     CLEARED_ENV,
     ServiceProcess,
     free_port,
+    make_test_stack_dir,
     patched_environ,
+    reap_stale_test_stacks,
     stack_env,
     unique_tenant,
 )
@@ -34,20 +37,27 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Settings]:
-    base = tmp_path_factory.mktemp("stack")
+async def stack() -> AsyncIterator[Settings]:
+    # not under pytest's basetemp: a concurrent pytest run prunes old basetemps and
+    # would delete the live data directory of this session's Postgres
+    await reap_stale_test_stacks()  # left behind by killed sessions
+    base = make_test_stack_dir()
     env = stack_env(base / "state")
-    with patched_environ(env, remove=CLEARED_ENV):
-        get_settings.cache_clear()
-        settings = Settings()
-        # detached=False: the servers stay tied to this pytest process
-        manager = StackManager(settings, StackSettings(), detached=False)
-        try:
-            await manager.up()
-            yield settings
-        finally:
-            await manager.down()
+    try:
+        with patched_environ(env, remove=CLEARED_ENV):
             get_settings.cache_clear()
+            settings = Settings()
+            # detached=False: the servers stay tied to this pytest process
+            manager = StackManager(settings, StackSettings(), detached=False)
+            try:
+                await manager.up()
+                yield settings
+            finally:
+                await manager.down()
+                get_settings.cache_clear()
+    finally:
+        if not os.environ.get("RAGLINE_TEST_KEEP_STACK"):
+            shutil.rmtree(base, ignore_errors=True)
 
 
 ServiceFactory = Callable[..., ServiceProcess]

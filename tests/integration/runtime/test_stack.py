@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -25,7 +28,13 @@ from ragline.runtime.stack import StackError, StackManager, StackSettings
 from ragline.runtime.stack.postgres import maintenance_dsn
 from ragline.runtime.stack.process import is_running
 from ragline.runtime.stack.settings import Component
-from ragline.runtime.stack.testing import CLEARED_ENV, ServiceProcess, free_port, stack_env
+from ragline.runtime.stack.testing import (
+    CLEARED_ENV,
+    ServiceProcess,
+    free_port,
+    reap_stale_test_stacks,
+    stack_env,
+)
 from ragline.runtime.stack.topics import topic_partitions
 from ragline.store.migrate import (
     MigrationChecksumError,
@@ -284,8 +293,16 @@ def _pids(state: Path) -> dict[str, int]:
     return out
 
 
-def test_cli_up_twice_status_down(tmp_path: Path) -> None:
-    state = tmp_path / "s"
+@pytest.fixture
+def private_dir() -> Iterator[Path]:
+    """Outside pytest's basetemp, which a concurrent pytest run may prune."""
+    d = Path(tempfile.mkdtemp(prefix="ragline-cli-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_cli_up_twice_status_down(private_dir: Path) -> None:
+    state = private_dir / "s"
     env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
     env.update(stack_env(state))
     try:
@@ -373,3 +390,24 @@ async def test_a_differently_named_query_role_gets_the_policy_role(
         with psycopg.connect(scratch_db, autocommit=True) as c:
             c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
             c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+async def test_stale_test_stacks_of_dead_sessions_are_reaped(private_dir: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale, live = private_dir / "ragline-stack-stale", private_dir / "ragline-stack-live"
+    for d, owner in ((stale, dead.pid), (live, os.getpid())):
+        d.mkdir()
+        (d / "owner.pid").write_text(f"{owner}\n")
+    settings = Settings(
+        state_dir=stale / "state", kafka_bootstrap=f"127.0.0.1:{free_port()}", pg_dsn=None
+    )
+    manager = StackManager(settings, StackSettings(components=frozenset({Component.KAFKA})))
+    manager.paths.ensure()
+    broker = await manager.servers[Component.KAFKA].start()
+    assert broker.pid is not None and is_running(broker.pid)
+
+    assert await reap_stale_test_stacks(private_dir) == [stale]
+    assert not is_running(broker.pid)
+    assert not stale.exists()
+    assert live.exists()

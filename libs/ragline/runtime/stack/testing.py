@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -22,15 +24,20 @@ from pathlib import Path
 
 __all__ = [
     "CLEARED_ENV",
+    "TEST_STACK_PREFIX",
     "ServiceProcess",
     "free_port",
+    "make_test_stack_dir",
     "patched_environ",
+    "reap_stale_test_stacks",
     "stack_env",
     "unique_tenant",
 ]
 
 # variables that would point a test stack at someone else's servers
 CLEARED_ENV = ("RAGLINE_PG_DSN", "RAGLINE_PG_QUERY_DSN")
+TEST_STACK_PREFIX = "ragline-stack-"
+_OWNER_FILE = "owner.pid"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -189,3 +196,32 @@ def patched_environ(updates: Mapping[str, str], remove: Iterable[str] = ()) -> I
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def make_test_stack_dir() -> Path:
+    """A fresh directory for a test session's stack, outside pytest's basetemp (which a
+    concurrent pytest run prunes, deleting a live Postgres data directory), marked with
+    the owning process so a later session can clean up after a killed one."""
+    base = Path(tempfile.mkdtemp(prefix=TEST_STACK_PREFIX))
+    (base / _OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return base
+
+
+async def reap_stale_test_stacks(root: Path | None = None) -> list[Path]:
+    """Stop the servers of test stacks whose owning process is gone, delete their
+    directories, and return them. Stacks of live sessions are never touched."""
+    from ragline.runtime.settings import Settings
+    from ragline.runtime.stack.manager import StackManager
+    from ragline.runtime.stack.process import is_running, read_pid
+    from ragline.runtime.stack.settings import Component, StackSettings
+
+    reaped: list[Path] = []
+    for base in sorted((root or Path(tempfile.gettempdir())).glob(f"{TEST_STACK_PREFIX}*")):
+        owner = read_pid(base / _OWNER_FILE)
+        if owner is None or is_running(owner):
+            continue
+        settings = Settings(state_dir=base / "state", pg_dsn=None)
+        await StackManager(settings, StackSettings(components=frozenset(Component))).down()
+        shutil.rmtree(base, ignore_errors=True)
+        reaped.append(base)
+    return reaped
