@@ -68,6 +68,12 @@ async def test_pgvector_is_installed_and_answers_a_vector_query(stack: Settings)
         assert [r[0] for r in await cur.fetchall()] == [1, 3]
 
 
+async def test_local_postgres_keeps_statement_text_out_of_its_log(stack: Settings) -> None:
+    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
+        cur = await conn.execute("SHOW log_min_error_statement")
+        assert await cur.fetchone() == ("panic",)
+
+
 async def test_migrations_are_recorded_and_rerunning_changes_nothing(stack: Settings) -> None:
     async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
         cur = await conn.execute("SELECT version, checksum FROM schema_migrations ORDER BY 1")

@@ -13,6 +13,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import TupleRow
 
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack import process
@@ -49,9 +50,20 @@ def postgres_probe(dsn: str) -> Probe:
     return probe
 
 
+def _quiet_statement_logging(conn: psycopg.Connection[TupleRow]) -> None:
+    # A failing statement's text is logged by default and a simple-protocol statement
+    # carries its literals: keep document text out of the server log.
+    row = conn.execute("SHOW log_min_error_statement").fetchone()
+    if row is None or row[0] != "panic":
+        conn.execute("ALTER SYSTEM SET log_min_error_statement = 'panic'")
+        conn.execute("SELECT pg_reload_conf()")
+
+
 def ensure_database(settings: Settings) -> bool:
-    """Create ``settings.pg_database`` on the local server if missing; True if created."""
+    """Set up the local server: create ``settings.pg_database`` if missing (True if it
+    was created) and keep statement text out of its log."""
     with psycopg.connect(maintenance_dsn(settings), autocommit=True, connect_timeout=10) as conn:
+        _quiet_statement_logging(conn)
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (settings.pg_database,)
         ).fetchone()
