@@ -15,7 +15,9 @@ class EvalSettings(BaseSettings):
     mints tokens for the dataset's acting users exactly as an identity provider would.
     """
 
-    model_config = SettingsConfigDict(env_prefix="RAGLINE_EVAL_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="RAGLINE_EVAL_", extra="ignore", frozen=True, populate_by_name=True
+    )
 
     query_url: str = Field(
         default="http://127.0.0.1:8080",
