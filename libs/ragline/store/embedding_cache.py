@@ -30,7 +30,14 @@ async def get_cached(
             (model, revision, list(set(text_hashes))),
         )
         rows = await cur.fetchall()
-    return {str(h): np.asarray(v, dtype=np.float32) for h, v in rows}
+    return {str(h): _array(v) for h, v in rows}
+
+
+def _array(value: object) -> NDArray[np.float32]:
+    # pgvector hands back numpy for vector(n) columns and a Vector for plain `vector`
+    to_numpy = getattr(value, "to_numpy", None)
+    raw = to_numpy() if callable(to_numpy) else value
+    return np.asarray(raw, dtype=np.float32)
 
 
 async def put_cached(
