@@ -1,0 +1,161 @@
+"""PII detection: presidio's pattern recognizers called directly, NER only when asked.
+
+``AnalyzerEngine.analyze`` builds NLP artifacts for every call and runs every
+recognizer; here each wanted recognizer's ``analyze`` runs once over the document's
+joined text. Presidio's context boost (a context word shortly before a weak match adds
+0.35 to its score) is reproduced with a cheap word-window check, so it needs no
+lemmas and no spaCy. Two validations are added where presidio is noisy on technical
+text: phone numbers must look like phone numbers (no decimals such as ``0.89-1.26``,
+three digit groups or a ``+``/``(``, unless a context word is near), and IP addresses
+that are private/loopback/documentation ranges or version strings are not personal.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import TYPE_CHECKING, Any
+
+from ragline.scanning.entities import PATTERN_RECOGNIZERS
+from ragline.scanning.layout import Layout
+from ragline.scanning.model import DetectPlan, Finding, FindingKind
+from ragline.scanning.ner import NER_SCORE, NerEngine
+
+if TYPE_CHECKING:
+    from presidio_analyzer import EntityRecognizer
+
+__all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract"]
+
+CONTEXT_BOOST = 0.35
+_CTX_BEFORE = 60
+_CTX_AFTER = 20
+_WORD = re.compile(r"[a-z]+")
+_DECIMAL = re.compile(r"\d\.\d{1,2}(?!\d)")
+_DIGIT_GROUPS = re.compile(r"\d+")
+_VERSIONISH = re.compile(r"(?:\bv|version|release|ver\.?)\s*$", re.IGNORECASE)
+
+
+def offline_tldextract() -> None:
+    """Presidio's email validation calls tldextract, which fetches a suffix list at first
+    use; point it at the bundled snapshot instead (see STACK.md). Idempotent."""
+    import tldextract
+    import tldextract.tldextract as tx
+
+    if getattr(tx.TLD_EXTRACTOR, "_ragline_offline", False):
+        return
+    extractor = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    extractor._ragline_offline = True  # type: ignore[attr-defined]
+    tx.TLD_EXTRACTOR = extractor
+
+
+def _context_near(text: str, start: int, end: int, words: frozenset[str]) -> bool:
+    window = text[max(0, start - _CTX_BEFORE) : start] + " " + text[end : end + _CTX_AFTER]
+    return any(w in words for w in _WORD.findall(window.lower()))
+
+
+def _phone_ok(value: str, has_context: bool) -> bool:
+    if _DECIMAL.search(value):
+        return False
+    groups = _DIGIT_GROUPS.findall(value)
+    if sum(len(g) for g in groups) < 7:
+        return False
+    return has_context or len(groups) >= 3 or value.lstrip().startswith(("+", "("))
+
+
+def _ip_ok(text: str, start: int, value: str) -> bool:
+    try:
+        addr = ipaddress.ip_address(value.strip())
+    except ValueError:
+        return False
+    if not addr.is_global:
+        return False
+    return not _VERSIONISH.search(text[max(0, start - 12) : start])
+
+
+def _is_url_userinfo(text: str, start: int, value: str) -> bool:
+    """``user:pw@host`` inside ``scheme://user:pw@host`` is a URL authority, not an email
+    (its password is the secret detector's business; the host stays readable)."""
+    at = start + value.find("@")
+    head = text[max(0, at - 300) : at]
+    sep = head.rfind("://")
+    if sep < 0:
+        return False
+    between = head[sep + 3 :]
+    return not any(c in between for c in "/ \t\n")
+
+
+class PiiDetector:
+    def __init__(self, *, ner_model: str, ner_batch_size: int = 32) -> None:
+        self._recognizers: dict[str, EntityRecognizer] = {}
+        self._context: dict[str, frozenset[str]] = {}
+        self.ner = NerEngine(model=ner_model, batch_size=ner_batch_size)
+
+    def load(self, *, with_ner: bool) -> None:
+        """Instantiate every catalogued recognizer (fast) and, if asked, the spaCy model."""
+        if not self._recognizers:
+            offline_tldextract()
+            import presidio_analyzer.predefined_recognizers as predefined
+
+            for entity, cls_name in PATTERN_RECOGNIZERS.items():
+                cls: Any = getattr(predefined, cls_name)
+                rec = cls(supported_language="en")
+                self._recognizers[entity] = rec
+                self._context[entity] = frozenset(
+                    w for c in (rec.context or []) for w in _WORD.findall(c.lower())
+                )
+        if with_ner:
+            self.ner.load()
+
+    def detect(self, layout: Layout, plan: DetectPlan) -> list[Finding]:
+        if not self._recognizers:
+            self.load(with_ner=False)
+        text = layout.text
+        spans: list[tuple[int, int, str, float, str]] = []
+        has_digit = any(c.isdigit() for c in text)
+        for entity in plan.pii_patterns:
+            if entity == "EMAIL_ADDRESS":
+                if "@" not in text:
+                    continue
+            elif not has_digit:
+                continue
+            spans.extend(self._patterns(text, entity, plan.min_score))
+        if plan.ner_entities:
+            segs = list(layout.segments(20_000))
+            per_seg = self.ner.entities([s for _, s in segs], plan.ner_entities)
+            for (offset, _), ents in zip(segs, per_seg, strict=True):
+                for s, e, ent in ents:
+                    if plan.min_score <= NER_SCORE:
+                        spans.append((offset + s, offset + e, ent, NER_SCORE, "spacy"))
+        out: list[Finding] = []
+        for s, e, ent, score, det in spans:
+            for item, lo, hi in layout.locate(s, e):
+                out.append(
+                    Finding(
+                        item=item, start=lo, end=hi, kind=FindingKind.PII, type=ent,
+                        score=score, detector=det,
+                    )
+                )  # fmt: skip
+        return out
+
+    def _patterns(
+        self, text: str, entity: str, min_score: float
+    ) -> list[tuple[int, int, str, float, str]]:
+        rec = self._recognizers[entity]
+        words = self._context[entity]
+        out: list[tuple[int, int, str, float, str]] = []
+        for r in rec.analyze(text, [entity], None):  # type: ignore[arg-type]
+            score = float(r.score)
+            ctx = bool(words) and _context_near(text, r.start, r.end, words)
+            if ctx and score < 1.0:
+                score = min(1.0, score + CONTEXT_BOOST)
+            if score < min_score:
+                continue
+            value = text[r.start : r.end]
+            if entity == "PHONE_NUMBER" and not _phone_ok(value, ctx):
+                continue
+            if entity == "IP_ADDRESS" and not _ip_ok(text, r.start, value):
+                continue
+            if entity == "EMAIL_ADDRESS" and _is_url_userinfo(text, r.start, value):
+                continue
+            out.append((r.start, r.end, entity, score, "presidio"))
+        return out

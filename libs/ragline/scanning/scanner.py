@@ -1,0 +1,227 @@
+"""Scan one parsed document: DocParsed in, DocScanned out, or a quarantine.
+
+Order per document: resolve the policy for its tenant/source/classification/trust,
+detect (off the event loop), decide per finding, raise ``ScanBlocked`` if anything is
+blocked, otherwise redact every field, flag injection suspects and summarise. The
+summary carries types, counts and positions, never values; so do the logs, the metrics
+and the quarantine reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter, defaultdict
+from typing import Any
+
+from ragline.errors import QuarantineError
+from ragline.events import (
+    BlockFlags,
+    DocParsed,
+    DocScanned,
+    DocumentMeta,
+    FindingsSummary,
+    TrustLevel,
+)
+from ragline.scanning import metrics
+from ragline.scanning.decide import decide
+from ragline.scanning.fields import DOC_LEVEL, DocumentTexts, collect, rebuild
+from ragline.scanning.injection import InjectionScanner
+from ragline.scanning.model import DetectResult, FindingKind
+from ragline.scanning.policy import EffectivePolicy, PolicyContext, PolicySet
+from ragline.scanning.redact import redact_text
+from ragline.scanning.runner import DetectionRunner
+
+__all__ = ["SCANNER_VERSION", "ScanBlocked", "Scanner", "apply_scan"]
+
+SCANNER_VERSION = "scanner-1"
+_log = logging.getLogger("ragline.scanning")
+_EVENT_NS = uuid.UUID("6c1b8f0e-3d5a-4c61-9a57-2f0c2e7f4b11")
+
+
+class ScanBlocked(QuarantineError):
+    """A policy blocks the document.
+
+    ``findings`` holds types, counts and positions, never values; ``meta`` is the
+    document's metadata with every finding redacted, for the quarantine event (the
+    input's meta may hold the very secret that blocked it). ``withhold_original`` asks
+    the runtime not to copy the message body into the dead-letter record.
+    """
+
+    withhold_original = True
+
+    def __init__(
+        self, reason_code: str, reason: str, *, findings: FindingsSummary, meta: DocumentMeta
+    ) -> None:
+        super().__init__(reason_code, reason)
+        self.findings = findings
+        self.meta = meta
+
+
+def _context(event: DocParsed) -> PolicyContext:
+    return PolicyContext(
+        tenant_id=event.tenant_id,
+        source=event.source,
+        source_type=event.meta.source_type,
+        classification=event.meta.classification,
+        trust=event.meta.trust,
+    )
+
+
+def _injection_text(event: DocParsed, i: int) -> str:
+    b = event.document.blocks[i]
+    if b.table is None:
+        return b.text
+    cells = [*b.table.header, *(c for row in b.table.rows for c in row)]
+    return "\n".join([b.text, b.table.caption or "", *cells])
+
+
+def apply_scan(
+    event: DocParsed,
+    texts: DocumentTexts,
+    result: DetectResult,
+    policy: EffectivePolicy,
+    *,
+    max_positions: int = 1000,
+    propagate_min_chars: int = 4,
+) -> DocScanned:
+    """Pure: the scanned event for ``event`` given its detection result and policy."""
+    decided = decide(
+        texts.items, result.findings, policy, propagate_min_chars=propagate_min_chars
+    )
+    scanned: list[str] = []
+    counts: Counter[str] = Counter()
+    positions: list[tuple[str, int, int, int]] = []
+    pii_types: dict[int, set[str]] = defaultdict(set)
+    redactions: dict[int, int] = defaultdict(int)
+    for i, (text, ref) in enumerate(zip(texts.items, texts.refs, strict=True)):
+        decisions = decided.per_item[i]
+        if not decisions:
+            scanned.append(text)
+            continue
+        red = redact_text(text, decisions)
+        scanned.append(red.text)
+        counts.update(red.labels)
+        if ref.block != DOC_LEVEL:
+            pii_types[ref.block] |= red.kept_types
+            redactions[ref.block] += red.redactions
+        for label, s, e in red.positions:
+            if ref.is_block_text:
+                positions.append((label, ref.block, s, e))
+            else:
+                positions.append((label, ref.block, -1, -1))
+
+    injector = InjectionScanner(
+        threshold=policy.injection_threshold, strict=policy.injection_strict
+    )
+    trust: TrustLevel = event.meta.trust
+    updates: list[dict[str, Any]] = []
+    injection_blocks: list[int] = []
+    for i, block in enumerate(event.document.blocks):
+        rules = injector.scan(_injection_text(event, i), trust)
+        if rules:
+            injection_blocks.append(i)
+        flags = BlockFlags(
+            injection_suspect=bool(rules),
+            injection_rules=rules,
+            pii_types=tuple(sorted(pii_types.get(i, set()) | set(block.flags.pii_types))),
+            redactions=redactions.get(i, 0),
+        )
+        updates.append({"flags": flags})
+    meta, document = rebuild(event, texts, scanned, updates)
+    summary = FindingsSummary(
+        counts=dict(sorted(counts.items())),
+        positions=tuple(sorted(positions, key=lambda p: (p[1], p[2], p[0])))[:max_positions],
+        injection_blocks=tuple(injection_blocks),
+        policy=policy.name,
+    )
+    version = f"{SCANNER_VERSION}+{policy.fingerprint}"
+    _observe(decided.actions, summary.counts)
+    if decided.blocked:
+        metrics.DOCUMENTS.labels(outcome="blocked").inc()
+        kinds = {f.kind for f in decided.blocked}
+        types = sorted({f.type for f in decided.blocked})
+        raise ScanBlocked(
+            "secret_blocked" if FindingKind.SECRET in kinds else "pii_blocked",
+            f"policy {policy.name!r} blocks {', '.join(types)} "
+            f"({len(decided.blocked)} finding(s))",
+            findings=summary,
+            meta=meta,
+        )
+    if injection_blocks:
+        metrics.INJECTION_BLOCKS.labels(trust=trust.value).inc(len(injection_blocks))
+    outcome = (
+        "redacted" if any(redactions.values()) or scanned != texts.items
+        else "tagged" if any(pii_types.values()) else "clean"
+    )  # fmt: skip
+    metrics.DOCUMENTS.labels(outcome=outcome).inc()
+    return DocScanned(
+        event_id=str(uuid.uuid5(_EVENT_NS, f"{event.event_id}/{version}")),
+        occurred_at=event.occurred_at,
+        tenant_id=event.tenant_id,
+        document_id=event.document_id,
+        content_hash=event.content_hash,
+        source_seq=event.source_seq,
+        traceparent=event.traceparent,
+        meta=meta,
+        document=document,
+        findings=summary,
+        scanner_version=version,
+        change=event.change,
+    )
+
+
+def _observe(actions: dict[str, str], counts: dict[str, int]) -> None:
+    for label, n in counts.items():
+        kind, type_ = label.split(":", 1)
+        metrics.FINDINGS.labels(kind=kind, type=type_, action=actions.get(label, "redact")).inc(n)
+
+
+class Scanner:
+    """Policies + detection runner; ``scan`` is what the service's handler calls."""
+
+    def __init__(
+        self,
+        *,
+        policies: PolicySet,
+        runner: DetectionRunner,
+        max_positions: int = 1000,
+        propagate_min_chars: int = 4,
+    ) -> None:
+        self.policies = policies
+        self.runner = runner
+        self.max_positions = max_positions
+        self.propagate_min_chars = propagate_min_chars
+
+    async def start(self) -> None:
+        await self.runner.start()
+
+    async def stop(self) -> None:
+        await self.runner.stop()
+
+    async def scan(self, event: DocParsed) -> DocScanned:
+        policy = self.policies.resolve(_context(event))
+        texts = collect(event)
+        result = await self.runner.detect(texts.items, policy.plan())
+        metrics.SCANNED_BYTES.inc(result.n_bytes)
+        for det, secs in result.seconds.items():
+            metrics.DETECTOR_SECONDS.labels(detector=det).observe(secs)
+        out = apply_scan(
+            event,
+            texts,
+            result,
+            policy,
+            max_positions=self.max_positions,
+            propagate_min_chars=self.propagate_min_chars,
+        )
+        _log.info(
+            "scanned document",
+            extra={
+                "document_id": event.document_id,
+                "policy": policy.name,
+                "findings": out.findings.counts,
+                "injection_blocks": len(out.findings.injection_blocks),
+                "bytes": result.n_bytes,
+            },
+        )
+        return out

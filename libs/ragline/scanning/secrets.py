@@ -1,0 +1,85 @@
+"""Secret detection: detect-secrets' plugins plus ragline's own patterns, as exact spans.
+
+Both run over a document's joined text (``Layout``). detect-secrets answers per line
+with a value; this module turns each answer into spans (every occurrence of the value on
+its line, widened to the enclosing token), so redaction removes the whole secret even
+when a plugin reports only a prefix. A private-key header that no block pattern covers
+takes its whole paragraph with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ragline.scanning import _detect_secrets
+from ragline.scanning.layout import Layout
+from ragline.scanning.model import Finding, FindingKind
+from ragline.scanning.secret_patterns import find_pattern_secrets
+
+__all__ = ["SecretDetector"]
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _widen(line: str, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and line[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    while end < len(line) and line[end] in _TOKEN_CHARS:
+        end += 1
+    return start, end
+
+
+class SecretDetector:
+    """Stateless apart from detect-secrets' process-global configuration (done in ``load``)."""
+
+    def load(self) -> None:
+        _detect_secrets.configure()
+
+    def detect(self, layout: Layout) -> list[Finding]:
+        text = layout.text
+        spans: list[tuple[int, int, str, str]] = [
+            (s, e, t, "pattern") for s, e, t in find_pattern_secrets(text)
+        ]
+        spans.extend(self._detect_secrets_spans(text, spans))
+        out: list[Finding] = []
+        for s, e, t, det in spans:
+            for item, lo, hi in layout.locate(s, e):
+                out.append(
+                    Finding(
+                        item=item, start=lo, end=hi, kind=FindingKind.SECRET, type=t,
+                        detector=det,
+                    )
+                )  # fmt: skip
+        return out
+
+    def _detect_secrets_spans(
+        self, text: str, known: list[tuple[int, int, str, str]]
+    ) -> Iterator[tuple[int, int, str, str]]:
+        lines = text.split("\n")
+        offsets: list[int] = []
+        pos = 0
+        for ln in lines:
+            offsets.append(pos)
+            pos += len(ln) + 1
+        key_spans = [(s, e) for s, e, t, _ in known if t == "private_key"]
+        for idx, type_, value in _detect_secrets.scan_lines(lines):
+            line = lines[idx]
+            base = offsets[idx]
+            if type_ == "private_key":
+                if any(s <= base + len(line) and e >= base for s, e in key_spans):
+                    continue
+                m = _BLANK_LINE.search(text, base)
+                yield base, (m.start() if m else len(text)), type_, "detect-secrets"
+                continue
+            found = False
+            start = line.find(value)
+            while start >= 0:
+                found = True
+                lo, hi = _widen(line, start, start + len(value))
+                yield base + lo, base + hi, type_, "detect-secrets"
+                start = line.find(value, start + len(value))
+            if not found:  # the plugin normalised the value: take the line, keep indentation
+                stripped = len(line) - len(line.lstrip())
+                yield base + stripped, base + len(line.rstrip()), type_, "detect-secrets"

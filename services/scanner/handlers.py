@@ -1,0 +1,16 @@
+"""Scanner service wiring: ``doc.parsed`` -> ``doc.scanned`` or quarantine.
+
+Logic: ragline.scanning."""
+
+from __future__ import annotations
+
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+from ragline.scanning.settings import ScannerSettings
+from ragline.scanning.stage import ScannerStage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return ScannerStage(settings, ScannerSettings())
