@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragline.chunking.boundaries import Strength, find_cuts
+from ragline.chunking.boundaries import find_cuts
 from ragline.chunking.packer import Packer, PackSpec
 from ragline.chunking.tokenizer import TokenCounter
 from ragline.events import TableData
@@ -157,7 +157,6 @@ def _split_row(
     spec = PackSpec(
         budget=budget,
         max_chars=max_chars,
-        min_cut_strength=Strength.BLOCK,
         lead_for=lambda _pos: row_lead,
     )
     spans = Packer(counter).pack(record, cuts, spec)

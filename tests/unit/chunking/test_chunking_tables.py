@@ -1,0 +1,92 @@
+"""Tables: whole when they fit, else row groups with the header repeated; rows never split
+from their header."""
+
+from __future__ import annotations
+
+from chunking_docs import DOC_ID, HASH, doc, table
+
+from ragline.chunking import Chunker, TokenCounter
+from ragline.chunking.tables import group_rows, render_table, split_table
+from ragline.events import ChunkLevel, TableData
+
+HEADER_LINE = "| col0 | col1 | col2 |"
+
+
+def test_a_small_table_stays_whole(chunker: Chunker) -> None:
+    block = table(4)
+    chunks = chunker.chunk(doc(block), document_id=DOC_ID, content_hash=HASH)
+    children = [c for c in chunks if c.level is ChunkLevel.CHILD]
+    assert len(children) == 1
+    assert block.table is not None
+    assert children[0].text == render_table(block.table)
+    assert children[0].extra["table_header"] == ["col0", "col1", "col2"]
+    assert (children[0].extra["row_start"], children[0].extra["row_end"]) == (1, 4)
+    assert children[0].content_type == "table" and children[0].strategy == "table-rows"
+
+
+def test_a_large_table_repeats_caption_units_and_header_in_every_piece(
+    chunker: Chunker, counter: TokenCounter
+) -> None:
+    block = table(120)
+    chunks = chunker.chunk(doc(block), document_id=DOC_ID, content_hash=HASH)
+    children = [c for c in chunks if c.level is ChunkLevel.CHILD]
+    assert len(children) > 3
+    seen: list[int] = []
+    for c in children:
+        lines = c.text.split("\n")
+        assert lines[:4] == ["Table: Inventory", "Units: GiB", HEADER_LINE, "| --- | --- | --- |"]
+        assert c.token_count == counter.count(c.text) <= 200
+        rows = [int(line.split("|")[1].strip()[1:].split("-")[0]) for line in lines[4:]]
+        assert rows == list(range(int(c.extra["row_start"]) - 1, int(c.extra["row_end"])))  # type: ignore[arg-type]
+        seen.extend(rows)
+    assert seen == list(range(120))  # every row exactly once, in order
+
+
+def test_parent_windows_of_a_huge_table_end_on_child_groups(chunker: Chunker) -> None:
+    chunks = chunker.chunk(doc(table(400)), document_id=DOC_ID, content_hash=HASH)
+    parents = [c for c in chunks if c.level is ChunkLevel.PARENT]
+    assert len(parents) >= 2
+    for p in parents:
+        kids = [c for c in chunks if c.parent_id == p.chunk_id]
+        assert all(k.token_count >= 120 for k in kids[:-1])
+        assert p.text.startswith("Table: Inventory\nUnits: GiB\n" + HEADER_LINE)
+
+
+def test_a_row_too_long_for_a_child_is_split_with_its_header(counter: TokenCounter) -> None:
+    long_cell = " ".join(f"word{i}" for i in range(400))
+    t = TableData(header=("id", "notes"), rows=(("r1", "short"), ("r2", long_cell)))
+    pieces = split_table(t, counter, budget=100, max_chars=2000)
+    split = [p for p in pieces if p.row_split]
+    assert len(split) >= 2
+    for p in split:
+        assert p.text.startswith("| id | notes |\n| --- | --- |\nRow 2: ")
+        assert p.tokens <= 100 and p.row_start == 1 and p.row_end == 2
+    assert "notes: word0" in split[0].text
+
+
+def test_a_table_too_wide_to_repeat_names_its_columns_in_each_row(counter: TokenCounter) -> None:
+    header = tuple(f"measurement_column_{i}" for i in range(30))
+    t = TableData(header=header, rows=tuple(tuple(str(i * j) for j in range(30)) for i in range(6)))
+    pieces = split_table(t, counter, budget=120, max_chars=2000)
+    assert len(pieces) >= 6
+    for row in range(6):
+        parts = [p for p in pieces if p.row_start == row]
+        assert parts and all(p.text.startswith(f"Row {row + 1}: ") for p in parts)
+        text = " ".join(p.text for p in parts)
+        assert all(f"measurement_column_{c}: {row * c}" in text for c in range(30))
+    assert all(p.tokens <= 120 for p in pieces)
+
+
+def test_cells_with_pipes_and_newlines_are_escaped(counter: TokenCounter) -> None:
+    t = TableData(header=("a|b",), rows=(("line1\nline2",),))
+    assert render_table(t) == "| a\\|b |\n| --- |\n| line1 line2 |"
+
+
+def test_group_rows_with_step_unions_whole_child_groups(counter: TokenCounter) -> None:
+    block = table(200)
+    assert block.table is not None
+    steps = group_rows(block.table, counter, 200)
+    merged = group_rows(block.table, counter, 900, step=200)
+    boundaries = {a for a, _ in steps}
+    assert all(a in boundaries for a, _ in merged)
+    assert merged[0][0] == 0 and merged[-1][1] == 200
