@@ -19,8 +19,11 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéüß0123456789
 _word = st.text(alphabet=_LETTERS, min_size=1, max_size=12)
 _giant = st.text(alphabet="QUJD", min_size=101, max_size=700)  # one [UNK] piece, many chars
 _sentence = st.tuples(
-    st.lists(st.one_of(_word, _word, _word, _word, _word, _word, _word, _word, _word, _giant),
-             min_size=1, max_size=25),
+    st.lists(
+        st.one_of(_word, _word, _word, _word, _word, _word, _word, _word, _word, _giant),
+        min_size=1,
+        max_size=25,
+    ),
     st.sampled_from([". ", "! ", "? ", ", ", " ", "。", ".\n", "\n\n"]),
 ).map(lambda t: " ".join(t[0]) + t[1])
 _text = st.lists(_sentence, min_size=1, max_size=12).map("".join)
@@ -39,18 +42,37 @@ def _block(draw: st.DrawFn) -> Block:
         rows = draw(st.lists(st.tuples(*[cell] * width), min_size=0, max_size=40))
         header = draw(st.tuples(*[_word] * width))
         caption = draw(st.one_of(st.none(), _word))
-        return Block(kind=kind, text="", section_path=path,
-                     table=TableData(header=header, rows=tuple(rows), caption=caption))
+        return Block(
+            kind=kind,
+            text="",
+            section_path=path,
+            table=TableData(header=header, rows=tuple(rows), caption=caption),
+        )
     if kind is BlockKind.TURN:
         minute = draw(st.integers(0, 59))
-        return Block(kind=kind, text=draw(_text), section_path=path,
-                     speaker=draw(_speakers), timestamp=f"{minute:02d}:00")
+        return Block(
+            kind=kind,
+            text=draw(_text),
+            section_path=path,
+            speaker=draw(_speakers),
+            timestamp=f"{minute:02d}:00",
+        )
     if kind is BlockKind.CODE:
-        lines = draw(st.lists(st.tuples(st.integers(0, 3), _text.map(lambda t: t.replace("\n", " "))),
-                              min_size=1, max_size=30))
+        lines = draw(
+            st.lists(
+                st.tuples(st.integers(0, 3), _text.map(lambda t: t.replace("\n", " "))),
+                min_size=1,
+                max_size=30,
+            )
+        )
         text = "\n".join("    " * ind + line for ind, line in lines)
-        return Block(kind=kind, text=text, section_path=path, symbol="m.f",
-                     signature=draw(st.one_of(st.none(), st.just("def f(x):"))))
+        return Block(
+            kind=kind,
+            text=text,
+            section_path=path,
+            symbol="m.f",
+            signature=draw(st.one_of(st.none(), st.just("def f(x):"))),
+        )
     return Block(kind=kind, text=draw(_text), section_path=path)
 
 
@@ -71,14 +93,13 @@ def _settings(draw: st.DrawFn) -> ChunkerSettings:
     )
 
 
-_SETTINGS = settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _chunk(counter: TokenCounter, conf: ChunkerSettings, doc: ParsedDocument) -> list[Chunk]:
-    return Chunker(conf, counter).chunk(doc, document_id="t:doc", content_hash="c" * 64,
-                                        file_path="x.py")
+    return Chunker(conf, counter).chunk(
+        doc, document_id="t:doc", content_hash="c" * 64, file_path="x.py"
+    )
 
 
 def _sections(doc: ParsedDocument) -> list[list[Block]]:
@@ -135,19 +156,27 @@ def test_children_reassemble_to_their_sections_modulo_overlap_and_whitespace(
     counter: TokenCounter, doc: ParsedDocument, conf: ChunkerSettings
 ) -> None:
     children = [
-        c for c in _chunk(counter, conf, doc)
+        c
+        for c in _chunk(counter, conf, doc)
         if c.level is ChunkLevel.CHILD and c.content_type != "table"
     ]
     actual = [
-        (path, _squash("".join(
-            _CONT.sub("", c.text[int(c.extra["overlap_chars"]) :])  # type: ignore[arg-type]
-            for c in group
-        )))
+        (
+            path,
+            _squash(
+                "".join(
+                    _CONT.sub("", c.text[int(c.extra["overlap_chars"]) :])  # type: ignore[arg-type]
+                    for c in group
+                )
+            ),
+        )
         for path, group in groupby(children, key=lambda c: c.section_path)
     ]
     runs = [
-        (run[0].section_path, _squash("".join(_expected(b) for b in run
-                                              if b.kind is not BlockKind.TABLE)))
+        (
+            run[0].section_path,
+            _squash("".join(_expected(b) for b in run if b.kind is not BlockKind.TABLE)),
+        )
         for run in _sections(doc)
     ]
     expected = [
@@ -162,10 +191,16 @@ def test_children_reassemble_to_their_sections_modulo_overlap_and_whitespace(
 def test_table_rows_never_leave_their_header(
     counter: TokenCounter, doc: ParsedDocument, conf: ChunkerSettings
 ) -> None:
-    tables = [b.table for b in doc.blocks if b.kind is BlockKind.TABLE and b.table is not None
-              and (b.table.header or b.table.rows)]
-    children = [c for c in _chunk(counter, conf, doc)
-                if c.level is ChunkLevel.CHILD and c.content_type == "table"]
+    tables = [
+        b.table
+        for b in doc.blocks
+        if b.kind is BlockKind.TABLE and b.table is not None and (b.table.header or b.table.rows)
+    ]
+    children = [
+        c
+        for c in _chunk(counter, conf, doc)
+        if c.level is ChunkLevel.CHILD and c.content_type == "table"
+    ]
     for t in tables:
         head = render_table(TableData(header=t.header, rows=(), caption=t.caption))
         mine = [c for c in children if c.extra["table_header"] == list(t.header)]
