@@ -7,14 +7,17 @@ same process through the runtime's optional ``http_app()`` hook.
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from ragline.connector.fetch import ContentFetcher
+from ragline.connector.fetch import ContentFetcher, Fetched
 from ragline.connector.intake import (
     Decision,
+    StoredState,
     control_event,
     decide_before_fetch,
     decide_control,
@@ -26,6 +29,7 @@ from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
 from ragline.errors import ContractError
 from ragline.events import (
+    DocFetched,
     DocumentMeta,
     SourceAclChange,
     SourceDelete,
@@ -34,7 +38,7 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash, meta_hash
 from ragline.runtime.settings import Settings
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -58,9 +62,17 @@ def effective_meta(event: SourceUpsert) -> DocumentMeta:
     return meta
 
 
+_Change = SourceUpsert | SourceDelete | SourceAclChange
+_CHANGE_TYPES = (SourceUpsert, SourceDelete, SourceAclChange)
+_Key = tuple[str, str]
+
+
 class ConnectorStage(Stage):
     name: ClassVar[str] = "connector"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.SOURCE_CHANGES.value,)
+    # micro-batches: one Postgres lookup and one status write per batch, not per event
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=64, linger_ms=20)
+    fetch_concurrency: ClassVar[int] = 8
 
     def __init__(
         self,
@@ -94,70 +106,120 @@ class ConnectorStage(Stage):
         return create_app(self.cfg, lambda: EventPublisher(settings, service="connector-webhook"))
 
     async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        if isinstance(event, SourceUpsert):
-            outputs = await self._upsert(event, ctx)
-        elif isinstance(event, SourceDelete | SourceAclChange):
-            outputs = await self._control(event, ctx)
-        else:
-            raise ContractError(f"connector cannot handle {type(event).__name__}")
-        return outputs
+        [result] = await self.handle_batch([event], ctx)
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
-    async def _upsert(self, event: SourceUpsert, ctx: StageContext) -> list[Output]:
-        meta = effective_meta(event)
-        mhash = meta_hash(meta)
-        stored = await self.state.get(event.tenant_id, event.document_id)
-        early = decide_before_fetch(stored, event, mhash)
-        if early is not None:
-            return self._nothing(event, early, ctx)
-        got = await self.fetcher.obtain(event)
-        chash = content_hash(got.data)
-        if event.content_hash is not None and event.content_hash != chash:
-            ctx.logger.warning(
-                "source content_hash differs from the fetched bytes; using the computed one",
-                extra={"fields": {"document_id": event.document_id}},
+    async def handle_batch(
+        self, events: Sequence[Any], ctx: StageContext
+    ) -> Sequence[Sequence[Output] | BaseException]:
+        """One lookup and one status write per batch; decisions in input order, so a
+        newer event earlier in the batch makes an older one after it stale."""
+        results: list[Sequence[Output] | BaseException] = [[] for _ in events]
+        changes: dict[int, _Change] = {}
+        for i, ev in enumerate(events):
+            if isinstance(ev, _CHANGE_TYPES):
+                changes[i] = ev
+            else:
+                results[i] = ContractError(f"connector cannot handle {type(ev).__name__}")
+        try:
+            stored = await self.state.get_many(
+                (e.tenant_id, e.document_id) for e in changes.values()
             )
-        decision = decide_upsert(
-            stored, source_seq=event.source_seq, content_hash=chash, meta_hash=mhash
-        )
-        if decision not in (Decision.CONTENT, Decision.METADATA):
-            return self._nothing(event, decision, ctx)
-        accepted = await self.state.record_accepted(
-            event.tenant_id, event.document_id, event.source_seq, chash
-        )
-        if not accepted:  # a newer event moved the status on meanwhile
-            return self._nothing(event, Decision.STALE, ctx)
+        except Exception as exc:  # the runtime retries the whole batch
+            return [exc] * len(events)
+        upserts = {i: ev for i, ev in changes.items() if isinstance(ev, SourceUpsert)}
+        metas = {i: (m, meta_hash(m)) for i, ev in upserts.items() for m in (effective_meta(ev),)}
+        need = {
+            i: ev
+            for i, ev in upserts.items()
+            if decide_before_fetch(stored.get(_key(ev)), ev, metas[i][1]) is None
+        }
+        fetched = await self._fetch_all(need)
+        view = dict(stored)  # the stored state as this batch's earlier events left it
+        accepts: dict[_Key, tuple[int, str]] = {}
+        waiting: list[tuple[int, _Key, Decision, Output]] = []
+        for i, ev in changes.items():
+            key = _key(ev)
+            st = view.get(key)
+            if not isinstance(ev, SourceUpsert):
+                decision = decide_control(st, ev)
+                if decision is Decision.STALE:
+                    results[i] = self._nothing(ev, decision, ctx)
+                    continue
+                kind = "delete" if isinstance(ev, SourceDelete) else "acl"
+                DECISIONS.labels(kind).inc()
+                view[key] = _seen(st, ev.source_seq, acl=kind == "acl")
+                results[i] = [Output(topic=Topics.DOC_CONTROL.value, event=control_event(ev))]
+                continue
+            meta, mhash = metas[i]
+            early = decide_before_fetch(st, ev, mhash)
+            got = fetched.get(i)
+            if early is not None or got is None:
+                results[i] = self._nothing(ev, early or Decision.STALE, ctx)
+                continue
+            if isinstance(got, BaseException):
+                results[i] = got
+                continue
+            chash = content_hash(got.data)
+            decision = decide_upsert(
+                st, source_seq=ev.source_seq, content_hash=chash, meta_hash=mhash
+            )
+            if decision not in (Decision.CONTENT, Decision.METADATA):
+                results[i] = self._nothing(ev, decision, ctx)
+                continue
+            if key not in accepts or accepts[key][0] <= ev.source_seq:
+                accepts[key] = (ev.source_seq, chash)
+            view[key] = _seen(st, ev.source_seq, acl=False)
+            doc = fetched_event(ev, meta=meta, data=got.data, content_hash=chash, change=decision)
+            waiting.append((i, key, decision, Output(topic=Topics.DOC_FETCHED.value, event=doc)))
+        if waiting:
+            try:
+                written = await self.state.record_accepted_many(accepts)
+            except Exception as exc:
+                for i, *_ in waiting:
+                    results[i] = exc
+                return results
+            for i, key, decision, out in waiting:
+                if key in written:
+                    results[i] = [out]
+                    self._accepted(out, decision, ctx)
+                else:  # a newer event moved the status on meanwhile
+                    results[i] = self._nothing(changes[i], Decision.STALE, ctx)
+        return results
+
+    async def _fetch_all(self, need: dict[int, SourceUpsert]) -> dict[int, Fetched | BaseException]:
+        gate = asyncio.Semaphore(self.fetch_concurrency)
+
+        async def one(i: int, ev: SourceUpsert) -> tuple[int, Fetched | BaseException]:
+            async with gate:
+                try:
+                    return i, await self.fetcher.obtain(ev)
+                except Exception as exc:  # per document: one bad reference fails only itself
+                    return i, exc
+
+        return dict(await asyncio.gather(*(one(i, ev) for i, ev in need.items())))
+
+    @staticmethod
+    def _accepted(out: Output, decision: Decision, ctx: StageContext) -> None:
         DECISIONS.labels(decision.value).inc()
+        ev = out.event
+        assert isinstance(ev, DocFetched)
         ctx.logger.info(
             "accepted",
             extra={
                 "fields": {
-                    "document_id": event.document_id,
+                    "document_id": ev.document_id,
                     "decision": decision.value,
-                    "source_seq": event.source_seq,
-                    "size_bytes": len(got.data),
+                    "source_seq": ev.source_seq,
+                    "size_bytes": ev.size_bytes,
                 }
             },
         )
-        fetched = fetched_event(
-            event, meta=meta, data=got.data, content_hash=chash, change=decision
-        )
-        return [Output(topic=Topics.DOC_FETCHED.value, event=fetched)]
-
-    async def _control(
-        self, event: SourceDelete | SourceAclChange, ctx: StageContext
-    ) -> list[Output]:
-        stored = await self.state.get(event.tenant_id, event.document_id)
-        decision = decide_control(stored, event)
-        if decision is Decision.STALE:
-            return self._nothing(event, decision, ctx)
-        kind = "delete" if isinstance(event, SourceDelete) else "acl"
-        DECISIONS.labels(kind).inc()
-        return [Output(topic=Topics.DOC_CONTROL.value, event=control_event(event))]
 
     @staticmethod
-    def _nothing(
-        event: SourceUpsert | SourceDelete | SourceAclChange, decision: Decision, ctx: StageContext
-    ) -> list[Output]:
+    def _nothing(event: _Change, decision: Decision, ctx: StageContext) -> list[Output]:
         DECISIONS.labels(decision.value).inc()
         ctx.logger.info(
             "dropped",
@@ -170,3 +232,15 @@ class ConnectorStage(Stage):
             },
         )
         return []
+
+
+def _key(ev: _Change) -> _Key:
+    return (ev.tenant_id, ev.document_id)
+
+
+def _seen(st: StoredState | None, seq: int, *, acl: bool) -> StoredState:
+    """``st`` after an event at ``seq`` was passed on (for later events of the batch)."""
+    st = st or StoredState()
+    if acl:
+        return replace(st, acl_seq=max(st.acl_seq or 0, seq))
+    return replace(st, pending_seq=max(st.pending_seq or 0, seq))

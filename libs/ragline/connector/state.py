@@ -7,7 +7,7 @@ admin DSN. psycopg errors are translated here: callers see ``BackendUnavailable`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,8 +25,10 @@ _COLUMNS = sql.SQL(
     "s.source_seq, s.status, s.content_hash"
 )
 
-_GET_ONE = sql.SQL(
-    "SELECT {cols} FROM (VALUES (%s::text, %s::text)) AS k(tenant_id, document_id) "
+# one round trip for a whole batch of (tenant, document) keys
+_GET_MANY = sql.SQL(
+    "SELECT k.tenant_id, k.document_id, {cols} "
+    "FROM unnest(%s::text[], %s::text[]) AS k(tenant_id, document_id) "
     "LEFT JOIN documents d ON d.tenant_id = k.tenant_id AND d.document_id = k.document_id "
     "LEFT JOIN document_status s "
     "  ON s.tenant_id = k.tenant_id AND s.document_id = k.document_id"
@@ -46,13 +48,17 @@ _LIST_SOURCE = sql.SQL(
 _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
     "  (tenant_id, document_id, source_seq, content_hash, stage, status, updated_at) "
-    "VALUES (%s, %s, %s, %s, 'connector', 'accepted', now()) "
+    "SELECT t, d, q, h, 'connector', 'accepted', now() "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[]) AS x(t, d, q, h) "
     "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
     "  findings = NULL, updated_at = EXCLUDED.updated_at "
-    "WHERE ds.source_seq <= EXCLUDED.source_seq"
+    "WHERE ds.source_seq <= EXCLUDED.source_seq "
+    "RETURNING ds.tenant_id, ds.document_id"
 )
+
+Key = tuple[str, str]  # (tenant_id, document_id)
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
@@ -99,10 +105,21 @@ class StateStore:
             raise TransientError(f"postgres: {type(exc).__name__}") from exc
 
     async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
+        return (await self.get_many([(tenant_id, document_id)])).get((tenant_id, document_id))
+
+    async def get_many(self, keys: Iterable[Key]) -> dict[Key, StoredState]:
+        """The stored state of every key Postgres knows (unknown keys are absent)."""
+        unique = sorted(set(keys))
+        if not unique:
+            return {}
+        out: dict[Key, StoredState] = {}
         async with self._conn() as conn:
-            cur = await conn.execute(_GET_ONE, (tenant_id, document_id))
-            row = await cur.fetchone()
-        return _state(row) if row is not None else None
+            cur = await conn.execute(_GET_MANY, ([k[0] for k in unique], [k[1] for k in unique]))
+            for row in await cur.fetchall():
+                state = _state(row[2:])
+                if state is not None:
+                    out[(row[0], row[1])] = state
+        return out
 
     async def list_source(self, tenant_id: str, source: str) -> dict[str, StoredState]:
         """Every document of ``<source>:`` in the tenant that Postgres knows about."""
@@ -119,6 +136,22 @@ class StateStore:
         self, tenant_id: str, document_id: str, source_seq: int, content_hash: str
     ) -> bool:
         """Record intake; False if a newer event already moved the status on."""
+        written = await self.record_accepted_many(
+            {(tenant_id, document_id): (source_seq, content_hash)}
+        )
+        return (tenant_id, document_id) in written
+
+    async def record_accepted_many(self, accepted: Mapping[Key, tuple[int, str]]) -> set[Key]:
+        """One statement for a batch (one entry per key); the keys actually written."""
+        if not accepted:
+            return set()
+        keys = sorted(accepted)
+        params = (
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [accepted[k][0] for k in keys],
+            [accepted[k][1] for k in keys],
+        )
         async with self._conn() as conn:
-            cur = await conn.execute(_ACCEPT, (tenant_id, document_id, source_seq, content_hash))
-            return cur.rowcount > 0
+            cur = await conn.execute(_ACCEPT, params)
+            return {(r[0], r[1]) for r in await cur.fetchall()}

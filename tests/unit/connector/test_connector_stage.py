@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from ragline.connector.fetch import ContentFetcher
 from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage, effective_meta
-from ragline.errors import QuarantineError
+from ragline.errors import BackendUnavailable, QuarantineError
 from ragline.events import (
     ContentRef,
     DocControl,
@@ -32,6 +33,9 @@ class MemoryState:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], StoredState] = {}
         self.accepted: list[tuple[str, int]] = []
+        self.lookups = 0
+        self.down = False
+        self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
 
     async def open(self) -> None: ...
 
@@ -40,14 +44,24 @@ class MemoryState:
     async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
         return self.rows.get((tenant_id, document_id))
 
-    async def record_accepted(self, tenant_id: str, document_id: str, seq: int, chash: str) -> bool:
-        old = self.rows.get((tenant_id, document_id))
-        if old is not None and (old.pending_seq or 0) > seq:
-            return False
-        self.accepted.append((document_id, seq))
-        return True
+    async def get_many(self, keys: Iterable[Key]) -> dict[Key, StoredState]:
+        if self.down:
+            raise BackendUnavailable("postgres down")
+        self.lookups += 1
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
+    async def record_accepted_many(self, accepted: dict[Key, tuple[int, str]]) -> set[Key]:
+        written = set()
+        for key, (seq, _) in accepted.items():
+            old = self.rows.get(key)
+            if key[1] in self.newer_meanwhile or (old is not None and (old.pending_seq or 0) > seq):
+                continue
+            self.accepted.append((key[1], seq))
+            written.add(key)
+        return written
 
 
+Key = tuple[str, str]
 META = DocumentMeta(acl_groups=("eng",), title="Runbook")
 TEXT = "# Runbook\n\nRestart the service.\n"
 
@@ -167,3 +181,41 @@ def test_webhook_only_with_a_secret(stage: ConnectorStage) -> None:
     assert stage.http_app() is None
     cfg = ConnectorSettings(webhook_secret="x")  # type: ignore[arg-type]
     assert ConnectorStage(Settings(), cfg, state=MemoryState()).http_app() is not None  # type: ignore[arg-type]
+
+
+async def test_batch_decides_in_order_with_one_lookup(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    other = SourceUpsert(
+        tenant_id="acme", document_id="wiki:other", source_seq=1, meta=META, content_text="x"
+    )
+    bad = upsert(9, "y" * 10_001)
+    batch = [upsert(7, "seven"), upsert(6, "six"), other, bad, upsert(8, "eight")]
+    results = await stage.handle_batch(batch, CTX)
+    assert stage.state.lookups == 1  # type: ignore[attr-defined]
+    seven, six, oth, quarantined, eight = results
+    assert isinstance(seven, list) and len(seven) == 1
+    assert six == []  # older than seq 7 earlier in the same batch
+    assert isinstance(oth, list) and len(oth) == 1
+    assert isinstance(quarantined, QuarantineError)  # fails alone, neighbours go on
+    assert isinstance(eight, list) and len(eight) == 1
+    # one status write per document: the newest accepted seq
+    assert sorted(stage.state.accepted) == [("wiki:other", 1), ("wiki:rb", 8)]  # type: ignore[attr-defined]
+
+
+async def test_batch_control_then_older_upsert_is_stale(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    delete = SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=7)
+    [d, up] = await stage.handle_batch([delete, upsert(6, "late edit")], CTX)
+    assert isinstance(d, list) and d[0].topic == "doc.control"
+    assert up == []
+
+
+async def test_backend_down_fails_the_batch_and_concurrent_writer_wins(
+    stage: ConnectorStage,
+) -> None:
+    stage.state.down = True  # type: ignore[attr-defined]
+    results = await stage.handle_batch([upsert(1), upsert(2)], CTX)
+    assert all(isinstance(r, BackendUnavailable) for r in results)
+    stage.state.down = False  # type: ignore[attr-defined]
+    stage.state.newer_meanwhile.add("wiki:rb")  # type: ignore[attr-defined]
+    assert await stage.handle(upsert(3), CTX) == []
