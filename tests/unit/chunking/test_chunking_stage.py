@@ -1,0 +1,91 @@
+"""The chunker Stage's handle(): doc.scanned in, doc.chunked out, envelope copied."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from chunking_docs import doc, para, prose, table
+
+from ragline.errors import ContractError, NotBuiltError
+from ragline.events import (
+    ChunkLevel,
+    DocChunked,
+    DocScanned,
+    DocumentMeta,
+    FindingsSummary,
+    Topics,
+    input_adapter,
+)
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import StageContext
+from services.chunker.handlers import build
+
+
+def _scanned(**kw: object) -> DocScanned:
+    base: dict[str, object] = {
+        "tenant_id": "acme",
+        "document_id": "fs:guide.md",
+        "content_hash": "d" * 64,
+        "source_seq": 7,
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "meta": DocumentMeta(title="Guide", uri="file:///guide.md", acl_groups=("eng",)),
+        "document": doc(para(prose(40)), table(10)),
+        "findings": FindingsSummary(counts={"pii:EMAIL_ADDRESS": 2}),
+        "scanner_version": "1",
+        "change": "resync",
+    }
+    base.update(kw)
+    return DocScanned.model_validate(base)
+
+
+@pytest.fixture
+def ctx() -> StageContext:
+    return StageContext(settings=Settings(), logger=logging.getLogger("test"))
+
+
+async def test_handle_emits_one_doc_chunked_with_the_envelope(ctx: StageContext) -> None:
+    stage = build(Settings())
+    assert stage.name == "chunker" and stage.input_topics == (Topics.DOC_SCANNED.value,)
+    await stage.start()
+    event = _scanned()
+    (out,) = await stage.handle(event, ctx)
+    assert out.topic == Topics.DOC_CHUNKED.value
+    chunked = out.event
+    assert isinstance(chunked, DocChunked)
+    for field in (
+        "tenant_id",
+        "document_id",
+        "content_hash",
+        "source_seq",
+        "traceparent",
+        "meta",
+        "findings",
+        "change",
+    ):
+        assert getattr(chunked, field) == getattr(event, field)
+    assert {c.level for c in chunked.chunks} == {ChunkLevel.PARENT, ChunkLevel.CHILD}
+    assert {c.content_type for c in chunked.chunks} >= {"text", "table"}
+    # the event survives the wire contract of its topic
+    input_adapter(Topics.DOC_CHUNKED.value).validate_json(chunked.model_dump_json())
+    (again,) = await stage.handle(event, ctx)  # a redelivery yields the identical event
+    assert again.event.model_dump(exclude={"occurred_at"}) == chunked.model_dump(
+        exclude={"occurred_at"}
+    )
+    await stage.stop()
+
+
+async def test_handle_rejects_other_events_and_needs_start(ctx: StageContext) -> None:
+    stage = build(Settings())
+    with pytest.raises(NotBuiltError):
+        await stage.handle(_scanned(), ctx)
+    await stage.start()
+    with pytest.raises(ContractError):
+        await stage.handle(object(), ctx)
+
+
+async def test_an_empty_document_yields_an_event_without_chunks(ctx: StageContext) -> None:
+    stage = build(Settings())
+    await stage.start()
+    (out,) = await stage.handle(_scanned(document=doc(para("  "))), ctx)
+    assert isinstance(out.event, DocChunked) and out.event.chunks == ()

@@ -1,0 +1,86 @@
+"""The enricher Stage's handle(): doc.chunked in, doc.enriched out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+
+from ragline.errors import ContractError, NotBuiltError
+from ragline.events import (
+    Chunk,
+    ChunkLevel,
+    DocChunked,
+    DocEnriched,
+    DocumentMeta,
+    FindingsSummary,
+    Topics,
+    input_adapter,
+)
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import StageContext
+from services.enricher.handlers import build
+
+
+@pytest.fixture
+def ctx() -> StageContext:
+    return StageContext(settings=Settings(), logger=logging.getLogger("test"))
+
+
+def _chunked(make_chunk: Callable[..., Chunk]) -> DocChunked:
+    parent = make_chunk("Install the gateway. Then start it.", 0, level=ChunkLevel.PARENT)
+    child = make_chunk("Install the gateway. Then start it.", 0, parent_id=parent.chunk_id)
+    return DocChunked(
+        tenant_id="acme",
+        document_id="fs:guide.md",
+        content_hash="f" * 64,
+        source_seq=11,
+        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        meta=DocumentMeta(title="Guide", version="2.0"),
+        chunks=(parent, child),
+        findings=FindingsSummary(counts={"secret:aws_access_key": 1}),
+        change="metadata",
+    )
+
+
+async def test_handle_enriches_every_chunk_and_copies_the_envelope(
+    ctx: StageContext, make_chunk: Callable[..., Chunk]
+) -> None:
+    stage = build(Settings())
+    assert stage.name == "enricher" and stage.input_topics == (Topics.DOC_CHUNKED.value,)
+    await stage.start()
+    event = _chunked(make_chunk)
+    (out,) = await stage.handle(event, ctx)
+    assert out.topic == Topics.DOC_ENRICHED.value
+    enriched = out.event
+    assert isinstance(enriched, DocEnriched)
+    for field in (
+        "tenant_id",
+        "document_id",
+        "content_hash",
+        "source_seq",
+        "traceparent",
+        "meta",
+        "findings",
+        "change",
+    ):
+        assert getattr(enriched, field) == getattr(event, field)
+    assert [c.chunk_id for c in enriched.chunks] == [c.chunk_id for c in event.chunks]
+    assert all(c.enrichment is not None for c in enriched.chunks)
+    assert enriched.chunks[1].enrichment.contextual_header == "Guide > Install (v2.0)"  # type: ignore[union-attr]
+    input_adapter(Topics.DOC_ENRICHED.value).validate_json(enriched.model_dump_json())
+    assert enriched.event_id != event.event_id
+    (again,) = await stage.handle(event, ctx)
+    assert again.event.event_id == enriched.event_id  # deterministic on redelivery
+
+
+async def test_handle_rejects_other_events_and_needs_start(
+    ctx: StageContext, make_chunk: Callable[..., Chunk]
+) -> None:
+    stage = build(Settings())
+    with pytest.raises(NotBuiltError):
+        await stage.handle(_chunked(make_chunk), ctx)
+    await stage.start()
+    with pytest.raises(ContractError):
+        await stage.handle(object(), ctx)
