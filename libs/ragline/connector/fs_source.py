@@ -14,6 +14,7 @@ import asyncio
 import base64
 import mimetypes
 import os
+import stat
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -108,6 +109,10 @@ class FilesystemSource:
         self.cfg = cfg
         self.root = cfg.root.resolve()
         self._policy_cache: dict[str, tuple[int, Policy | MetaFileError]] = {}
+        # per file: (policies + sidecar version) -> metadata, so an idle scan parses nothing
+        self._meta_cache: dict[
+            str, tuple[Any, tuple[DocumentMeta, str] | MetaFileError | None]
+        ] = {}
 
     @property
     def name(self) -> str:
@@ -195,32 +200,46 @@ class FilesystemSource:
             result.skipped["bad_path"] += 1
             return
         try:
-            st = path.stat()
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                if not path.resolve().is_relative_to(self.root):
+                    result.skipped["outside_root"] += 1  # never publish what a link points at
+                    return
+                st = path.stat()
         except OSError:
             result.hold(rel, "unreadable")
             return
-        if not path.is_file():
+        if not stat.S_ISREG(st.st_mode):
             return
         if self.cfg.settle_s and now_ns - st.st_mtime_ns < self.cfg.settle_s * 1e9:
             result.hold(rel, "unsettled")
             return
-        layers = [p.meta for p in policies]
-        seq = max(st.st_mtime_ns, chain_mtime)
-        sidecar_name = path.name + SIDECAR_SUFFIX
+        sidecar = (
+            path.with_name(path.name + SIDECAR_SUFFIX)
+            if path.name + SIDECAR_SUFFIX in names
+            else None
+        )
         try:
-            if sidecar_name in names:
-                sidecar = path.with_name(sidecar_name)
-                data, ignore = load_sidecar(sidecar)
-                if ignore:
-                    result.skipped["ignored"] += 1
-                    return
-                layers.append(data)
-                seq = max(seq, sidecar.stat().st_mtime_ns)
-            meta = build_meta(self._defaults(rel, path), layers)
-        except (MetaFileError, OSError) as exc:
-            result.hold(rel, "invalid_meta")
-            result.errors.append(f"{rel}: {exc}")
+            side_st = sidecar.stat() if sidecar is not None else None
+        except OSError:
+            side_st = None
+        side_key = (side_st.st_mtime_ns, side_st.st_size) if side_st is not None else None
+        # the Policy objects themselves (compared by identity): a re-parsed policy is new
+        key = (tuple(policies), side_key)
+        cached = self._meta_cache.get(rel)
+        if cached is None or cached[0] != key:
+            cached = (key, self._meta_for(rel, path, policies, sidecar if side_st else None))
+            self._meta_cache[rel] = cached
+        outcome = cached[1]
+        if outcome is None:
+            result.skipped["ignored"] += 1
             return
+        if isinstance(outcome, MetaFileError):
+            result.hold(rel, "invalid_meta")
+            result.errors.append(f"{rel}: {outcome}")
+            return
+        meta, mhash = outcome
+        seq = max(st.st_mtime_ns, chain_mtime, side_key[0] if side_key else 0)
         result.docs[rel] = FileDoc(
             rel=rel,
             document_id=self.document_id(rel),
@@ -229,8 +248,24 @@ class FilesystemSource:
             size=st.st_size,
             source_seq=seq,
             meta=meta,
-            meta_hash=meta_hash(meta),
+            meta_hash=mhash,
         )
+
+    def _meta_for(
+        self, rel: str, path: Path, policies: list[Policy], sidecar: Path | None
+    ) -> tuple[DocumentMeta, str] | MetaFileError | None:
+        """The file's metadata and its hash; None when its sidecar says ``ignore``."""
+        layers = [p.meta for p in policies]
+        try:
+            if sidecar is not None:
+                data, ignore = load_sidecar(sidecar)
+                if ignore:
+                    return None
+                layers.append(data)
+            meta = build_meta(self._defaults(rel, path), layers)
+        except MetaFileError as exc:
+            return exc
+        return meta, meta_hash(meta)
 
     # ----------------------------------------------------------------- events
 

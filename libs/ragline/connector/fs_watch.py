@@ -17,7 +17,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ def diff(
             kind = ChangeKind.ACL if prev.rest_hash == rest_key(doc.meta) else ChangeKind.UPSERT
             changes.append(FsChange(kind=kind, rel=rel, doc=doc, prev=prev))
         else:
-            quiet[rel] = SnapEntry.of(doc)
+            quiet[rel] = replace(prev, source_seq=doc.source_seq)
     for rel, prev in previous.items():
         if rel in scan.held:
             quiet[rel] = prev

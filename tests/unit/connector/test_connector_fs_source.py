@@ -126,3 +126,25 @@ def test_uri_prefix_and_bad_config(tree: Path) -> None:
         FilesystemSource(FsSourceConfig(root=tree, source="Bad Name", tenant_id="acme"))
     with pytest.raises(ConfigError):
         source(tree / "missing").scan()
+
+
+def test_symlinks_leaving_the_root_are_skipped(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not part of the share")
+    (tree / "product" / "escape.md").symlink_to(outside)
+    (tree / "product" / "alias.md").symlink_to(tree / "product" / "install-guide.md")
+    scan = source(tree).scan()
+    assert "product/escape.md" not in scan.docs and scan.skipped["outside_root"] == 1
+    assert "product/alias.md" in scan.docs
+
+
+def test_idle_rescan_reuses_parsed_metadata_until_a_file_changes(tree: Path) -> None:
+    src = source(tree)
+    first = src.scan().docs["product/install-guide.md"]
+    again = src.scan().docs["product/install-guide.md"]
+    assert again.meta is first.meta  # from the cache, not re-parsed
+    sidecar = tree / "product/install-guide.md.meta.yaml"
+    sidecar.write_text(sidecar.read_text() + "title: Renamed\n")
+    assert src.scan().docs["product/install-guide.md"].meta.title == "Renamed"
+    (tree / "_policy.yaml").write_text("acl_groups: [everyone]\n")
+    assert src.scan().docs["product/install-guide.md"].meta.acl_groups == ("everyone",)
