@@ -78,10 +78,14 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
     poison_key = f"fs:{tenant}/poison.md"
     async with EventPublisher(stack) as pub:
         await pub.publish_raw(
-            Topics.DOC_FETCHED, b'{"event_type": "doc.fetched", "tenant_id": "x"}',
-            key=poison_key, headers={},
+            Topics.DOC_FETCHED,
+            b'{"event_type": "doc.fetched", "tenant_id": "x"}',
+            key=poison_key,
+            headers={},
         )
-        await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/good.md", "# Hi\n\nok"))
+        await pub.publish(
+            Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/good.md", "# Hi\n\nok")
+        )
 
     def keep(topic: str, body: dict[str, Any]) -> bool:
         return body.get("tenant_id") == tenant or body.get("key") == poison_key

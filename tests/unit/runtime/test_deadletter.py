@@ -17,8 +17,12 @@ SECRET = "AKIAIOSFODNN7EXAMPLE-supersecret"
 def test_validation_errors_lose_their_input_values() -> None:
     with pytest.raises(ValidationError) as info:
         TypeAdapter(SourceChange).validate_python(
-            {"event_type": "source.delete", "tenant_id": SECRET, "document_id": "s:x",
-             "source_seq": 1}
+            {
+                "event_type": "source.delete",
+                "tenant_id": SECRET,
+                "document_id": "s:x",
+                "source_seq": 1,
+            }
         )
     msg = safe_error_message(info.value)
     assert "tenant_id" in msg and "string_pattern_mismatch" in msg
@@ -32,9 +36,15 @@ def test_foreign_exception_messages_are_withheld() -> None:
 
 def test_dead_letter_keeps_original_and_reason() -> None:
     dl = dead_letter(
-        stage="parser", topic="doc.fetched", partition=2, offset=7, key=b"s:x",
-        value=b"raw", headers={"traceparent": "t"},
-        exc=QuarantineError("corrupt_pdf", "xref table unreadable"), attempts=1,
+        stage="parser",
+        topic="doc.fetched",
+        partition=2,
+        offset=7,
+        key=b"s:x",
+        value=b"raw",
+        headers={"traceparent": "t"},
+        exc=QuarantineError("corrupt_pdf", "xref table unreadable"),
+        attempts=1,
     )
     assert base64.b64decode(dl.original_b64) == b"raw"
     assert dl.error_class == "QuarantineError"

@@ -1,0 +1,78 @@
+"""End-to-end fixtures: every built service as its own process on the session's stack."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack.testing import ServiceProcess, free_port
+from ragline.runtime.supervisor import built_services
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    jwt_secret: str
+    services: dict[str, ServiceProcess] = field(default_factory=dict)
+
+    @property
+    def query_url(self) -> str:
+        return self.services["query"].http_url
+
+    def logs(self) -> str:
+        return "\n".join(p.log() for p in self.services.values())
+
+
+def _wait_http(url: str, proc: ServiceProcess, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not proc.running():
+            raise RuntimeError(f"{proc.name} exited: {proc.log()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{proc.name}: {url} not ready; {proc.log()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+    missing = {n: why for n, why in built_services().items() if why}
+    jwt_secret = secrets.token_urlsafe(32)
+    os.environ["RAGLINE_QUERY_JWT_SECRET"] = jwt_secret
+    os.environ["RAGLINE_EVAL_JWT_SECRET"] = jwt_secret
+    logs = tmp_path_factory.mktemp("pipeline-logs")
+    pipe = Pipeline(settings=stack, jwt_secret=jwt_secret)
+    try:
+        for name in built_services():
+            if name in missing:
+                continue
+            pipe.services[name] = ServiceProcess(
+                name,
+                env=dict(os.environ),
+                log_path=logs / f"{name}.log",
+                metrics_port=free_port(),
+                http_port=free_port(),
+                cwd=REPO_ROOT,
+            )
+        for name, proc in pipe.services.items():
+            if name == "query":
+                _wait_http(f"{proc.http_url}/readyz", proc)
+            else:
+                proc.wait_metrics(timeout_s=180)
+        yield pipe
+    finally:
+        for proc in pipe.services.values():
+            proc.cleanup()
