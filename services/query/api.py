@@ -5,7 +5,6 @@ the query embedding model; every route takes its principal from the verified bea
 token and nothing else.
 """
 
-from __future__ import annotations
 
 import asyncio
 import logging

@@ -19,9 +19,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth.principal import Principal
 from ragline.errors import BackendUnavailable, PermanentError, TransientError
+from ragline.retrieval.abstain import identifiers
 from ragline.retrieval.dense import DenseHit, dense_search
 from ragline.retrieval.filters import Predicate
-from ragline.retrieval.fusion import rrf
+from ragline.retrieval.fusion import FusedHit, rrf
 from ragline.retrieval.hydrate import ChunkRow, hydrate
 from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
@@ -148,6 +149,9 @@ async def retrieve(
                 vector=vector,
                 with_embeddings=with_embeddings,
             )
+    idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
+    if idents:
+        fused = _exact_refuse(fused, rows, idents, settings)
     out = [
         Candidate(
             row=rows[f.key],
@@ -160,6 +164,35 @@ async def retrieve(
         if f.key in rows
     ]
     return SubSearchResult(candidates=out, degraded=degraded)
+
+
+def _exact_refuse(
+    fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: QuerySettings
+) -> list[FusedHit]:
+    """Exact-identifier boost: a query naming an error code or ticket key (``ERR-4711``)
+    gets a third RRF list of the candidates whose text contains it verbatim, in fusion
+    order. Embeddings blur such tokens, so plain RRF can bury the one exact match under
+    many look-alikes that are close in vector space."""
+    exact = [
+        f.key
+        for f in fused
+        if f.key in rows and any(i in rows[f.key].text.lower() for i in idents)
+    ]
+    if not exact or settings.weight_exact <= 0:
+        return fused
+    rankings: dict[str, list[str]] = {"dense": [], "lexical": [], "exact": exact}
+    for name in ("dense", "lexical"):
+        ranked = sorted((f for f in fused if name in f.ranks), key=lambda f: f.ranks[name])
+        rankings[name] = [f.key for f in ranked]
+    return rrf(
+        rankings,
+        k=settings.rrf_k,
+        weights={
+            "dense": settings.weight_dense,
+            "lexical": settings.weight_lexical,
+            "exact": settings.weight_exact,
+        },
+    )
 
 
 async def rerank_candidates(

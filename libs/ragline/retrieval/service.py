@@ -277,16 +277,19 @@ class SearchService:
         return SubSearchResult(candidates=cands, degraded=res.degraded)
 
     def _merge(self, subs: list[SubSearchResult]) -> list[Candidate]:
-        """Fan-out: RRF over the sub-search orders (each sub-list counts equally)."""
+        """Fan-out: RRF over the sub-search orders (each sub-list counts equally); a chunk
+        found by several sub-searches is attributed to the one that ranked it best."""
         if len(subs) == 1:
             return subs[0].candidates
-        by_id: dict[str, Candidate] = {}
+        best: dict[str, tuple[int, Candidate]] = {}
         rankings: dict[str, list[str]] = {}
         for i, s in enumerate(subs):
             rankings[str(i)] = [c.row.chunk_id for c in s.candidates]
-            for c in s.candidates:
-                by_id.setdefault(c.row.chunk_id, c)
-        return [by_id[h.key] for h in rrf(rankings, k=self._s.rrf_k)]
+            for pos, c in enumerate(s.candidates):
+                cid = c.row.chunk_id
+                if cid not in best or pos < best[cid][0]:
+                    best[cid] = (pos, c)
+        return [best[h.key][1] for h in rrf(rankings, k=self._s.rrf_k)]
 
     def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
         if req.mmr_lambda is not None and cands:

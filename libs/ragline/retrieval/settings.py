@@ -36,6 +36,9 @@ class QuerySettings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)
+    weight_exact: float = Field(
+        default=1.0, ge=0, description="RRF weight of verbatim identifier matches; 0 = off"
+    )
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
     max_top_k: int = Field(default=50, ge=1, le=200)
