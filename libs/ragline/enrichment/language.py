@@ -17,7 +17,7 @@ __all__ = ["UNDETERMINED", "detect_language"]
 
 UNDETERMINED = "und"
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_MIN_WORDS = 4
+_MIN_WORDS = 6
 _MIN_HITS = 2
 _MIN_RATIO = 0.08
 _MARGIN = 1.3
@@ -78,7 +78,7 @@ def detect_language(text: str) -> str:
         return UNDETERMINED
     cyrillic = scripts.most_common(1)[0][0] == "CYRILLIC"
     candidates = ("ru", "uk") if cyrillic else tuple(k for k in STOPWORDS if k not in ("ru", "uk"))
-    counts = Counter(words)
+    counts = Counter(w for w in words if len(w) > 1)  # "a", "i", "v" are in too many lists
     hits = sorted(
         ((sum(n for w, n in counts.items() if w in STOPWORDS[lang]), lang) for lang in candidates),
         reverse=True,

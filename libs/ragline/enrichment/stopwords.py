@@ -18,7 +18,9 @@ STOPWORDS: dict[str, frozenset[str]] = {
     "en": _w(
         "the of and to in is that for it as was with be by on not he this are or his from "
         "at which but have an they you were their one all we can has been there more if "
-        "will would what when who its also these than into only other should may such our"
+        "will would what when who its also these than into only other should may such our "
+        "per up off out about after over any each how your do does did so no my me them "
+        "then here just must every"
     ),
     "de": _w(
         "der die und in den von zu das mit sich des auf für ist im dem nicht ein eine als "
