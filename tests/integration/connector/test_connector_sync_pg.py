@@ -129,3 +129,53 @@ async def test_sync_refuses_to_empty_a_tenant(stack: Settings, tenant: str, tmp_
     await seed(stack, [(tenant, "fs:a.md", "indexed", T0, "4" * 64, "m", "indexed")])
     out = await asyncio.to_thread(run_sync, tmp_path / "empty", tenant, "--no-progress")
     assert out.returncode == 1 and "--allow-empty" in out.stderr
+
+
+async def test_watch_cli_once_publishes_and_keeps_state(
+    stack: Settings, tenant: str, tmp_path: Path, collector: Any
+) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "_policy.yaml").write_text("acl_groups: [eng]\n")
+    (root / "one.md").write_text("# One\n")
+    (root / "two.txt").write_text("two\n")
+    state = tmp_path / "watch-state.json"
+
+    def watch() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragline.cli",
+                "watch",
+                str(root),
+                "--tenant",
+                tenant,
+                "--source",
+                "team",
+                "--once",
+                "--settle",
+                "0",
+                "--state-file",
+                str(state),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ),
+            check=False,
+        )
+
+    first = await asyncio.to_thread(watch)
+    assert first.returncode == 0, first.stderr
+    assert "upsert       2" in first.stdout
+    (root / "two.txt").unlink()
+    second = await asyncio.to_thread(watch)  # a new process: the state file remembers
+    assert second.returncode == 0, second.stderr
+    assert "delete       1" in second.stdout and "upsert" not in second.stdout
+    events = await collector("source.changes", tenant, count=3, settle_s=1.0)
+    assert sorted((e["event_type"], e["document_id"]) for e in events) == [
+        ("source.delete", "team:two.txt"),
+        ("source.upsert", "team:one.md"),
+        ("source.upsert", "team:two.txt"),
+    ]

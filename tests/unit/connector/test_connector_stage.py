@@ -219,3 +219,25 @@ async def test_backend_down_fails_the_batch_and_concurrent_writer_wins(
     stage.state.down = False  # type: ignore[attr-defined]
     stage.state.newer_meanwhile.add("wiki:rb")  # type: ignore[attr-defined]
     assert await stage.handle(upsert(3), CTX) == []
+
+
+async def test_content_only_ever_leaves_towards_the_scanner(stage: ConnectorStage) -> None:
+    """Issue 4: no path skips the scanner. Whatever the decision (new, metadata-only,
+    re-sent by sync), bytes leave the connector only on doc.fetched (parser -> scanner);
+    doc.control (straight to the indexer) never carries text."""
+    indexed(stage, 5)
+    events = [
+        upsert(6),  # unchanged
+        upsert(7, meta=META.model_copy(update={"acl_groups": ("ops",)})),  # metadata/ACL only
+        upsert(8, "new text"),  # content
+        SourceDelete(tenant_id="acme", document_id="wiki:gone", source_seq=1),
+        SourceAclChange(tenant_id="acme", document_id="wiki:x", source_seq=1, acl_groups=("a",)),
+    ]
+    outputs = [o for r in await stage.handle_batch(events, CTX) if isinstance(r, list) for o in r]
+    assert {o.topic for o in outputs} == {"doc.fetched", "doc.control"}
+    for o in outputs:
+        if o.topic == "doc.control":
+            assert isinstance(o.event, DocControl)
+            assert not ({"content_b64", "content_text", "meta"} & set(type(o.event).model_fields))
+        else:
+            assert isinstance(o.event, DocFetched) and o.event.change in ("content", "metadata")
