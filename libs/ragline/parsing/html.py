@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from bs4 import BeautifulSoup, Tag
-from bs4.element import CData, NavigableString
+from bs4.element import CData, NavigableString, PageElement
 
 from ragline.events import BlockKind, ParsedDocument
 
@@ -151,8 +151,17 @@ class _Walker:
                        line_end=self.run_line + newlines)  # fmt: skip
             self.run = []
 
-    def walk(self, node: Tag) -> None:
-        for child in list(node.children):
+    def walk(self, root: Tag) -> None:
+        """Depth-first over containers with an explicit stack: page nesting depth is
+        attacker-controlled, Python's recursion limit is not a parser limit."""
+        stack: list[tuple[Tag, Iterator[PageElement]]] = [(root, iter(list(root.children)))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                self.flush()
+                continue
             if isinstance(child, Tag):
                 if child.name in _INLINE:
                     if not self.run:
@@ -160,16 +169,17 @@ class _Walker:
                     self.run.append(child)
                 else:
                     self.flush()
-                    self.block(child)
+                    if self.block(child):
+                        stack.append((child, iter(list(child.children))))
             elif isinstance(child, NavigableString) and type(child) in (NavigableString, CData):
                 if not self.run:
                     if not child.strip():
                         continue
                     self.run_line = node.sourceline or 1
                 self.run.append(child)
-        self.flush()
 
-    def block(self, tag: Tag) -> None:
+    def block(self, tag: Tag) -> bool:
+        """Emit the block ``tag`` is; True if it is a container to descend into."""
         name = tag.name
         if name in _HEADINGS:
             self.b.heading(_text(tag), _HEADINGS[name], **_lines(tag))
@@ -189,10 +199,9 @@ class _Walker:
                        **_lines(tag))  # fmt: skip
         elif name == "blockquote":
             self.b.add(BlockKind.QUOTE, _text(tag), **_lines(tag))
-        elif name in ("hr", "head", "title", "meta", "link"):
-            return
-        else:  # div, section, article, figure, unknown elements: containers
-            self.walk(tag)
+        elif name not in ("hr", "head", "title", "meta", "link"):
+            return True  # div, section, article, figure, unknown elements: containers
+        return False
 
 
 def parse_html(text: str, settings: ParserSettings, *, encoding: str | None) -> ParsedDocument:
@@ -205,7 +214,9 @@ def parse_html(text: str, settings: ParserSettings, *, encoding: str | None) -> 
     title_tag = soup.find("title")
     title = _text(title_tag) if isinstance(title_tag, Tag) else None
     for tag in soup.find_all(True):
-        if not tag.decomposed and _is_boilerplate(tag):
+        # not `tag.decomposed`: on a live tag bs4 resolves it by searching the subtree
+        # for a child named "_decomposed", which is quadratic on deeply nested pages
+        if not vars(tag).get("_decomposed") and _is_boilerplate(tag):
             tag.decompose()
     articles = soup.find_all("article")
     root = (

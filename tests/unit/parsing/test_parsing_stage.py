@@ -1,0 +1,142 @@
+"""The parser stage's handle() with real DocFetched events (no broker needed), and the
+process-pool executor: quarantines cross the process boundary, timeouts kill the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+
+import pytest
+from parsing_helpers import FIXTURES
+
+from ragline.errors import ContractError, QuarantineError
+from ragline.events import DocFetched, DocParsed, DocumentMeta, Topics, input_adapter
+from ragline.hashing import content_hash
+from ragline.parsing import ParseExecutor, ParserSettings, parse_document
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import StageContext
+from services.parser.handlers import ParserStage, build
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def _fetched(name: str, data: bytes, **meta: object) -> DocFetched:
+    return DocFetched(
+        tenant_id="acme",
+        document_id=f"fs:handbooks/{name}",
+        content_hash=content_hash(data),
+        source_seq=7,
+        traceparent=TRACEPARENT,
+        meta=DocumentMeta(source_type="filesystem", uri=f"file:///srv/docs/{name}",
+                          acl_groups=("eng", "ops"), **meta),  # type: ignore[arg-type]
+        content_b64=base64.b64encode(data).decode(),
+        size_bytes=len(data),
+        change="content",
+    )
+
+
+def _ctx() -> StageContext:
+    return StageContext(settings=Settings(), logger=logging.getLogger("test.parser"))
+
+
+def test_build_registers_the_stage() -> None:
+    stage = build(Settings())
+    assert isinstance(stage, ParserStage)
+    assert stage.name == "parser"
+    assert stage.input_topics == ("doc.fetched",)
+
+
+async def test_handle_emits_doc_parsed_with_the_envelope_copied() -> None:
+    data = (FIXTURES / "guide.md").read_bytes()
+    event = _fetched("guide.md", data, title="Operator guide", version="2.1")
+    stage = ParserStage(Settings(), ParserSettings(workers=0))
+    await stage.start()
+    try:
+        outputs = await stage.handle(event, _ctx())
+    finally:
+        await stage.stop()
+    assert len(outputs) == 1
+    out = outputs[0]
+    assert out.topic == Topics.DOC_PARSED == "doc.parsed"
+    parsed = out.event
+    assert isinstance(parsed, DocParsed)
+    for field in ("tenant_id", "document_id", "content_hash", "source_seq", "traceparent",
+                  "meta", "change"):
+        assert getattr(parsed, field) == getattr(event, field), field
+    assert parsed.event_id != event.event_id
+    assert parsed.document == parse_document(data, event.meta, ParserSettings())
+    assert parsed.document.format == "markdown"
+    # what goes on the wire validates against the topic's contract
+    wire = parsed.model_dump_json()
+    assert input_adapter(Topics.DOC_PARSED).validate_json(wire) == parsed
+
+
+async def test_replayed_input_gives_the_same_output_event_id() -> None:
+    data = b"hello world\n"
+    event = _fetched("a.txt", data)
+    stage = ParserStage(Settings(), ParserSettings(workers=0))
+    first = (await stage.handle(event, _ctx()))[0].event
+    again = (await stage.handle(event, _ctx()))[0].event
+    other = (await stage.handle(_fetched("a.txt", data), _ctx()))[0].event
+    assert first.event_id == again.event_id
+    assert first.event_id != other.event_id
+
+
+async def test_handle_raises_typed_errors_for_bad_input() -> None:
+    stage = ParserStage(Settings(), ParserSettings(workers=0))
+    corrupt = (FIXTURES / "bad" / "corrupt.pdf").read_bytes()
+    with pytest.raises(QuarantineError) as info:
+        await stage.handle(_fetched("corrupt.pdf", corrupt), _ctx())
+    assert info.value.reason_code == "corrupt_pdf"
+    bad = _fetched("x.txt", b"abc").model_copy(update={"content_b64": "%%%"})
+    with pytest.raises(ContractError):
+        await stage.handle(bad, _ctx())
+
+
+async def test_the_event_loop_stays_responsive_while_parsing() -> None:
+    data = ("word " * 20 + "\n\n").encode() * 20000  # ~2 MB of paragraphs
+    stage = ParserStage(Settings(), ParserSettings(workers=0))
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    await stage.handle(_fetched("big.txt", data), _ctx())
+    elapsed = time.perf_counter() - started
+    task.cancel()
+    assert elapsed > 0.05
+    assert ticks >= 2  # the loop ran while the thread parsed
+
+
+async def test_process_pool_parses_quarantines_and_survives_a_timeout() -> None:
+    executor = ParseExecutor(ParserSettings(workers=1, timeout_s=60))
+    await executor.start()
+    try:
+        meta = DocumentMeta(uri="file:///x/report.pdf")
+        doc = await executor.parse((FIXTURES / "report.pdf").read_bytes(), meta)
+        assert doc.format == "pdf" and doc.page_count == 3
+        with pytest.raises(QuarantineError) as info:  # crosses the process boundary intact
+            await executor.parse((FIXTURES / "bad" / "zip_bomb.docx").read_bytes(),
+                                 DocumentMeta(uri="file:///x/bomb.docx"))
+        assert info.value.reason_code == "zip_bomb"
+        # a document slower than the timeout: the worker is killed, the doc quarantined
+        executor.settings = ParserSettings(workers=1, timeout_s=0.2, max_bytes=64 * 2**20)
+        slow = ("- item with some words\n" * 400_000).encode()  # seconds of markdown work
+        started = time.perf_counter()
+        with pytest.raises(QuarantineError) as info:
+            await executor.parse(slow, DocumentMeta(uri="file:///x/slow.md"))
+        assert info.value.reason_code == "parse_timeout"
+        assert time.perf_counter() - started < 5
+        # ... and the next document flows through the rebuilt pool
+        executor.settings = ParserSettings(workers=1, timeout_s=60)
+        doc = await executor.parse(b"# Next\n\nstill works\n", DocumentMeta(uri="file:///n.md"))
+        assert doc.blocks[-1].text == "still works"
+    finally:
+        await executor.stop()
