@@ -133,13 +133,15 @@ def _extension(uri: str | None) -> tuple[str, bool]:
 
 
 def detect_format(data: bytes, mime_type: str | None, uri: str | None) -> Detected:
-    """Decide the format; raise ``unsupported_type`` for what no parser handles."""
+    """Decide the format; raise ``unsupported_type`` for what no parser handles.
+
+    A specific MIME type we parse wins, then a known file extension, then content
+    sniffing (for generic types such as text/plain or application/octet-stream).
+    """
     mime, charset = _split_mime(mime_type)
     if mime in _MIME:
         fmt, lang = _MIME[mime]
         return Detected(format=fmt, language=lang, charset=charset, via="mime")
-    if mime and _UNSUPPORTED_MIME.search(mime):
-        raise QuarantineError("unsupported_type", f"no parser for MIME type {mime}")
     ext, transcript = _extension(uri)
     if transcript:
         return Detected(format=Format.TRANSCRIPT, charset=charset, via="extension")
@@ -152,6 +154,9 @@ def detect_format(data: bytes, mime_type: str | None, uri: str | None) -> Detect
         return Detected(format=Format.CODE, language=lang, charset=charset, via="extension")
     if ext in _UNSUPPORTED_EXT:
         raise QuarantineError("unsupported_type", f"no parser for {ext} files")
+    # after the extension: guessers map source files to odd types (.ts -> video/mp2t)
+    if mime and _UNSUPPORTED_MIME.search(mime):
+        raise QuarantineError("unsupported_type", f"no parser for MIME type {mime}")
     return Detected(format=_sniff(data), charset=charset, via="sniff")
 
 
