@@ -111,17 +111,20 @@ class IndexerStage(Stage):
     ) -> Sequence[Sequence[Output] | BaseException]:
         results: list[Sequence[Output] | BaseException] = [() for _ in events]
         outcomes: dict[int, Outcome] = {}
-        with pg_errors():
-            async with self.pool.connection() as conn:
-                for i, ev in enumerate(events):
-                    try:
-                        outcome = await self.writer.apply(conn, ev)
-                    except Exception as exc:  # the runtime classifies it
-                        results[i] = exc
-                        continue
-                    if outcome is not None:
-                        outcomes[i] = outcome
-                failed_tenants = await self._sync(conn, events, outcomes)
+        try:
+            with pg_errors():
+                async with self.pool.connection() as conn:
+                    for i, ev in enumerate(events):
+                        try:
+                            outcome = await self.writer.apply(conn, ev)
+                        except Exception as exc:  # the runtime classifies it
+                            results[i] = exc
+                            continue
+                        if outcome is not None:
+                            outcomes[i] = outcome
+                    failed_tenants = await self._sync(conn, events, outcomes)
+        except RaglineError as exc:  # no connection at all: every event failed alike
+            return [exc for _ in events]
         for i, outcome in outcomes.items():
             ev = events[i]
             err = failed_tenants.get(ev.tenant_id)

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from psycopg import AsyncConnection
 
+from ragline.errors import PermanentError
 from ragline.events import DocControl, DocEmbedded, DocQuarantined, IndexAction
 from ragline.indexing.metrics import CHUNKS_WRITTEN, DOCUMENTS_APPLIED, PG_WRITE_SECONDS
 from ragline.indexing.outcome import Outcome
@@ -79,6 +80,11 @@ class IndexWriter:
     # ------------------------------------------------------------------ content
     async def _upsert(self, conn: AsyncConnection, ev: DocEmbedded) -> Outcome:
         t, d, meta = ev.tenant_id, ev.document_id, ev.meta
+        if ev.embedding_dim != chunk_store.EMBEDDING_DIM:
+            raise PermanentError(
+                f"embedding_dim {ev.embedding_dim} != chunks.embedding dimension "
+                f"{chunk_store.EMBEDDING_DIM} (a new model needs a migration)"
+            )
         state = await doc_store.get_state(conn, t, d)
         if state is not None and ev.source_seq <= state.source_seq:
             await self._reassert_status(conn, ev.source_seq, state)

@@ -18,6 +18,7 @@ from ragline.store.pg_errors import pg_errors
 
 __all__ = [
     "CHUNK_COLUMNS",
+    "EMBEDDING_DIM",
     "OS_COLUMNS",
     "delete_document_chunks",
     "delete_other_generations",
@@ -25,6 +26,9 @@ __all__ = [
     "restamp_acl",
     "write_chunks",
 ]
+
+# chunks.embedding is vector(384) (0003_core.sql): another dimension needs a migration
+EMBEDDING_DIM = 384
 
 CHUNK_COLUMNS: tuple[str, ...] = (
     "tenant_id",

@@ -8,6 +8,7 @@ from datetime import date
 import pytest
 from indexing_helpers import indexed, os_hits, pg_chunk_texts
 
+from ragline.errors import PermanentError
 from ragline.events import AclChange, DocControl, DocQuarantined
 from ragline.indexing.samples import embedded_event
 
@@ -216,3 +217,15 @@ async def test_quarantine_status_with_seq_guard(apply, admin, tenant):
         (tenant,),
     )
     assert await cur.fetchone() == ("indexed", None)
+
+
+async def test_one_bad_event_does_not_fail_its_batch(apply, admin, tenant):
+    good = embedded_event(tenant_id=tenant, document_id="ok:1", source_seq=1, texts=["fine"])
+    bad = embedded_event(tenant_id=tenant, document_id="bad:1", source_seq=1, texts=["x"], dim=16)
+    r_good, r_bad = await apply([good, bad])
+    assert not indexed(r_good).skipped
+    assert isinstance(r_bad, PermanentError) and "dimension" in str(r_bad)
+    cur = await admin.execute(
+        "SELECT document_id FROM documents WHERE tenant_id = %s ORDER BY 1", (tenant,)
+    )
+    assert await cur.fetchall() == [("ok:1",)]
