@@ -73,6 +73,7 @@ class SearchResponse(_Tolerant):
     timings_ms: dict[str, Any] = Field(default_factory=dict)
     cache: str | None = None
     trace_id: str | None = None
+    degraded: list[str] = Field(default_factory=list)
 
     @property
     def server_ms(self) -> float | None:

@@ -44,11 +44,13 @@ TABLE_METRICS: tuple[str, ...] = (
     "forbidden_hits",
     "unflagged_injection_hits",
     "error_rate",
+    "degraded_rate",
     "cache_hit_rate",
     "rerank_applied_rate",
     "latency_p50_ms",
     "latency_p95_ms",
     "latency_p99_ms",
+    "server_p50_ms",
 )
 
 

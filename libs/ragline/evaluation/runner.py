@@ -98,6 +98,8 @@ async def run_case(
         cache=resp.cache,
         rerank_applied=resp.rerank_applied() if rerank else None,
         trace_id=resp.trace_id,
+        degraded=tuple(resp.degraded),
+        timings_ms={k: float(v) for k, v in resp.timings_ms.items() if isinstance(v, int | float)},
     )
 
 

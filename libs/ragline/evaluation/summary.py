@@ -21,6 +21,7 @@ from ragline.evaluation.metrics import (
     latency_summary,
     mean,
     ndcg_at_k,
+    percentile,
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
@@ -72,7 +73,8 @@ class CaseRun:
     rerank_applied: bool | None = None
     trace_id: str | None = None
     error: str | None = None
-    extra: Mapping[str, str] = field(default_factory=dict)
+    degraded: Sequence[str] = ()
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
 
 
 class CaseResult(BaseModel):
@@ -98,6 +100,8 @@ class CaseResult(BaseModel):
     rerank_applied: bool | None
     trace_id: str | None
     error: str | None
+    degraded: list[str] = []
+    timings_ms: dict[str, float] = {}
 
 
 def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
@@ -141,6 +145,8 @@ def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
         rerank_applied=run.rerank_applied,
         trace_id=run.trace_id,
         error=run.error,
+        degraded=list(run.degraded),
+        timings_ms=dict(run.timings_ms),
     )
 
 
@@ -164,13 +170,19 @@ def _aggregate(
     out["forbidden_hits"] = float(sum(len(r.forbidden_documents) for r in results))
     out["unflagged_injection_hits"] = float(sum(len(r.unflagged_documents) for r in results))
     out["error_rate"] = _rate(r.error is not None for r in results)
+    out["degraded_rate"] = _rate(bool(r.degraded) for r in ok)
     out["cache_hit_rate"] = _rate(r.cache == "hit" for r in ok if r.cache is not None)
     out["rerank_applied_rate"] = _rate(
         bool(r.rerank_applied) for r in ok if r.rerank_applied is not None
     )
     out.update(latency_summary([r.latency_ms for r in ok if r.latency_ms is not None]))
     server = [r.server_ms for r in ok if r.server_ms is not None]
-    out["server_p50_ms"] = latency_summary(server)["latency_p50_ms"]
+    out["server_p50_ms"] = percentile(server, 50)
+    # the service's own per-stage timings: where the time goes, per mode
+    stages = sorted({k for r in ok for k in r.timings_ms if k != "total"})
+    for stage in stages:
+        vals = [r.timings_ms[stage] for r in ok if stage in r.timings_ms]
+        out[f"server_{stage}_p50_ms"] = percentile(vals, 50)
     return out
 
 

@@ -117,3 +117,32 @@ def test_plot_is_written(tmp_path: Path, tiny: EvalDataset, runs: dict[str, list
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000
+
+
+def test_server_stage_timings(tiny: EvalDataset) -> None:
+    runs = {
+        "m": [
+            CaseRun(
+                case_id="f1",
+                mode="m",
+                latency_ms=30.0,
+                server_ms=20.0,
+                timings_ms={"embed": 8.0, "dense": 4.0, "total": 20.0},
+            ),
+            CaseRun(
+                case_id="p1",
+                mode="m",
+                abstained=True,
+                latency_ms=10.0,
+                server_ms=6.0,
+                timings_ms={"embed": 2.0, "total": 6.0},
+                degraded=("rerank_unavailable",),
+            ),
+        ]
+    }
+    r = build_report(tiny, runs, top_k=100, concurrency=1)
+    assert r.value("m", "server_p50_ms") == 13.0
+    assert r.value("m", "server_embed_p50_ms") == 5.0
+    assert r.value("m", "server_dense_p50_ms") == 4.0
+    assert r.value("m", "server_total_p50_ms") is None
+    assert r.value("m", "degraded_rate") == 0.5
