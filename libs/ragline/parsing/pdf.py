@@ -39,6 +39,11 @@ _HEADING_RATIO = 1.15
 _PARAGRAPH_GAP = 1.6  # a vertical gap above this many font sizes starts a paragraph
 _MAX_HEADING_CHARS = 150
 _DIGITS = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(
+    r"^(page\s*)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$|^[-–]\s*\d{1,4}\s*[-–]$", re.I
+)
+_DOT_LEADER = re.compile(r"(\.\s?){5,}")  # table-of-contents lines are not headings
+_BULLET = re.compile(r"^\s*[•◦▪▫‣⁃●○■□–-]\s+")
 
 
 # (text, CTM, text matrix, font dict, font size) as pypdf's visitor reports them
@@ -130,7 +135,12 @@ def _page_lines(page: int, runs: list[_Run]) -> list[_Line]:
 
 
 def _drop_repeated(pages: list[list[_Line]]) -> None:
-    """Remove running headers/footers: first/last lines repeated on most pages."""
+    """Remove page numbers and running headers/footers (first/last lines repeated on
+    most pages)."""
+    for lines in pages:
+        for ln in [*lines[:2], *lines[-2:]]:
+            if _PAGE_NUMBER.match(ln.text) and ln in lines:
+                lines.remove(ln)
     if len(pages) < 3:
         return
     counts: Counter[str] = Counter()
@@ -157,12 +167,21 @@ def parse_pdf(data: bytes, settings: ParserSettings) -> ParsedDocument:
                            reverse=True)  # fmt: skip
     levels = {s: i + 1 for i, s in enumerate(heading_sizes[:8])}
     bold_level = len(levels) + 1
+    # numbering deepens a heading only beyond the shallowest numbering seen at its size:
+    # "2.1 Scope" set in the same size as "2. Costs" is one level deeper
+    base_depth: dict[float, int] = {}
+    for ln in all_lines:
+        depth = numbering_depth(ln.text)
+        if ln.size in levels and depth is not None and not _DOT_LEADER.search(ln.text):
+            base_depth[ln.size] = min(depth, base_depth.get(ln.size, depth))
 
     def level_of(ln: _Line) -> int | None:
-        if len(ln.text) > _MAX_HEADING_CHARS:
+        if len(ln.text) > _MAX_HEADING_CHARS or _DOT_LEADER.search(ln.text):
             return None
-        if ln.size in levels:  # "2.1 Scope" set in the same size as "2. Costs" is deeper
-            return levels[ln.size] + max(0, (numbering_depth(ln.text) or 1) - 1)
+        if ln.size in levels:
+            depth = numbering_depth(ln.text)
+            extra = depth - base_depth[ln.size] if depth is not None else 0
+            return min(9, levels[ln.size] + max(0, extra))
         if ln.bold and ln.size >= body and len(ln.text) <= 80 and not ln.text.endswith("."):
             return bold_level
         return None
@@ -180,13 +199,15 @@ def parse_pdf(data: bytes, settings: ParserSettings) -> ParsedDocument:
 
 
 class _Assembler:
-    """Groups a page's lines into headings (same level, adjacent) and paragraphs (gaps)."""
+    """Groups a page's lines into headings (same level, adjacent), bullet lists and
+    paragraphs (a vertical gap above ``_PARAGRAPH_GAP`` font sizes starts a new one)."""
 
     def __init__(self, builder: BlockBuilder, level_of: Callable[[_Line], int | None]) -> None:
         self.b = builder
         self.level_of = level_of
         self.title: str | None = None
-        self.para: list[str] = []
+        self.kind = BlockKind.PARAGRAPH
+        self.lines: list[str] = []  # paragraph lines, or list items
         self.head: list[str] = []
         self.head_level = 0
 
@@ -197,9 +218,10 @@ class _Assembler:
                 self.title = text
             self.b.heading(clean_text(text), self.head_level, page=page)
             self.head = []
-        if self.para:
-            self.b.add(BlockKind.PARAGRAPH, clean_text(_join(self.para)), page=page)
-            self.para = []
+        if self.lines:
+            text = "\n".join(self.lines) if self.kind is BlockKind.LIST else _join(self.lines)
+            self.b.add(self.kind, clean_text(text), page=page)
+            self.lines = []
 
     def page(self, lines: list[_Line]) -> None:
         prev: _Line | None = None
@@ -211,10 +233,19 @@ class _Assembler:
                     self.flush(ln.page)
                 self.head.append(ln.text)
                 self.head_level = level
-            else:
-                if self.head or not close:
+            elif _BULLET.match(ln.text):
+                if self.head or not close or self.kind is not BlockKind.LIST:
                     self.flush(ln.page)
-                self.para.append(ln.text)
+                self.kind = BlockKind.LIST
+                self.lines.append(ln.text)
+            elif self.head or not close:
+                self.flush(ln.page)
+                self.kind = BlockKind.PARAGRAPH
+                self.lines.append(ln.text)
+            elif self.kind is BlockKind.LIST:  # a wrapped list item
+                self.lines[-1] = _join([self.lines[-1], ln.text])
+            else:
+                self.lines.append(ln.text)
             prev = ln
         if lines:
             self.flush(lines[-1].page)
