@@ -39,6 +39,7 @@ class Decision(StrEnum):
     UNCHANGED = "unchanged"  # same bytes and metadata as indexed: nothing to do
     STALE = "stale"  # older than what the platform already holds: dropped
     FORWARD = "forward"  # delete / acl change passed on to the indexer
+    DELETE = "delete"  # (metric label of a forwarded delete)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +71,12 @@ class StoredState:
     def indexed(self) -> bool:
         return self.status == "indexed"
 
+    @property
+    def in_flight(self) -> bool:
+        """A change was accepted that the indexer has not confirmed yet (or that was
+        lost with a broker): the ``documents`` row may not be the version that wins."""
+        return self.pending_status == "accepted"
+
 
 def _older(stored: StoredState | None, source_seq: int, *, include_acl: bool = False) -> bool:
     newest = stored.newest_seq(include_acl=include_acl) if stored is not None else None
@@ -82,11 +89,14 @@ def decide_upsert(
     """The policy for an upsert whose bytes have been hashed.
 
     Equal ``source_seq`` is not stale: a redelivered event must be able to finish the
-    work its first delivery started (idempotent downstream).
+    work its first delivery started (idempotent downstream). Nothing is dropped as
+    unchanged while another change is in flight: it would win at the indexer.
     """
     if _older(stored, source_seq):
         return Decision.STALE
     if stored is None or not stored.indexed or stored.content_hash != content_hash:
+        return Decision.CONTENT
+    if stored.in_flight:  # an older change in flight would otherwise overwrite this one
         return Decision.CONTENT
     if stored.meta_hash != meta_hash:
         return Decision.METADATA
@@ -106,6 +116,7 @@ def decide_before_fetch(
         event.content_hash is not None
         and stored is not None
         and stored.indexed
+        and not stored.in_flight
         and stored.content_hash == event.content_hash
         and stored.meta_hash == meta_hash
     ):

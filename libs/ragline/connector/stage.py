@@ -138,7 +138,7 @@ class ConnectorStage(Stage):
         }
         fetched = await self._fetch_all(need)
         view = dict(stored)  # the stored state as this batch's earlier events left it
-        accepts: dict[_Key, tuple[int, str]] = {}
+        accepts: dict[_Key, tuple[int, str | None]] = {}
         waiting: list[tuple[int, _Key, Decision, Output]] = []
         for i, ev in changes.items():
             key = _key(ev)
@@ -148,10 +148,15 @@ class ConnectorStage(Stage):
                 if decision is Decision.STALE:
                     results[i] = self._nothing(ev, decision, ctx)
                     continue
-                kind = "delete" if isinstance(ev, SourceDelete) else "acl"
-                DECISIONS.labels(kind).inc()
-                view[key] = _seen(st, ev.source_seq, acl=kind == "acl")
-                results[i] = [Output(topic=Topics.DOC_CONTROL.value, event=control_event(ev))]
+                control = Output(topic=Topics.DOC_CONTROL.value, event=control_event(ev))
+                if isinstance(ev, SourceAclChange):
+                    DECISIONS.labels("acl").inc()
+                    view[key] = _seen(st, ev.source_seq, acl=True)
+                    results[i] = [control]
+                else:  # a delete is a content change: recorded like one (no hash)
+                    _note(accepts, key, ev.source_seq, None)
+                    view[key] = _seen(st, ev.source_seq, acl=False)
+                    waiting.append((i, key, Decision.DELETE, control))
                 continue
             meta, mhash = metas[i]
             early = decide_before_fetch(st, ev, mhash)
@@ -169,9 +174,8 @@ class ConnectorStage(Stage):
             if decision not in (Decision.CONTENT, Decision.METADATA):
                 results[i] = self._nothing(ev, decision, ctx)
                 continue
-            if key not in accepts or accepts[key][0] <= ev.source_seq:
-                accepts[key] = (ev.source_seq, chash)
-            view[key] = _seen(st, ev.source_seq, acl=False)
+            _note(accepts, key, ev.source_seq, chash)
+            view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash)
             doc = fetched_event(ev, meta=meta, data=got.data, content_hash=chash, change=decision)
             waiting.append((i, key, decision, Output(topic=Topics.DOC_FETCHED.value, event=doc)))
         if waiting:
@@ -205,18 +209,14 @@ class ConnectorStage(Stage):
     def _accepted(out: Output, decision: Decision, ctx: StageContext) -> None:
         DECISIONS.labels(decision.value).inc()
         ev = out.event
-        assert isinstance(ev, DocFetched)
-        ctx.logger.info(
-            "accepted",
-            extra={
-                "fields": {
-                    "document_id": ev.document_id,
-                    "decision": decision.value,
-                    "source_seq": ev.source_seq,
-                    "size_bytes": ev.size_bytes,
-                }
-            },
-        )
+        fields = {
+            "document_id": ev.document_id,
+            "decision": decision.value,
+            "source_seq": ev.source_seq,
+        }
+        if isinstance(ev, DocFetched):
+            fields["size_bytes"] = ev.size_bytes
+        ctx.logger.info("accepted", extra={"fields": fields})
 
     @staticmethod
     def _nothing(event: _Change, decision: Decision, ctx: StageContext) -> list[Output]:
@@ -238,9 +238,21 @@ def _key(ev: _Change) -> _Key:
     return (ev.tenant_id, ev.document_id)
 
 
-def _seen(st: StoredState | None, seq: int, *, acl: bool) -> StoredState:
+def _seen(
+    st: StoredState | None, seq: int, *, acl: bool, content_hash: str | None = None
+) -> StoredState:
     """``st`` after an event at ``seq`` was passed on (for later events of the batch)."""
     st = st or StoredState()
     if acl:
         return replace(st, acl_seq=max(st.acl_seq or 0, seq))
-    return replace(st, pending_seq=max(st.pending_seq or 0, seq))
+    if (st.pending_seq or 0) > seq:
+        return st
+    return replace(st, pending_seq=seq, pending_status="accepted", pending_hash=content_hash)
+
+
+def _note(
+    accepts: dict[_Key, tuple[int, str | None]], key: _Key, seq: int, chash: str | None
+) -> None:
+    """One status write per document and batch: the newest accepted change."""
+    if key not in accepts or accepts[key][0] <= seq:
+        accepts[key] = (seq, chash)

@@ -133,7 +133,7 @@ class StateStore:
         return out
 
     async def record_accepted(
-        self, tenant_id: str, document_id: str, source_seq: int, content_hash: str
+        self, tenant_id: str, document_id: str, source_seq: int, content_hash: str | None
     ) -> bool:
         """Record intake; False if a newer event already moved the status on."""
         written = await self.record_accepted_many(
@@ -141,8 +141,11 @@ class StateStore:
         )
         return (tenant_id, document_id) in written
 
-    async def record_accepted_many(self, accepted: Mapping[Key, tuple[int, str]]) -> set[Key]:
-        """One statement for a batch (one entry per key); the keys actually written."""
+    async def record_accepted_many(
+        self, accepted: Mapping[Key, tuple[int, str | None]]
+    ) -> set[Key]:
+        """One statement for a batch (one entry per key: seq, content hash or None for a
+        delete); the keys actually written."""
         if not accepted:
             return set()
         keys = sorted(accepted)

@@ -11,7 +11,7 @@ from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.connector.state import StateStore
-from ragline.events import DocFetched, DocumentMeta, SourceUpsert
+from ragline.events import DocFetched, DocumentMeta, SourceDelete, SourceUpsert
 from ragline.hashing import content_hash, meta_hash
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
@@ -102,5 +102,19 @@ async def test_stage_decisions_on_real_tables(stack: Settings, tenant: str) -> N
         assert await stage.handle(up(7, "in between"), ctx) == []
         state = await stage.state.get(tenant, "wiki:rb")
         assert state is not None and (state.pending_seq, state.pending_status) == (8, "accepted")
+        # a delete is recorded like a content change, without a hash
+        delete = SourceDelete(tenant_id=tenant, document_id="wiki:rb", source_seq=9)
+        [control] = await stage.handle(delete, ctx)
+        assert control.topic == "doc.control"
+        state = await stage.state.get(tenant, "wiki:rb")
+        assert state is not None
+        assert (state.pending_seq, state.pending_status, state.pending_hash) == (
+            9,
+            "accepted",
+            None,
+        )
+        # the indexed bytes again, while that delete is in flight: not "unchanged"
+        [back] = await stage.handle(up(10), ctx)
+        assert isinstance(back.event, DocFetched) and back.event.change == "content"
     finally:
         await stage.stop()

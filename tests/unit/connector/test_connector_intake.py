@@ -122,14 +122,20 @@ def test_control_stale_rules() -> None:
 @given(
     stored_seq=st.integers(0, 100),
     pending=st.one_of(st.none(), st.integers(0, 100)),
+    pending_status=st.sampled_from(["accepted", "indexed", "quarantined"]),
     seq=st.integers(0, 100),
     same_content=st.booleans(),
     same_meta=st.booleans(),
 )
 def test_decision_is_stale_exactly_when_something_newer_is_held(
-    stored_seq: int, pending: int | None, seq: int, same_content: bool, same_meta: bool
+    stored_seq: int,
+    pending: int | None,
+    pending_status: str,
+    seq: int,
+    same_content: bool,
+    same_meta: bool,
 ) -> None:
-    stored = indexed(seq=stored_seq, pending_seq=pending, pending_status="accepted")
+    stored = indexed(seq=stored_seq, pending_seq=pending, pending_status=pending_status)
     d = decide_upsert(
         stored,
         source_seq=seq,
@@ -139,14 +145,21 @@ def test_decision_is_stale_exactly_when_something_newer_is_held(
     newest = max(stored_seq, pending or 0)
     assert (d is Decision.STALE) == (newest > seq)
     if newest <= seq:
-        expected = (
-            Decision.CONTENT
-            if not same_content
-            else Decision.UNCHANGED
-            if same_meta
-            else Decision.METADATA
-        )
+        if not same_content or pending_status == "accepted":
+            expected = Decision.CONTENT  # new bytes, or something else in flight
+        else:
+            expected = Decision.UNCHANGED if same_meta else Decision.METADATA
         assert d is expected
+
+
+def test_nothing_is_dropped_as_unchanged_while_another_change_is_in_flight() -> None:
+    # seq 11 (other bytes, or a delete) accepted but not indexed; seq 12 reverts to the
+    # indexed version: dropping it would let seq 11 win at the indexer
+    flying = indexed(seq=10, pending_seq=11, pending_status="accepted", pending_hash=H2)
+    assert decide_upsert(flying, source_seq=12, content_hash=H1, meta_hash=M1) is Decision.CONTENT
+    assert decide_before_fetch(flying, upsert(seq=12, content_hash=H1), M1) is None
+    done = indexed(seq=11, pending_seq=11, pending_status="indexed")
+    assert decide_upsert(done, source_seq=12, content_hash=H1, meta_hash=M1) is Decision.UNCHANGED
 
 
 def test_fetched_event_is_deterministic_and_carries_the_bytes() -> None:

@@ -205,9 +205,24 @@ async def test_batch_decides_in_order_with_one_lookup(stage: ConnectorStage) -> 
 async def test_batch_control_then_older_upsert_is_stale(stage: ConnectorStage) -> None:
     indexed(stage, 5)
     delete = SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=7)
-    [d, up] = await stage.handle_batch([delete, upsert(6, "late edit")], CTX)
+    [d, up, back] = await stage.handle_batch([delete, upsert(6, "late edit"), upsert(8)], CTX)
     assert isinstance(d, list) and d[0].topic == "doc.control"
     assert up == []
+    # the indexed bytes coming back after the (in-flight) delete are not "unchanged"
+    assert isinstance(back, list) and isinstance(back[0].event, DocFetched)
+    assert back[0].event.change == "content"
+    assert stage.state.accepted == [("wiki:rb", 8)]  # type: ignore[attr-defined]
+
+
+async def test_a_forwarded_delete_is_recorded_as_accepted(stage: ConnectorStage) -> None:
+    indexed(stage, 5)
+    delete = SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=7)
+    [out] = await stage.handle(delete, CTX)
+    assert isinstance(out.event, DocControl) and out.event.action == "delete"
+    assert stage.state.accepted == [("wiki:rb", 7)]  # type: ignore[attr-defined]
+    stage.state.newer_meanwhile.add("wiki:rb")  # type: ignore[attr-defined]
+    again = SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=7)
+    assert await stage.handle(again, CTX) == []  # the status moved on: stale
 
 
 async def test_backend_down_fails_the_batch_and_concurrent_writer_wins(
