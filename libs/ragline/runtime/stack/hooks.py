@@ -21,7 +21,7 @@ from ragline.runtime.stack.settings import Component
 __all__ = ["POST_UP_HOOKS", "PostUpContext", "run_post_up_hooks"]
 
 # "package.module:function", run in order after migrations and topics
-POST_UP_HOOKS: tuple[str, ...] = ()
+POST_UP_HOOKS: tuple[str, ...] = ("ragline.indexing.stack_hook:rebuild_opensearch",)
 
 
 @dataclass(frozen=True, kw_only=True)
