@@ -58,12 +58,13 @@ def decide(
             label=f.label,
             redact=redact,
             priority=0 if f.kind is FindingKind.SECRET else 1,
+            score=f.score,
         )
         out.per_item[f.item].append(d)
         value = items[f.item][f.start : f.end]
         if redact and len(value.strip()) >= propagate_min_chars:
             prev = values.get(value)
-            if prev is None or d.priority < prev.priority:
+            if prev is None or d.rank < prev.rank:
                 values[value] = d
     if values:
         _propagate(items, values, out)
@@ -88,5 +89,6 @@ def _propagate(items: Sequence[str], values: dict[str, Decision], out: Decided) 
                     label=src.label,
                     redact=True,
                     priority=src.priority,
+                    score=src.score,
                 )
             )

@@ -38,6 +38,8 @@ class DocumentTexts:
     refs: list[FieldRef] = field(default_factory=list)
     # section-path strings are scanned once each, however many blocks repeat them
     section_items: dict[str, int] = field(default_factory=dict)
+    # table cell item -> its column header (secrets by column: ``| user | password |``)
+    cell_header: dict[int, str] = field(default_factory=dict)
 
     def add(self, block: int, path: tuple[str | int, ...], text: str | None) -> None:
         if text:
@@ -58,6 +60,8 @@ def collect(event: DocParsed) -> DocumentTexts:
                 out.add(i, ("table", "header", j), h)
             for r, row in enumerate(b.table.rows):
                 for c, cell in enumerate(row):
+                    if c < len(b.table.header) and cell:
+                        out.cell_header[len(out.items)] = b.table.header[c]
                     out.add(i, ("table", "rows", r, c), cell)
             out.add(i, ("table", "caption"), b.table.caption)
             out.add(i, ("table", "units"), b.table.units)

@@ -55,8 +55,10 @@ RULES: tuple[InjectionRule, ...] = (
        3, flags=0),
     _r("role_marker", r"(?:^|\n)[ \t>*#]*(?:system|assistant)\s*(?:prompt)?\s*:", 2),
     _r("instruction_header",
-       r"(?:^|\n)[ \t]*#{2,}[ \t]*(?:instruction|system|response|input)s?"
-       r"[ \t]*:?[ \t]*(?:\n|$)", 2),
+       r"(?:^|\n)[ \t]*#{2,}[ \t]*(?:instruction|system|response)s?[ \t]*:", 3),
+    _r("imperative_to_model",
+       r"\byou\s+(?:must|should|will|shall)\s+(?:now\s+|always\s+|never\s+|only\s+)?"
+       r"(?:recommend|answer|respond|reply|say|tell|ignore|pretend|output|obey|comply)\b", 1),
     _r("reveal_prompt", r"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:me\s+)?(?:your\s+"
        r"(?:full\s+|entire\s+|hidden\s+|initial\s+|original\s+)?(?:system\s+)?(?:prompt|instructions)|"
        r"the\s+(?:full\s+|entire\s+|hidden\s+|initial\s+|original\s+)?system\s+prompt|"
@@ -69,8 +71,7 @@ RULES: tuple[InjectionRule, ...] = (
        1, low=True),
     _r("markdown_image_exfil", r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*=(?:\{|%7B|\$)", 3),
     _r("tool_call_lure",
-       r"\b(?:call|invoke|trigger)\s+the\s+[\w-]+\s+(?:tool|function|plugin|api)\b|"
-       r"\b(?:call|invoke)\s+(?:the\s+)?(?:tool|function)\b", 2),
+       r"\b(?:call|invoke|trigger)\s+the\s+[\w-]+\s+(?:tool|function|plugin)\b", 2),
     _r("hidden_from_user",
        r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention|reveal|show|notify)\s+"
        r"(?:this\s+)?(?:to\s+)?(?:the\s+)?(?:user|human|reader|customer)", 2),
@@ -83,8 +84,12 @@ RULES: tuple[InjectionRule, ...] = (
     _r("html_comment_instruction", r"<!--[^>]{0,400}?\b(?:ignore|instruction|assistant|ai|prompt|"
        r"system)\b[^>]{0,400}?-->", 2),
     # weak, low-trust only: ordinary in documentation, telling in a ticket or web page
-    _r("jailbreak_persona", r"\b(?:you\s+are\s+now|act\s+as|pretend\s+(?:to\s+be|you\s+are)|"
-       r"roleplay\s+as|developer\s+mode|jailbreak|DAN\b)", 2, low=True),
+    _r("jailbreak_persona",
+       r"\byou\s+are\s+now\s+(?:an?\s+)?(?:(?-i:DAN)|unrestricted|unfiltered|jailbroken|evil|"
+       r"free\s+from|no\s+longer)|\bact\s+as\s+(?:if\s+you\s+(?:are|were)|an?\s+(?:ai|"
+       r"assistant|llm|chatbot|language\s+model|unrestricted|unfiltered))\b|"
+       r"\bpretend\s+(?:to\s+be|you\s+are)\b|\broleplay\s+as\b|\bdeveloper\s+mode\b|"
+       r"\bjailbreak|\b(?-i:DAN)\b", 2, low=True),
     _r("execute_command", r"\b(?:execute|run)\s+(?:the\s+following|this)\s+(?:command|code|script|"
        r"shell)|\bexecute\s+(?:rm|curl|wget|bash|sh|powershell)\b", 1, low=True),
     _r("user_role_marker", r"(?:^|\n)[ \t>*#]*(?:user|human)\s*:", 1, low=True),

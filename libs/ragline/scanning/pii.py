@@ -13,6 +13,7 @@ that are private/loopback/documentation ranges or version strings are not person
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from ragline.scanning.ner import NER_SCORE, NerEngine
 if TYPE_CHECKING:
     from presidio_analyzer import EntityRecognizer
 
-__all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract"]
+__all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract", "phone_windows"]
 
 CONTEXT_BOOST = 0.35
 _CTX_BEFORE = 60
@@ -46,6 +47,25 @@ def offline_tldextract() -> None:
     extractor = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
     extractor._ragline_offline = True  # type: ignore[attr-defined]
     tx.TLD_EXTRACTOR = extractor
+
+
+# seven digits or more, at most four separator characters between neighbours: anything
+# shorter is rejected by ``_phone_ok`` anyway
+_PHONE_CANDIDATE = re.compile(r"\d(?:[ \t().\-/\[\]]{0,4}\d){6,}")
+_PHONE_MARGIN = 12
+
+
+def phone_windows(text: str) -> list[tuple[int, int]]:
+    """Merged ``[start, end)`` windows (with margin) around possible phone numbers."""
+    windows: list[tuple[int, int]] = []
+    for m in _PHONE_CANDIDATE.finditer(text):
+        s = max(0, m.start() - _PHONE_MARGIN)
+        e = min(len(text), m.end() + _PHONE_MARGIN)
+        if windows and s <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], e))
+        else:
+            windows.append((s, e))
+    return windows
 
 
 def _context_near(text: str, start: int, end: int, words: frozenset[str]) -> bool:
@@ -94,6 +114,8 @@ class PiiDetector:
         """Instantiate every catalogued recognizer (fast) and, if asked, the spaCy model."""
         if not self._recognizers:
             offline_tldextract()
+            # presidio logs per-pattern debug lines; keep them out of service logs
+            logging.getLogger("presidio-analyzer").setLevel(logging.WARNING)
             import presidio_analyzer.predefined_recognizers as predefined
 
             for entity, cls_name in PATTERN_RECOGNIZERS.items():
@@ -137,25 +159,36 @@ class PiiDetector:
                 )  # fmt: skip
         return out
 
+    def _raw(self, text: str, entity: str) -> list[tuple[int, int, float]]:
+        rec = self._recognizers[entity]
+        if entity != "PHONE_NUMBER":
+            return [(r.start, r.end, float(r.score)) for r in rec.analyze(text, [entity], None)]  # type: ignore[arg-type]
+        # phonenumbers runs one matcher per region over the whole text (most of presidio's
+        # cost on prose); run it only on windows around digit runs that could be a phone
+        out: list[tuple[int, int, float]] = []
+        for ws, we in phone_windows(text):
+            for r in rec.analyze(text[ws:we], [entity], None):  # type: ignore[arg-type]
+                out.append((ws + r.start, ws + r.end, float(r.score)))
+        return out
+
     def _patterns(
         self, text: str, entity: str, min_score: float
     ) -> list[tuple[int, int, str, float, str]]:
-        rec = self._recognizers[entity]
         words = self._context[entity]
         out: list[tuple[int, int, str, float, str]] = []
-        for r in rec.analyze(text, [entity], None):  # type: ignore[arg-type]
-            score = float(r.score)
-            ctx = bool(words) and _context_near(text, r.start, r.end, words)
+        for start, end, raw_score in self._raw(text, entity):
+            score = raw_score
+            ctx = bool(words) and _context_near(text, start, end, words)
             if ctx and score < 1.0:
                 score = min(1.0, score + CONTEXT_BOOST)
             if score < min_score:
                 continue
-            value = text[r.start : r.end]
+            value = text[start:end]
             if entity == "PHONE_NUMBER" and not _phone_ok(value, ctx):
                 continue
-            if entity == "IP_ADDRESS" and not _ip_ok(text, r.start, value):
+            if entity == "IP_ADDRESS" and not _ip_ok(text, start, value):
                 continue
-            if entity == "EMAIL_ADDRESS" and _is_url_userinfo(text, r.start, value):
+            if entity == "EMAIL_ADDRESS" and _is_url_userinfo(text, start, value):
                 continue
-            out.append((r.start, r.end, entity, score, "presidio"))
+            out.append((start, end, entity, score, "presidio"))
         return out

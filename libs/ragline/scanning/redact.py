@@ -2,10 +2,10 @@
 
 Overlapping redaction spans are merged into their union (a secret partly inside a PII
 span must not survive in pieces); the merged span takes the type of its highest-priority
-member (secrets before PII, then the longest, then the first reported) and counts as one
-finding of that type: two detectors reporting the same secret are one secret. Tagged
-spans keep their text; their positions are shifted by the placeholders before them, and
-a tag whose text was entirely redacted away no longer counts as kept PII.
+member (secrets before PII, then the higher score, the longest, the first reported) and
+counts as one finding of that type: two detectors reporting the same secret are one
+secret. Tagged spans keep their text; their positions are shifted by the placeholders
+before them, and a tag whose text was entirely redacted away no longer counts as kept PII.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ class Decision:
     label: str
     redact: bool
     priority: int = 1
+    score: float = 1.0
+
+    @property
+    def rank(self) -> tuple[int, float, int]:
+        """Lower wins: priority, then higher score, then longer span."""
+        return (self.priority, -self.score, -(self.end - self.start))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -50,7 +56,7 @@ def _merge(spans: list[Decision]) -> list[tuple[int, int, Decision, list[Decisio
         if merged and d.start < merged[-1][1]:
             s, e, best, members = merged[-1]
             members.append(d)
-            if (d.priority, -(d.end - d.start)) < (best.priority, -(best.end - best.start)):
+            if d.rank < best.rank:
                 best = d
             merged[-1] = (s, max(e, d.end), best, members)
         else:

@@ -62,16 +62,25 @@ def split_items(items: Sequence[str], parts: int) -> list[tuple[int, list[str]]]
 
 
 class DetectionRunner:
-    def __init__(self, config: EngineConfig, *, workers: int = 0, split_bytes: int = 65536) -> None:
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        workers: int = 0,
+        split_bytes: int = 65536,
+        detectors: Detectors | None = None,
+    ) -> None:
+        """``detectors``: already loaded in-process detectors to share (tests, CLI)."""
         self.config = config
         self.workers = workers
         self.split_bytes = split_bytes
+        self._shared = detectors
         self._local: Detectors | None = None
         self._pool: ProcessPoolExecutor | None = None
 
     async def start(self) -> None:
         if self.workers <= 0:
-            self._local = Detectors(self.config)
+            self._local = self._shared or Detectors(self.config)
             await asyncio.to_thread(self._local.load)
             return
         self._pool = self._new_pool()

@@ -27,10 +27,11 @@ from ragline.scanning import metrics
 from ragline.scanning.decide import decide
 from ragline.scanning.fields import DOC_LEVEL, DocumentTexts, collect, rebuild
 from ragline.scanning.injection import InjectionScanner
-from ragline.scanning.model import DetectResult, FindingKind
+from ragline.scanning.model import DetectResult, Finding, FindingKind
 from ragline.scanning.policy import EffectivePolicy, PolicyContext, PolicySet
 from ragline.scanning.redact import redact_text
 from ragline.scanning.runner import DetectionRunner
+from ragline.scanning.secret_patterns import column_secret_type
 
 __all__ = ["SCANNER_VERSION", "ScanBlocked", "Scanner", "apply_scan"]
 
@@ -76,6 +77,22 @@ def _injection_text(event: DocParsed, i: int) -> str:
     return "\n".join([b.text, b.table.caption or "", *cells])
 
 
+def _column_findings(texts: DocumentTexts) -> list[Finding]:
+    out: list[Finding] = []
+    for item, header in texts.cell_header.items():
+        cell = texts.items[item]
+        type_ = column_secret_type(header, cell)
+        if type_ is not None:
+            lead = len(cell) - len(cell.lstrip())
+            out.append(
+                Finding(
+                    item=item, start=lead, end=len(cell.rstrip()), kind=FindingKind.SECRET,
+                    type=type_, detector="table-column",
+                )
+            )  # fmt: skip
+    return out
+
+
 def apply_scan(
     event: DocParsed,
     texts: DocumentTexts,
@@ -86,9 +103,8 @@ def apply_scan(
     propagate_min_chars: int = 4,
 ) -> DocScanned:
     """Pure: the scanned event for ``event`` given its detection result and policy."""
-    decided = decide(
-        texts.items, result.findings, policy, propagate_min_chars=propagate_min_chars
-    )
+    findings = [*result.findings, *_column_findings(texts)]
+    decided = decide(texts.items, findings, policy, propagate_min_chars=propagate_min_chars)
     scanned: list[str] = []
     counts: Counter[str] = Counter()
     positions: list[tuple[str, int, int, int]] = []

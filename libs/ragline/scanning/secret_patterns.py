@@ -19,7 +19,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["PATTERNS", "SecretPattern", "find_pattern_secrets", "looks_like_placeholder"]
+__all__ = [
+    "PATTERNS",
+    "SecretPattern",
+    "column_secret_type",
+    "find_pattern_secrets",
+    "looks_like_placeholder",
+]
 
 _PLACEHOLDER_WORDS = frozenset(
     {
@@ -190,3 +196,21 @@ def find_pattern_secrets(text: str) -> Iterator[tuple[int, int, str]]:
             if pat.validate is not None and not pat.validate(text[start:end]):
                 continue
             yield start, end, pat.type
+
+
+_SECRET_COLUMN = re.compile(
+    r"^\s*(?:[\w .-]*[ _.-])?(password|passwd|passphrase|pwd|secret|api[ _-]?key|apikey|"
+    r"access[ _-]?key|secret[ _-]?key|token|credentials?|private[ _-]?key)\s*$",
+    re.IGNORECASE,
+)
+
+
+def column_secret_type(header: str, cell: str) -> str | None:
+    """A table cell under a ``password``/``token``/``api key`` column is a secret by position
+    (``| service | password |`` puts key and value on different lines, out of reach of
+    every line-based pattern). Returns its type, or ``None``."""
+    m = _SECRET_COLUMN.match(header)
+    if m is None or looks_like_placeholder(cell.strip()):
+        return None
+    word = m.group(1).lower()
+    return "password" if word.startswith("pass") or word == "pwd" else "api_key"
