@@ -193,10 +193,14 @@ class Repairer:
                 by_tenant: dict[str, list[str]] = {}
                 for t, d in lag:
                     by_tenant.setdefault(t, []).append(d)
+                synced = 0
                 for t, docs in by_tenant.items():
                     result = await self.syncer.sync(conn, t, docs, force=True)
-                    report.synced += result.documents
+                    synced += result.documents
+                report.synced += synced
                 progress(len(lag))
+                if synced == 0:  # nothing could be synced: do not spin
+                    break
         if deep:
             for t in [tenant_id] if tenant_id else await self.tenants():
                 await self._deep(t, report, progress)
