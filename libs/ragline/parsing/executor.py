@@ -52,7 +52,8 @@ class ParseExecutor:
 
     ``workers == 0`` parses in a thread (no timeout: a thread cannot be killed);
     ``workers >= 1`` uses a spawn-context process pool whose workers are replaced
-    every 200 documents, and which is killed and rebuilt when a document exceeds
+    every ``worker_max_tasks`` documents (a respawn costs about a second of imports),
+    and which is killed and rebuilt when a document exceeds
     ``timeout_s`` (the documents in flight with it are failed as transient, so the
     runtime retries them).
     """
@@ -78,7 +79,7 @@ class ParseExecutor:
             self.settings.workers,
             initializer=_init_worker,
             initargs=(self.settings.worker_memory_mb,),
-            maxtasksperchild=200,
+            maxtasksperchild=self.settings.worker_max_tasks,
         )
 
     def _fail_pending(self) -> None:

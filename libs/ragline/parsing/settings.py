@@ -46,6 +46,9 @@ class ParserSettings(BaseSettings):
     timeout_s: float = Field(
         default=120.0, gt=0, description="per document; enforced only with workers >= 1"
     )
+    worker_max_tasks: int = Field(
+        default=5000, ge=1, description="documents before a worker process is replaced"
+    )
     worker_memory_mb: int = Field(
         default=3072, ge=0, description="address-space limit of a worker process; 0 = none"
     )

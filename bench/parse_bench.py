@@ -1,0 +1,131 @@
+"""Parse throughput benchmark (not a test): documents/s and MB/s.
+
+    .venv/bin/python bench/parse_bench.py                 # SciFact as plain text + fixtures
+    .venv/bin/python bench/parse_bench.py --limit 1000 --workers 2
+
+SciFact: each corpus line becomes one plain-text document ("title\\n\\ntext").
+Mixed: every committed golden fixture (tests/fixtures/parsing), parsed repeatedly for
+about ``--seconds`` per format. Optional: ``--pdf FILE...`` for real-world PDFs.
+Numbers are single-process unless ``--workers`` asks for the process pool too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import platform
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from ragline.events import DocumentMeta
+from ragline.parsing import ParseExecutor, ParserSettings, parse_document
+
+ROOT = Path(__file__).resolve().parent.parent
+SCIFACT = Path("/work/shared/eval/scifact/corpus.jsonl")
+FIXTURES = ROOT / "tests" / "fixtures" / "parsing"
+
+
+def _scifact(limit: int | None) -> list[bytes]:
+    docs = []
+    with SCIFACT.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            docs.append(f"{row.get('title', '')}\n\n{row.get('text', '')}\n".encode())
+            if limit and len(docs) >= limit:
+                break
+    return docs
+
+
+def _row(label: str, n: int, nbytes: int, seconds: float, blocks: int) -> str:
+    return (f"| {label} | {n} | {nbytes / 1e6:.2f} | {seconds:.2f} | {n / seconds:,.0f} | "
+            f"{nbytes / 1e6 / seconds:.2f} | {blocks / max(n, 1):.1f} |")
+
+
+def bench_scifact(docs: list[bytes], settings: ParserSettings) -> str:
+    meta = DocumentMeta(uri="file:///scifact/doc.txt", mime_type="text/plain")
+    blocks = 0
+    started = time.perf_counter()
+    for data in docs:
+        blocks += len(parse_document(data, meta, settings).blocks)
+    elapsed = time.perf_counter() - started
+    return _row("SciFact as text (1 process)", len(docs), sum(map(len, docs)), elapsed, blocks)
+
+
+async def _pool(docs: list[bytes], workers: int) -> tuple[float, int]:
+    executor = ParseExecutor(ParserSettings(workers=workers))
+    await executor.start()
+    meta = DocumentMeta(uri="file:///scifact/doc.txt", mime_type="text/plain")
+    try:
+        await executor.parse(b"warm up\n", meta)
+        sem = asyncio.Semaphore(workers * 4)
+
+        async def one(data: bytes) -> int:
+            async with sem:
+                return len((await executor.parse(data, meta)).blocks)
+
+        started = time.perf_counter()
+        counts = await asyncio.gather(*(one(d) for d in docs))
+        return time.perf_counter() - started, sum(counts)
+    finally:
+        await executor.stop()
+
+
+def bench_pool(docs: list[bytes], workers: int) -> str:
+    elapsed, blocks = asyncio.run(_pool(docs, workers))
+    label = f"SciFact as text (ParseExecutor, {workers} worker process{'es' * (workers > 1)})"
+    return _row(label, len(docs), sum(map(len, docs)), elapsed, blocks)
+
+
+def bench_files(paths: list[Path], seconds: float, settings: ParserSettings) -> list[str]:
+    by_format: dict[str, list[tuple[Path, bytes]]] = defaultdict(list)
+    for p in paths:
+        data = p.read_bytes()
+        fmt = parse_document(data, DocumentMeta(uri=p.as_uri()), settings).format
+        by_format[fmt].append((p, data))
+    rows = []
+    for fmt, items in sorted(by_format.items()):
+        n = nbytes = blocks = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            for p, data in items:
+                blocks += len(parse_document(data, DocumentMeta(uri=p.as_uri()), settings).blocks)
+                n += 1
+                nbytes += len(data)
+        elapsed = time.perf_counter() - started
+        names = ", ".join(p.name for p, _ in items)
+        rows.append(_row(f"{fmt} ({names})", n, nbytes, elapsed, blocks))
+    return rows
+
+
+def main() -> None:
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--limit", type=int, default=None, help="SciFact documents (default: all)")
+    ap.add_argument("--seconds", type=float, default=1.5, help="per fixture format")
+    ap.add_argument("--workers", type=int, default=0, help="also run the process pool")
+    ap.add_argument("--pdf", nargs="*", type=Path, default=[], help="extra real-world PDFs")
+    args = ap.parse_args()
+    settings = ParserSettings(workers=0)
+    print(f"# parse benchmark — {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}")
+    print("| input | docs | MB | seconds | docs/s | MB/s | blocks/doc |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    if SCIFACT.exists():
+        docs = _scifact(args.limit)
+        print(bench_scifact(docs, settings), flush=True)
+        if args.workers:
+            print(bench_pool(docs, args.workers), flush=True)
+    inputs = sorted(p for p in FIXTURES.iterdir() if p.is_file()
+                    and not p.name.endswith(".expected.json") and p.name != "make_fixtures.py")
+    for row in bench_files(inputs, args.seconds, settings):
+        print(row, flush=True)
+    if args.pdf:
+        for row in bench_files(args.pdf, args.seconds, settings):
+            print(row.replace("| pdf (", "| real PDF (", 1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
