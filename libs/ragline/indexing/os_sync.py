@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 
 from ragline.indexing.projection import os_source
 from ragline.store.chunks import fetch_children
-from ragline.store.documents import lock_document
+from ragline.store.documents import lock_documents
 from ragline.store.os_bulk import (
     IndexMissing,
     Refresh,
@@ -90,8 +90,7 @@ class OsSyncer:
         if not ids:
             return SyncResult()
         async with conn.transaction():
-            for doc in ids:
-                await lock_document(conn, tenant_id, doc)
+            await lock_documents(conn, tenant_id, ids)
             with pg_errors():
                 cur = await conn.execute(
                     "SELECT document_id, status, revision, os_revision FROM documents"
