@@ -43,6 +43,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--concurrency", type=int, help="queries in flight per mode (default 2)")
     p.add_argument("--query-url", help="query service base URL (RAGLINE_EVAL_QUERY_URL)")
     p.add_argument("--no-ingest", action="store_true", help="the dataset is already ingested")
+    p.add_argument(
+        "--private-stack",
+        action="store_true",
+        help="start a throw-away stack + every service for this run (no `make up` needed)",
+    )
+    p.add_argument("--keep-stack", action="store_true", help="keep the private stack's logs")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
 
@@ -56,17 +62,9 @@ def _thresholds_path(args: argparse.Namespace) -> Path | None:
     return None
 
 
-async def _produce(args: argparse.Namespace) -> Any:
-    """Ingest, query, build the report (the part that needs the running platform)."""
-    from ragline.evaluation.client import QueryClient
-    from ragline.evaluation.datasets import load_dataset
-    from ragline.evaluation.ingest import ingest_dataset
-    from ragline.evaluation.report import build_report
-    from ragline.evaluation.runner import parse_modes, run_modes
+def _eval_settings(args: argparse.Namespace) -> Any:
     from ragline.evaluation.settings import EvalSettings
-    from ragline.runtime.settings import Settings
 
-    es = EvalSettings()
     overrides = {
         k: v
         for k, v in (
@@ -76,8 +74,12 @@ async def _produce(args: argparse.Namespace) -> Any:
         )
         if v is not None
     }
-    es = es.model_copy(update=overrides)
-    modes = parse_modes(args.modes)
+    return EvalSettings().model_copy(update=overrides)
+
+
+def _dataset(args: argparse.Namespace) -> Any:
+    from ragline.evaluation.datasets import load_dataset
+
     beir_options: dict[str, Any] = {}
     if args.dataset.startswith("beir:"):
         beir_options = {
@@ -86,51 +88,52 @@ async def _produce(args: argparse.Namespace) -> Any:
             "groups": tuple(g for g in args.groups.split(",") if g),
             "limit_queries": args.limit,
         }
-    dataset = load_dataset(args.dataset, **beir_options)
-    progress = not args.no_progress
-    ingest_info = None
-    notes: list[str] = []
-    if not args.no_ingest:
-        res = await ingest_dataset(
-            dataset,
-            Settings(),
-            timeout_s=es.ingest_timeout_s,
-            poll_interval_s=es.poll_interval_s,
-            progress=progress,
-        )
-        ingest_info = res.as_dict()
-        if res.quarantined:
-            notes.append(f"quarantined during ingest: {sorted(res.quarantined.items())}")
-        if res.unexpected:
-            notes.append(f"ingest outcome differs from the manifest: {sorted(res.unexpected)}")
-    async with QueryClient(es) as client:
-        for _ in range(60):
-            if await client.ready():
-                break
-            await asyncio.sleep(1.0)
-        else:
-            from ragline.errors import BackendUnavailable
+    return load_dataset(args.dataset, **beir_options)
 
-            raise BackendUnavailable(f"query service at {client.base_url} is not ready")
-        runs = await run_modes(
-            client,
+
+async def _produce(args: argparse.Namespace) -> Any:
+    """Ingest, query, build the report (the part that needs the running platform)."""
+    from pydantic import SecretStr
+
+    from ragline.evaluation.evaluate import evaluate
+    from ragline.evaluation.runner import parse_modes
+    from ragline.runtime.settings import Settings
+
+    es = _eval_settings(args)
+    modes = parse_modes(args.modes)  # fail on a typo before anything starts
+    dataset = _dataset(args)
+    command = "ragline " + " ".join(sys.argv[1:])
+    if not args.private_stack:
+        return await evaluate(
             dataset,
-            modes,
-            top_k=es.top_k,
-            concurrency=es.concurrency,
-            warmup=es.warmup_queries,
-            progress=progress,
+            settings=Settings(),
+            eval_settings=es,
+            modes=modes,
+            ingest=not args.no_ingest,
+            progress=not args.no_progress,
+            command=command,
         )
-    return build_report(
-        dataset,
-        runs,
-        top_k=es.top_k,
-        concurrency=es.concurrency,
-        query_url=es.query_url,
-        command="ragline " + " ".join(sys.argv[1:]),
-        ingest=ingest_info,
-        notes=notes,
-    )
+    from ragline.evaluation.platform import private_platform
+
+    extra = {
+        "RAGLINE_QUERY_MAX_TOP_K": str(max(es.top_k, 50)),
+        "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    async with private_platform(extra_env=extra, keep_dir=args.keep_stack) as plat:
+        es = es.model_copy(
+            update={"query_url": plat.query_url, "jwt_secret": SecretStr(plat.jwt_secret)}
+        )
+        if args.keep_stack:
+            print(f"private platform logs: {plat.log_dir}")
+        return await evaluate(
+            dataset,
+            settings=plat.settings,
+            eval_settings=es,
+            modes=modes,
+            ingest=True,
+            progress=not args.no_progress,
+            command=command,
+        )
 
 
 def _out_dir(args: argparse.Namespace, dataset_name: str) -> Path:
@@ -141,6 +144,7 @@ def _out_dir(args: argparse.Namespace, dataset_name: str) -> Path:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from ragline.evaluation.evaluate import write_outputs
     from ragline.evaluation.gate import (
         ThresholdConfig,
         check_thresholds,
@@ -149,13 +153,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         render_changes,
         render_violations,
     )
-    from ragline.evaluation.plot import plot_report
     from ragline.evaluation.report import (
         case_failures,
         load_report,
         render_categories,
         render_table,
-        save_report,
     )
 
     tpath = _thresholds_path(args)
@@ -166,10 +168,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         report = asyncio.run(_produce(args))
         out = _out_dir(args, report.meta.dataset)
-        save_report(report, out / "report.json")
-        plot_report(report, out / "report.png", baseline)
-        tables = render_table(report) + "\n\n" + render_categories(report) + "\n"
-        (out / "report.txt").write_text(tables, encoding="utf-8")
+        write_outputs(report, out, baseline)
         print(f"report written to {out}/report.json, report.txt, report.png")
     print(render_table(report))
     print()

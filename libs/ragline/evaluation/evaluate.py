@@ -1,0 +1,95 @@
+"""One evaluation run as a library call: ingest (optional), wait for the query service,
+query every mode, build the report; and writing a report's files. ``ragline eval``,
+bench/eval_scifact.py and the e2e test are thin callers of this."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragline.errors import BackendUnavailable
+from ragline.evaluation.client import QueryClient
+from ragline.evaluation.datasets import EvalDataset
+from ragline.evaluation.ingest import ingest_dataset
+from ragline.evaluation.report import Report, build_report, render_categories, render_table
+from ragline.evaluation.runner import parse_modes, run_modes
+from ragline.evaluation.settings import EvalSettings
+from ragline.runtime.settings import Settings
+
+__all__ = ["evaluate", "wait_ready", "write_outputs"]
+
+
+async def wait_ready(client: QueryClient, timeout_s: float = 120.0) -> None:
+    """Until ``/readyz`` answers 200 (models load at start) or the time is up."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await client.ready():
+        if loop.time() > deadline:
+            raise BackendUnavailable(f"query service at {client.base_url} is not ready")
+        await asyncio.sleep(1.0)
+
+
+async def evaluate(
+    dataset: EvalDataset,
+    *,
+    settings: Settings,
+    eval_settings: EvalSettings,
+    modes: Sequence[str],
+    ingest: bool = True,
+    progress: bool = True,
+    command: str | None = None,
+) -> Report:
+    """Ingest ``dataset`` through the pipeline (unless ``ingest=False``), run every case in
+    every mode against the query service and return the report."""
+    es = eval_settings
+    modes = parse_modes(modes)
+    ingest_info = None
+    notes: list[str] = []
+    if ingest:
+        res = await ingest_dataset(
+            dataset,
+            settings,
+            timeout_s=es.ingest_timeout_s,
+            poll_interval_s=es.poll_interval_s,
+            progress=progress,
+        )
+        ingest_info = res.as_dict()
+        if res.quarantined:
+            notes.append(f"quarantined during ingest: {sorted(res.quarantined.items())}")
+        if res.unexpected:
+            notes.append(f"ingest outcome differs from the manifest: {sorted(res.unexpected)}")
+    async with QueryClient(es) as client:
+        await wait_ready(client)
+        runs = await run_modes(
+            client,
+            dataset,
+            modes,
+            top_k=es.top_k,
+            concurrency=es.concurrency,
+            warmup=es.warmup_queries,
+            progress=progress,
+        )
+    return build_report(
+        dataset,
+        runs,
+        top_k=es.top_k,
+        concurrency=es.concurrency,
+        query_url=es.query_url,
+        command=command,
+        ingest=ingest_info,
+        notes=notes,
+    )
+
+
+def write_outputs(report: Report, out: Path, baseline: Report | None = None) -> list[Path]:
+    """``report.json``, ``report.txt`` (the tables) and ``report.png`` under ``out``."""
+    from ragline.evaluation.plot import plot_report
+    from ragline.evaluation.report import save_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = save_report(report, out / "report.json")
+    txt = out / "report.txt"
+    txt.write_text(render_table(report) + "\n\n" + render_categories(report) + "\n")
+    png = plot_report(report, out / "report.png", baseline)
+    return [json_path, txt, png]
