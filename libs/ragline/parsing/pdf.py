@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PdfReader
-from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PyPdfError
 
 from ragline.errors import QuarantineError
 from ragline.events import BlockKind, ParsedDocument
@@ -60,6 +60,8 @@ class _Line:
 
 
 def _corrupt(exc: BaseException) -> QuarantineError:
+    if isinstance(exc, LimitReachedError):  # pypdf caps every stream at 75 MB inflated
+        return QuarantineError("decompression_bomb", "a PDF stream inflates past the limit")
     return QuarantineError("corrupt_pdf", f"pypdf could not read the file ({type(exc).__name__})")
 
 

@@ -24,6 +24,7 @@ BAD = FIXTURES / "bad"
         ("encrypted.pdf", "encrypted_pdf"),
         ("scanned.pdf", "empty_document"),
         ("zip_bomb.docx", "zip_bomb"),
+        ("pdf_bomb.pdf", "decompression_bomb"),
         ("encrypted.docx", "encrypted_docx"),
         ("truncated.docx", "corrupt_docx"),
         ("invalid_encoding.txt", "invalid_encoding"),
@@ -41,7 +42,7 @@ def test_bad_fixture_is_quarantined(name: str, code: str) -> None:
 
 def test_all_bad_fixtures_are_covered() -> None:
     names = {p.name for p in BAD.iterdir()}
-    assert len(names) == 10
+    assert len(names) == 11
 
 
 def test_zip_bomb_is_judged_before_python_docx_opens_it(monkeypatch: pytest.MonkeyPatch) -> None:
