@@ -176,7 +176,14 @@ class StageRunner:
         if not valid:
             return
         results = await self._handle(valid)
+        # publish concurrently across documents, in order within one document (its key)
+        by_key: dict[bytes | None, list[tuple[Record, Any, Any]]] = {}
         for (rec, event), result in zip(valid, results, strict=True):
+            by_key.setdefault(rec.key, []).append((rec, event, result))
+        await asyncio.gather(*(self._emit(items) for items in by_key.values()))
+
+    async def _emit(self, items: Sequence[tuple[Record, Any, Any]]) -> None:
+        for rec, event, result in items:
             if isinstance(result, tuple):
                 error, attempts = result
                 await self._fail(rec, event, error, attempts)
