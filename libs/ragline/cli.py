@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.connector.cli",
     "ragline.evaluation.cli",
     "ragline.indexing.cli",
+    "ragline.ops.cli",
 )
 
 

@@ -1,0 +1,234 @@
+"""Reading ``.dlq`` topics with the dlq tool's own consumer group.
+
+The partitions are assigned by hand (no group membership, so no rebalance wait) and the
+group is used only to store offsets: what lies before its committed offset was replayed
+or purged; what lies after is pending. A run reads up to the high watermarks taken at
+its start, so records dead-lettered meanwhile (or requeued by the run) wait for the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+from pydantic import ValidationError
+
+from ragline.errors import BackendUnavailable, PermanentError, RaglineError
+from ragline.events import ALL_TOPICS, DeadLetter
+from ragline.ops.dlq_select import UNREADABLE
+from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.settings import Settings
+
+__all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]
+
+DLQ_TOPICS: tuple[str, ...] = tuple(t for t in ALL_TOPICS if t.endswith(".dlq"))
+
+
+def normalize_topic(name: str) -> str:
+    """``doc.parsed`` or ``doc.parsed.dlq`` -> ``doc.parsed.dlq``."""
+    return name if name.endswith(".dlq") else f"{name}.dlq"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionRange:
+    topic: str
+    partition: int
+    start: int  # the group's committed offset (or the log start)
+    end: int  # high watermark when the run began
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DlqEntry:
+    """One record of a .dlq topic. ``value``/``headers`` are the record as stored (a
+    claim-check stub stays a stub); ``letter`` is None when it is not a DeadLetter."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    timestamp: datetime
+    value: bytes
+    headers: dict[str, str]
+    letter: DeadLetter | None
+
+    @property
+    def error_class(self) -> str:
+        return self.letter.error_class if self.letter else UNREADABLE
+
+    @property
+    def stage(self) -> str:
+        return self.letter.stage if self.letter else UNREADABLE
+
+    @property
+    def tenant_id(self) -> str | None:
+        return self.letter.tenant_id if self.letter else None
+
+    @property
+    def failed_at(self) -> datetime:
+        return self.letter.failed_at if self.letter else self.timestamp
+
+    def summary(self) -> dict[str, Any]:
+        """Safe to print: never the original payload (``original_b64``) or its headers."""
+        dl = self.letter
+        return {
+            "dlq_topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "failed_at": self.failed_at.isoformat(),
+            "stage": self.stage,
+            "source_topic": dl.topic if dl else None,
+            "error_class": self.error_class,
+            "error_message": dl.error_message if dl else "record is not a DeadLetter",
+            "attempts": dl.attempts if dl else None,
+            "tenant_id": self.tenant_id,
+            "document_id": dl.document_id if dl else None,
+            "dead_letter_id": dl.dead_letter_id if dl else None,
+        }
+
+
+def _headers(raw: Any) -> dict[str, str]:
+    return {
+        k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+        for k, v in (raw or ())
+    }
+
+
+class DlqReader:
+    """``async with DlqReader(settings, group=...) as r``: ranges, entries, commits."""
+
+    def __init__(self, settings: Settings, *, group: str, read_timeout_s: float = 30.0) -> None:
+        self._settings = settings
+        self._group = group
+        self._timeout = read_timeout_s
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=settings.kafka_bootstrap,
+            group_id=group,
+            client_id="ragline-dlq-tool",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=max(1_048_576, 2 * settings.kafka_max_message_bytes),
+        )
+        self._claims = ClaimCheckStore(settings)
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._consumer.start()
+        except (KafkaError, OSError) as exc:
+            raise BackendUnavailable(
+                f"kafka unreachable at {self._settings.kafka_bootstrap}"
+            ) from exc
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._consumer.stop()
+        await self._claims.close()
+
+    async def existing(self, wanted: Iterable[str]) -> list[str]:
+        """The requested .dlq topics that exist (all known ones when none is requested)."""
+        names = [normalize_topic(t) for t in wanted] or list(DLQ_TOPICS)
+        present = set(await self._consumer.topics())
+        return [t for t in dict.fromkeys(names) if t in present]
+
+    async def ranges(self, topics: Iterable[str]) -> list[PartitionRange]:
+        tps = [
+            TopicPartition(t, p)
+            for t in topics
+            for p in sorted(self._consumer.partitions_for_topic(t) or ())
+        ]
+        if not tps:
+            return []
+        self._consumer.assign(tps)
+        try:
+            first = await self._consumer.beginning_offsets(tps)
+            last = await self._consumer.end_offsets(tps)
+            out = []
+            for tp in tps:
+                committed = await self._consumer.committed(tp)
+                start = max(committed if committed is not None else 0, first[tp])
+                out.append(
+                    PartitionRange(
+                        topic=tp.topic, partition=tp.partition, start=start, end=last[tp]
+                    )
+                )
+        except KafkaError as exc:
+            raise BackendUnavailable(f"reading dlq offsets failed: {type(exc).__name__}") from exc
+        return out
+
+    async def entries(
+        self, rng: PartitionRange, *, stop: int | None = None
+    ) -> AsyncIterator[DlqEntry]:
+        """Records of ``rng`` in offset order, up to ``stop`` (exclusive; default: end)."""
+        end = rng.end if stop is None else min(stop, rng.end)
+        if rng.start >= end:
+            return
+        tp = TopicPartition(rng.topic, rng.partition)
+        self._consumer.assign([tp])
+        self._consumer.seek(tp, rng.start)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        while True:
+            try:
+                batch = await self._consumer.getmany(tp, timeout_ms=500, max_records=200)
+                position = await self._consumer.position(tp)
+            except KafkaError as exc:
+                raise BackendUnavailable(
+                    f"reading {rng.topic} failed: {type(exc).__name__}"
+                ) from exc
+            msgs = batch.get(tp, [])
+            if msgs:
+                deadline = loop.time() + self._timeout
+            for msg in msgs:
+                if msg.offset >= end:
+                    return
+                yield await self._entry(msg)
+            if position >= end:
+                return
+            if loop.time() > deadline:
+                raise BackendUnavailable(
+                    f"{rng.topic}[{rng.partition}] yielded nothing for {self._timeout:.0f} s"
+                    f" at offset {position} (end {end})"
+                )
+
+    async def _entry(self, msg: Any) -> DlqEntry:
+        headers = _headers(msg.headers)
+        value: bytes = msg.value or b""
+        letter: DeadLetter | None
+        try:
+            body = value
+            if CLAIM_HEADER in headers:
+                body = await self._claims.get(headers[CLAIM_HEADER])
+            letter = DeadLetter.model_validate_json(body)
+        except (ValidationError, ValueError, PermanentError):
+            letter = None
+        return DlqEntry(
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            key=msg.key.decode("utf-8", "replace") if msg.key else None,
+            timestamp=datetime.fromtimestamp(msg.timestamp / 1000, tz=UTC),
+            value=value,
+            headers=headers,
+            letter=letter,
+        )
+
+    async def commit(self, rng: PartitionRange, offset: int) -> None:
+        """Mark everything before ``offset`` of this partition as done for the group."""
+        tp = TopicPartition(rng.topic, rng.partition)
+        if tp not in self._consumer.assignment():
+            self._consumer.assign([tp])
+        try:
+            await self._consumer.commit({tp: offset})
+        except (KafkaError, RaglineError) as exc:
+            raise BackendUnavailable(f"commit on {rng.topic} failed: {type(exc).__name__}") from exc

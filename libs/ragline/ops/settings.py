@@ -1,0 +1,27 @@
+"""Settings of the operator tools (``RAGLINE_OPS_*``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["OpsSettings"]
+
+
+class OpsSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_OPS_", extra="ignore", frozen=True)
+
+    dlq_group: str = Field(
+        default="ragline-dlq-tool",
+        description="consumer group of the dlq tool: its committed offsets mark what was "
+        "replayed or purged (pipeline stages never read .dlq topics)",
+    )
+    dlq_commit_every: int = Field(
+        default=100, ge=1, description="records handled between two offset commits"
+    )
+    dlq_read_timeout_s: float = Field(
+        default=30.0, gt=0, description="give up when a partition yields nothing this long"
+    )
+    topic_replication_factor: int = Field(
+        default=1, ge=1, description="replication factor of topics `ragline topics create` makes"
+    )
