@@ -38,7 +38,7 @@ def decide(
     findings: Sequence[Finding],
     policy: EffectivePolicy,
     *,
-    propagate_min_chars: int = 4,
+    propagate_min_chars: int = 6,
 ) -> Decided:
     out = Decided(per_item=[[] for _ in items])
     values: dict[str, Decision] = {}
@@ -72,8 +72,11 @@ def decide(
 
 
 def _propagate(items: Sequence[str], values: dict[str, Decision], out: Decided) -> None:
+    # whole tokens only: a redacted ``PASSWORD`` must not eat the middle of ``PGPASSWORD``
     alternation = re.compile(
-        "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+        r"(?<![A-Za-z0-9_])(?:"
+        + "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+        + r")(?![A-Za-z0-9_])"
     )
     for i, text in enumerate(items):
         have = {(d.start, d.end) for d in out.per_item[i] if d.redact}

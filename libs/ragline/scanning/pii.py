@@ -32,6 +32,8 @@ _CTX_BEFORE = 60
 _CTX_AFTER = 20
 _WORD = re.compile(r"[a-z]+")
 _DECIMAL = re.compile(r"\d\.\d{1,2}(?!\d)")
+_DATE = re.compile(r"(?:19|20)\d\d[-/.](?:0[1-9]|1[0-2])[-/.](?:0[1-9]|[12]\d|3[01])(?!\d)")
+_AFTER_VERSION = re.compile(r"\d\.\d+\.$|\bv\d+(?:\.\d+)*\.?$")
 _DIGIT_GROUPS = re.compile(r"\d+")
 _VERSIONISH = re.compile(r"(?:\bv|version|release|ver\.?)\s*$", re.IGNORECASE)
 
@@ -73,9 +75,11 @@ def _context_near(text: str, start: int, end: int, words: frozenset[str]) -> boo
     return any(w in words for w in _WORD.findall(window.lower()))
 
 
-def _phone_ok(value: str, has_context: bool) -> bool:
-    if _DECIMAL.search(value):
+def _phone_ok(text: str, start: int, value: str, has_context: bool) -> bool:
+    if _DECIMAL.search(value) or _DATE.search(value):
         return False
+    if _AFTER_VERSION.search(text[max(0, start - 8) : start]):
+        return False  # the tail of ``3.14.0] - 2025-10-02``
     groups = _DIGIT_GROUPS.findall(value)
     if sum(len(g) for g in groups) < 7:
         return False
@@ -184,7 +188,7 @@ class PiiDetector:
             if score < min_score:
                 continue
             value = text[start:end]
-            if entity == "PHONE_NUMBER" and not _phone_ok(value, ctx):
+            if entity == "PHONE_NUMBER" and not _phone_ok(text, start, value, ctx):
                 continue
             if entity == "IP_ADDRESS" and not _ip_ok(text, start, value):
                 continue

@@ -100,7 +100,7 @@ def apply_scan(
     policy: EffectivePolicy,
     *,
     max_positions: int = 1000,
-    propagate_min_chars: int = 4,
+    propagate_min_chars: int = 6,
 ) -> DocScanned:
     """Pure: the scanned event for ``event`` given its detection result and policy."""
     findings = [*result.findings, *_column_findings(texts)]
@@ -202,7 +202,7 @@ class Scanner:
         policies: PolicySet,
         runner: DetectionRunner,
         max_positions: int = 1000,
-        propagate_min_chars: int = 4,
+        propagate_min_chars: int = 6,
     ) -> None:
         self.policies = policies
         self.runner = runner

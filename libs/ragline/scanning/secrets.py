@@ -15,12 +15,13 @@ from collections.abc import Iterator
 from ragline.scanning import _detect_secrets
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import Finding, FindingKind
-from ragline.scanning.secret_patterns import find_pattern_secrets
+from ragline.scanning.secret_patterns import find_pattern_secrets, looks_like_placeholder
 
 __all__ = ["SecretDetector"]
 
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_HEX = frozenset("0123456789abcdef")
 
 
 def _widen(line: str, start: int, end: int) -> tuple[int, int]:
@@ -29,6 +30,24 @@ def _widen(line: str, start: int, end: int) -> tuple[int, int]:
     while end < len(line) and line[end] in _TOKEN_CHARS:
         end += 1
     return start, end
+
+
+_SECRET_WORD = re.compile(r"key|secret|token|pass|pwd|auth|cred|sig", re.IGNORECASE)
+_GENERIC_TYPES = frozenset({"password", "connection_password"})
+
+
+def _plausible(type_: str, value: str, line: str) -> bool:
+    """Second opinion on detect-secrets' generic plugins (vendor formats pass as is).
+
+    Keyword and URL-credential hits that are placeholders (``USER:PASSWORD@HOST``) are
+    dropped; a quoted hex string is a secret only with a secret-ish word on its line,
+    since on its own it is an ETag, a checksum or a commit id far more often than a key.
+    """
+    if type_ in _GENERIC_TYPES:
+        return not looks_like_placeholder(value)
+    if type_ == "high_entropy_string" and all(c in _HEX for c in value.lower()):
+        return bool(_SECRET_WORD.search(line))
+    return True
 
 
 class SecretDetector:
@@ -72,6 +91,8 @@ class SecretDetector:
                     continue
                 m = _BLANK_LINE.search(text, base)
                 yield base, (m.start() if m else len(text)), type_, "detect-secrets"
+                continue
+            if not _plausible(type_, value, line):
                 continue
             found = False
             start = line.find(value)

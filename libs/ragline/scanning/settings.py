@@ -32,7 +32,7 @@ class ScannerSettings(BaseSettings):
         default=1000, ge=0, description="positions kept in a findings summary (counts are exact)"
     )
     propagate_min_chars: int = Field(
-        default=4, ge=1, description="redacted values this long are redacted everywhere in a doc"
+        default=6, ge=1, description="redacted values this long are redacted everywhere in a doc"
     )
 
     def policies(self) -> PolicySet:
