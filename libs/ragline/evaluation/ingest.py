@@ -194,11 +194,29 @@ def _follow_up(a: AfterIngest, seq: int) -> EventBase:
 
 
 async def _publish(
-    settings: Settings, publisher: Publisher, events: Sequence[EventBase], desc: str, progress: bool
+    settings: Settings,
+    publisher: Publisher,
+    events: Sequence[EventBase],
+    desc: str,
+    progress: bool,
+    *,
+    in_flight: int = 1,
 ) -> None:
-    async with publisher(settings) as pub:
-        for ev in tqdm(events, desc=desc, unit="event", disable=not progress):
+    """Publish with up to ``in_flight`` unacknowledged sends. Only events of distinct
+    documents may be in flight together (per-key order is the broker's promise)."""
+    sem = asyncio.Semaphore(in_flight)
+    bar = tqdm(total=len(events), desc=desc, unit="event", disable=not progress)
+
+    async def one(pub: Any, ev: EventBase) -> None:
+        async with sem:
             await pub.publish(Topics.SOURCE_CHANGES, ev)
+        bar.update(1)
+
+    try:
+        async with publisher(settings) as pub:
+            await asyncio.gather(*(one(pub, ev) for ev in events))
+    finally:
+        bar.close()
 
 
 async def ingest_dataset(
@@ -215,9 +233,8 @@ async def ingest_dataset(
     result = IngestResult(documents=len(dataset.documents))
     waiter = _Waiter(settings, poll_interval_s, timeout_s)
     started = time.perf_counter()
-    await _publish(
-        settings, publisher, [_upsert(d, base) for d in dataset.documents], "publish", progress
-    )
+    upserts = [_upsert(d, base) for d in dataset.documents]  # one per document
+    await _publish(settings, publisher, upserts, "publish", progress, in_flight=32)
     result.publish_s = time.perf_counter() - started
     expected = {
         (d.tenant, d.document_id): _Expect(

@@ -62,3 +62,37 @@ def test_result_summary() -> None:
     d = r.as_dict()
     assert d["quarantined"] == 1 and d["docs_per_s"] == 2.5
     assert IngestResult(documents=0).docs_per_s is None
+
+
+async def test_publish_bounds_the_sends_in_flight(tiny: EvalDataset) -> None:
+    import asyncio
+
+    from ragline.evaluation.ingest import _publish
+
+    sent: list[tuple[str, str]] = []
+    state = {"now": 0, "max": 0}
+
+    class FakePublisher:
+        def __init__(self, settings: object) -> None:
+            pass
+
+        async def __aenter__(self) -> FakePublisher:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+        async def publish(self, topic: str, ev: SourceUpsert) -> None:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+            await asyncio.sleep(0.001)
+            state["now"] -= 1
+            sent.append((topic, ev.document_id))
+
+    events = [_upsert(d, 1) for d in tiny.documents] * 5
+    await _publish(None, FakePublisher, events, "p", False, in_flight=4)  # type: ignore[arg-type]
+    assert len(sent) == 15 and {t for t, _ in sent} == {"source.changes"}
+    assert state["max"] == 4
+    sent.clear()
+    await _publish(None, FakePublisher, events[:3], "p", False)  # type: ignore[arg-type]
+    assert [d for _, d in sent] == ["w:a", "w:b", "w:secret"]  # sequential keeps order
