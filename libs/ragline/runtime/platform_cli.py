@@ -129,6 +129,8 @@ def _up(args: argparse.Namespace) -> int:
     try:
         report = asyncio.run(StackManager(settings).up())
         print(f"stack up in {report.seconds:.1f} s (state in {settings.state_dir})")
+        for hook, summary in report.hooks:
+            print(f"  {hook.rsplit(':', 1)[-1]}: {summary}")
         names = _start_services(settings)
         _print_services(settings)
         if args.no_ingest:

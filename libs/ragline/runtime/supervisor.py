@@ -7,18 +7,16 @@ run on Kubernetes. For local use and tests; production uses the Helm chart.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
+import asyncio
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 
 from ragline.errors import ConfigError
 from ragline.runtime.service_main import SERVICES, http_port, load_service, metrics_port
 from ragline.runtime.settings import Settings
+from ragline.runtime.stack.process import ProcessSpec, is_running, read_pid, spawn, terminate
 
 __all__ = ["ServiceState", "built_services", "start", "status", "stop"]
 
@@ -34,31 +32,20 @@ class ServiceState:
     note: str = ""
 
 
-def _pidfile(settings: Settings, name: str) -> Path:
-    return settings.state_dir / "run" / f"svc-{name}.pid"
-
-
-def _logfile(settings: Settings, name: str) -> Path:
-    return settings.state_dir / "logs" / f"svc-{name}.log"
+def _spec(settings: Settings, name: str) -> ProcessSpec:
+    return ProcessSpec(
+        argv=(sys.executable, "-m", "ragline.cli", "run", name),
+        log=settings.state_dir / "logs" / f"svc-{name}.log",
+        pidfile=settings.state_dir / "run" / f"svc-{name}.pid",
+    )
 
 
 def _pid(settings: Settings, name: str) -> int | None:
-    try:
-        return int(_pidfile(settings, name).read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
+    return read_pid(_spec(settings, name).pidfile)
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return is_running(pid, expect="python")
 
 
 def _health_url(settings: Settings, name: str) -> str:
@@ -88,28 +75,16 @@ def built_services() -> dict[str, str | None]:
 
 
 def start(settings: Settings, names: tuple[str, ...] = SERVICES, timeout: float = 120) -> None:
-    (settings.state_dir / "run").mkdir(parents=True, exist_ok=True)
-    (settings.state_dir / "logs").mkdir(parents=True, exist_ok=True)
     for name in names:
-        if _alive(_pid(settings, name)):
-            continue
-        log = _logfile(settings, name).open("ab")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragline.cli", "run", name],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=os.environ.copy(),
-        )
-        _pidfile(settings, name).write_text(str(proc.pid))
+        if not _alive(_pid(settings, name)):
+            spawn(_spec(settings, name))
     deadline = time.monotonic() + timeout
     for name in names:
         url = _health_url(settings, name)
         while not _healthy(url):
             if not _alive(_pid(settings, name)):
                 raise ConfigError(
-                    f"service {name} exited during start-up; see {_logfile(settings, name)}"
+                    f"service {name} exited during start-up; see {_spec(settings, name).log}"
                 )
             if time.monotonic() > deadline:
                 raise ConfigError(f"service {name} not healthy after {timeout:.0f}s")
@@ -117,20 +92,15 @@ def start(settings: Settings, names: tuple[str, ...] = SERVICES, timeout: float 
 
 
 def stop(settings: Settings, names: tuple[str, ...] = SERVICES, timeout: float = 60) -> None:
+    """SIGTERM every service at once (graceful), SIGKILL what is left after ``timeout``."""
+
+    async def _stop_all() -> None:
+        pids = [p for p in (_pid(settings, n) for n in names) if _alive(p)]
+        await asyncio.gather(*(terminate(p, timeout_s=timeout) for p in pids if p is not None))
+
+    asyncio.run(_stop_all())
     for name in names:
-        pid = _pid(settings, name)
-        if _alive(pid):
-            assert pid is not None
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for name in names:
-        pid = _pid(settings, name)
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _alive(pid):
-            assert pid is not None
-            os.kill(pid, signal.SIGKILL)
-        _pidfile(settings, name).unlink(missing_ok=True)
+        _spec(settings, name).pidfile.unlink(missing_ok=True)
 
 
 def status(settings: Settings) -> list[ServiceState]:
