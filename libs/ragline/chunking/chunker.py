@@ -124,7 +124,7 @@ class Chunker:
             text=text,
             section_path=window.path,
             content_type=content_type_of([p.kind for p in window.pieces]),
-            token_count=self.counter.count(text),
+            token_count=window.tokens,
             strategy="section" if window.of == 1 else "section-window",
             strategy_version=self.strategy_version,
             flags=merge_flags(p.block for p in window.pieces),

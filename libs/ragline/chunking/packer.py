@@ -51,6 +51,14 @@ class PackSpec:
     keep_indent: bool = False  # code: a child starts at its line start, indentation kept
 
 
+def _safe(text: str, pos: int) -> bool:
+    """No word piece straddles ``pos``: the pre-tokenizer splits at whitespace (and a CJK
+    sentence mark is a piece of its own), so counts there add up exactly."""
+    if pos <= 0 or pos >= len(text):
+        return True
+    return text[pos - 1].isspace() or text[pos].isspace() or text[pos - 1] in "。！？"
+
+
 def _skip_ws(text: str, pos: int, keep_indent: bool = False) -> int:
     n = len(text)
     line_start = -1
@@ -64,6 +72,14 @@ def _skip_ws(text: str, pos: int, keep_indent: bool = False) -> int:
 class Packer:
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
+        self._leads: dict[str, int] = {}
+
+    def _lead_tokens(self, lead: str) -> int:
+        if lead not in self._leads:
+            if len(self._leads) > 1024:
+                self._leads.clear()
+            self._leads[lead] = self._counter.count(lead)
+        return self._leads[lead]
 
     def pack(self, text: str, cuts: Cuts, spec: PackSpec) -> list[Span]:
         offs = self._counter.offsets(text)
@@ -97,7 +113,7 @@ class Packer:
         n: int,
     ) -> Span | None:
         lead = spec.lead_for(ov) if spec.lead_for is not None else ""
-        avail = spec.budget - self._counter.count(lead)
+        avail = spec.budget - self._lead_tokens(lead)
         char_avail = spec.max_chars - len(lead)
         if avail <= offs.count(ov, s) or char_avail <= s - ov:
             return None
@@ -119,10 +135,14 @@ class Packer:
         else:
             e = self._hard_cut(offs, ov, s, avail, char_avail, n)
         e = min(e, n)
+        lead_tokens = spec.budget - avail
         while True:
             end = ov + len(text[ov:e].rstrip())
             body = lead + text[ov:end]
-            tokens = self._counter.count(body)
+            if _safe(text, ov) and _safe(text, end):  # additive: count from the offsets
+                tokens = lead_tokens + offs.count(ov, end)
+            else:  # a cut inside a word re-tokenizes differently: count it for real
+                tokens = self._counter.count(body)
             if tokens <= spec.budget and len(body) <= spec.max_chars:
                 return Span(start=ov, content_start=s, end=end, lead=lead, text=body, tokens=tokens)
             if end - s <= 1:

@@ -51,6 +51,7 @@ class Window:
     pieces: tuple[Piece, ...]
     number: int  # 0-based within its section
     of: int  # windows in the section
+    tokens: int  # of the joined text (counts add up across the whitespace separators)
 
 
 def turn_prefix(block: Block, continued: bool = False) -> str:
@@ -154,14 +155,14 @@ def windows_of(
     n_windows = max(1, -(-total // parent_max))
     target = -(-total // n_windows)  # balanced: no tiny last window when avoidable
     groups: list[list[Piece]] = [[]]
-    used = 0
+    totals = [0]
     for piece, n in sized:
-        if groups[-1] and (used + n > parent_max or used >= target):
+        if groups[-1] and (totals[-1] + n > parent_max or totals[-1] >= target):
             groups.append([])
-            used = 0
+            totals.append(0)
         groups[-1].append(piece)
-        used += n
+        totals[-1] += n
     return [
-        Window(path=section.path, pieces=tuple(g), number=k, of=len(groups))
-        for k, g in enumerate(groups)
+        Window(path=section.path, pieces=tuple(g), number=k, of=len(groups), tokens=t)
+        for k, (g, t) in enumerate(zip(groups, totals, strict=True))
     ]

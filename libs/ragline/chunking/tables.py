@@ -99,6 +99,12 @@ def split_table(
         return [TablePiece(text=whole, row_start=0, row_end=len(table.rows), tokens=tokens)]
     head_lines = _head_lines(table)
     head = "\n".join(head_lines)
+    if not table.rows:  # a header (or caption) alone, too long for one child: split as text
+        spec = PackSpec(budget=budget, max_chars=max_chars)
+        return [
+            TablePiece(text=s.text, row_start=0, row_end=0, tokens=s.tokens)
+            for s in Packer(counter).pack(whole, find_cuts(whole), spec)
+        ]
     record_mode = counter.count(head) > budget // 2 or len(head) > max_chars // 2
     if record_mode:  # too wide to repeat: every row names its columns itself
         head = "\n".join(_preamble(table))

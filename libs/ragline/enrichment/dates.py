@@ -58,8 +58,13 @@ def _iso(year: int, month: int, day: int | None) -> str | None:
     return d.isoformat() if day is not None else d.isoformat()[:7]
 
 
+_YEAR_HINT = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
 def find_dates(text: str) -> list[str]:
     """ISO dates in order of first appearance, without duplicates."""
+    if not _YEAR_HINT.search(text):  # every form carries a year: most texts stop here
+        return []
     found: dict[int, tuple[int, str]] = {}  # start -> (end, iso): earlier patterns win
     for pattern, kind in _PATTERNS:
         for m in pattern.finditer(text):

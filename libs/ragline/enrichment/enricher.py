@@ -9,6 +9,7 @@ was inferred here (language unless the source gave it, content type, entities, d
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -22,6 +23,7 @@ from ragline.events import Chunk, ChunkLevel, DocChunked, DocumentMeta, Enrichme
 __all__ = ["Enricher", "classify_content"]
 
 Origin = Literal["source", "inferred"]
+Entities = dict[str, tuple[str, ...]]
 
 # DocumentMeta fields that are authoritative whenever the source set them
 _META_FIELDS = (
@@ -74,8 +76,8 @@ class Enricher:
 
     def enrich(self, event: DocChunked) -> list[Chunk]:
         meta = event.meta
-        title, title_origin = _document_title(meta, event.chunks)
-        doc_language = meta.language or self._document_language(event.chunks)
+        chunks = event.chunks
+        title, title_origin = _document_title(meta, chunks)
         base: dict[str, Origin] = {f: "source" for f in _META_FIELDS if getattr(meta, f)}
         base.update(
             {
@@ -89,9 +91,11 @@ class Enricher:
         if title:
             base["title"] = title_origin
             base["contextual_header"] = title_origin
+        found = self._inferred(chunks, meta.language)
+        doc_language = meta.language
         headers: dict[tuple[str, ...], str] = {}
         out = []
-        for chunk in event.chunks:
+        for chunk, (language, entities) in zip(chunks, found, strict=True):
             path = chunk.section_path
             if path not in headers:
                 headers[path] = build_header(
@@ -102,14 +106,9 @@ class Enricher:
                     version=meta.version,
                     effective_date=meta.effective_date,
                 )
-            language = meta.language or detect_language(chunk.text)
-            if language == UNDETERMINED:
+            if language == UNDETERMINED:  # too little text: the document's language
+                doc_language = doc_language or self._document_language(chunks)
                 language = doc_language
-            entities = extract_entities(
-                "\n".join((*path, chunk.text)),  # headings name error codes and versions too
-                max_per_type=self._s.max_entities_per_type,
-                products=chunk.content_type != "code",  # class names are not products
-            )
             provenance = dict(base)
             if chunk.page_start is not None:
                 provenance["page"] = "source"
@@ -125,6 +124,42 @@ class Enricher:
             )
             out.append(chunk.model_copy(update={"enrichment": enrichment}))
         return out
+
+    def _inferred(
+        self, chunks: Sequence[Chunk], source_language: str | None
+    ) -> list[tuple[str, Entities]]:
+        """Language and entities per chunk. Children are read; a parent (the text of its
+        children) takes their majority language and the union of their entities."""
+        found: list[tuple[str, Entities] | None] = [None] * len(chunks)
+        kids: dict[str, list[tuple[str, Entities]]] = {}
+        for i, c in enumerate(chunks):
+            if c.level is ChunkLevel.CHILD:
+                read = self._read(c, source_language)
+                found[i] = read
+                kids.setdefault(c.parent_id or "", []).append(read)
+        for i, c in enumerate(chunks):
+            if c.level is ChunkLevel.PARENT:
+                mine = kids.get(c.chunk_id)
+                found[i] = self._merge(mine) if mine else self._read(c, source_language)
+        return [f for f in found if f is not None]
+
+    def _read(self, chunk: Chunk, source_language: str | None) -> tuple[str, Entities]:
+        entities = extract_entities(
+            "\n".join((*chunk.section_path, chunk.text)),  # headings name codes and versions
+            max_per_type=self._s.max_entities_per_type,
+            products=chunk.content_type != "code",  # class names are not products
+        )
+        return source_language or detect_language(chunk.text), entities
+
+    def _merge(self, kids: list[tuple[str, Entities]]) -> tuple[str, Entities]:
+        votes = Counter(lang for lang, _ in kids if lang != UNDETERMINED)
+        language = votes.most_common(1)[0][0] if votes else UNDETERMINED
+        merged: dict[str, dict[str, None]] = {}
+        for _, entities in kids:
+            for kind, values in entities.items():
+                merged.setdefault(kind, {}).update(dict.fromkeys(values))
+        cap = self._s.max_entities_per_type
+        return language, {kind: tuple(values)[:cap] for kind, values in merged.items()}
 
     def _document_language(self, chunks: Sequence[Chunk]) -> str:
         sample: list[str] = []

@@ -8,7 +8,6 @@ the document's language, and ``und`` never excludes a chunk from a search.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 
 from ragline.enrichment.stopwords import STOPWORDS
@@ -36,21 +35,33 @@ _PERSIAN = set("پچژگ")
 _UKRAINIAN = set("іїєґ")
 
 
-def _script(ch: str) -> str:
-    try:
-        name = unicodedata.name(ch)
-    except ValueError:
-        return "OTHER"
-    first = name.split(" ", 1)[0]
-    if first == "CJK":
-        return "HAN"
-    if first in ("HIRAGANA", "KATAKANA"):
-        return "KANA"
-    return first
+_SCRIPT_RUNS = re.compile(
+    "|".join(
+        f"(?P<{name}>[{ranges}]+)"
+        for name, ranges in (
+            ("LATIN", "A-Za-z\u00c0-\u024f\u1e00-\u1eff"),
+            ("CYRILLIC", "\u0400-\u052f"),
+            ("GREEK", "\u0370-\u03ff\u1f00-\u1fff"),
+            ("ARABIC", "\u0600-\u06ff\u0750-\u077f\ufb50-\ufdff\ufe70-\ufeff"),
+            ("HEBREW", "\u0590-\u05ff"),
+            ("DEVANAGARI", "\u0900-\u097f"),
+            ("THAI", "\u0e00-\u0e7f"),
+            ("ARMENIAN", "\u0530-\u058f"),
+            ("GEORGIAN", "\u10a0-\u10ff"),
+            ("HANGUL", "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"),
+            ("KANA", "\u3040-\u30ff"),
+            ("HAN", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"),
+        )
+    )
+)
 
 
 def _scripts(text: str) -> Counter[str]:
-    return Counter(_script(ch) for ch in text if ch.isalpha())
+    """Letters per writing system (one regex pass over runs of letters)."""
+    counts: Counter[str] = Counter()
+    for m in _SCRIPT_RUNS.finditer(text):
+        counts[m.lastgroup or "OTHER"] += m.end() - m.start()
+    return counts
 
 
 def _by_script(scripts: Counter[str], text: str) -> str | None:

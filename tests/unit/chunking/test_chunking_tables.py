@@ -90,3 +90,11 @@ def test_group_rows_with_step_unions_whole_child_groups(counter: TokenCounter) -
     boundaries = {a for a, _ in steps}
     assert all(a in boundaries for a, _ in merged)
     assert merged[0][0] == 0 and merged[-1][1] == 200
+
+
+def test_a_header_only_table_too_long_for_a_child_is_still_kept(counter: TokenCounter) -> None:
+    t = TableData(header=tuple(f"column number {i}" for i in range(12)), rows=())
+    pieces = split_table(t, counter, budget=24, max_chars=300)
+    assert len(pieces) >= 2 and all(p.tokens <= 24 for p in pieces)
+    joined = " ".join(p.text for p in pieces)
+    assert all(f"column number {i}" in joined for i in range(12))
