@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import docx
+from docx.enum.style import WD_STYLE_TYPE
 from docx.opc.exceptions import OpcError
 from docx.oxml.ns import qn
 from docx.table import Table
@@ -42,9 +43,9 @@ _QUOTE_STYLES = frozenset({"quote", "intense quote", "block text"})
 _CODE_STYLE = re.compile(r"code|preformatted|source|macro text", re.I)
 
 
-def _outline_level(p: Paragraph) -> int | None:
+def _outline_level(p: Paragraph, style: Any) -> int | None:
     """``w:outlineLvl`` of the paragraph or its style (0-based in the XML), 9 = body."""
-    for ppr in (p._p.pPr, getattr(p.style, "element", None)):
+    for ppr in (p._p.pPr, getattr(style, "element", None)):
         if ppr is None:
             continue
         node = ppr if ppr.tag == qn("w:pPr") else ppr.find(qn("w:pPr"))
@@ -92,8 +93,11 @@ def _table_rows(table: Table) -> tuple[list[str], list[list[str]]]:
 
 
 class _DocxWalker:
-    def __init__(self, b: BlockBuilder) -> None:
+    def __init__(self, b: BlockBuilder, document: Any) -> None:
         self.b = b
+        # python-docx resolves `paragraph.style` by scanning every style: once per id here
+        self.styles = {s.style_id: s for s in document.styles}
+        self.default_style = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
         self.list_lines: list[str] = []
         self.list_counter: dict[int, int] = {}
         self.code_lines: list[str] = []
@@ -130,7 +134,8 @@ class _DocxWalker:
         self.flush()
 
     def paragraph(self, p: Paragraph) -> None:
-        style = (p.style.name if p.style is not None else "") or ""
+        style_obj = self.styles.get(p._p.style, self.default_style)
+        style = (style_obj.name if style_obj is not None else "") or ""
         text = clean_text(p.text)
         lower = style.lower()
         if self.table_rows is not None and self.table_caption is None and lower == "caption":
@@ -144,7 +149,7 @@ class _DocxWalker:
         if not text.strip():
             return
         m = _HEADING_STYLE.match(style)
-        level = 1 if lower == "title" else int(m.group(1)) if m else _outline_level(p)
+        level = 1 if lower == "title" else int(m.group(1)) if m else _outline_level(p, style_obj)
         if level is not None:
             self.flush()
             if lower == "title":
@@ -184,9 +189,9 @@ def parse_docx(data: bytes, settings: ParserSettings) -> ParsedDocument:
         )
     inspect_zip(data, settings, what="docx")
     b = BlockBuilder(max_blocks=settings.max_blocks, max_chars=settings.max_chars)
-    walker = _DocxWalker(b)
     try:
         document = docx.Document(io.BytesIO(data))
+        walker = _DocxWalker(b, document)
         core_title = document.core_properties.title
         for item in _items(document):
             if isinstance(item, Table):
