@@ -95,12 +95,17 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         batch_size: int = 64,
         offline: bool = True,
+        threads: int | None = None,
     ) -> None:
         if offline:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
         location = model or default_model_path()
         path = Path(location)
         self._batch_size = batch_size

@@ -20,6 +20,9 @@ class EmbedderSettings(BaseSettings):
         default=None, description="name recorded on chunks; default: the model directory name"
     )
     device: str = "cpu"
+    threads: int | None = Field(
+        default=None, ge=1, description="torch intra-op threads; default: torch's choice"
+    )
     offline: bool = Field(default=True, description="never reach the Hugging Face hub")
     batch_size: int = Field(default=64, ge=1, description="texts per model call")
     max_in_flight_batches: int = Field(

@@ -56,6 +56,7 @@ class EmbedderStage(Stage):
                 device=cfg.device,
                 batch_size=cfg.batch_size,
                 offline=cfg.offline,
+                threads=cfg.threads,
             )
         cache = None
         if self.config.cache:
