@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract", "phone_windows"]
 
 CONTEXT_BOOST = 0.35
+MIN_SCORE_WITH_CONTEXT = 0.4
 _CTX_BEFORE = 60
 _CTX_AFTER = 20
 _WORD = re.compile(r"[a-z]+")
 _DECIMAL = re.compile(r"\d\.\d{1,2}(?!\d)")
 _DATE = re.compile(r"(?:19|20)\d\d[-/.](?:0[1-9]|1[0-2])[-/.](?:0[1-9]|[12]\d|3[01])(?!\d)")
+_SSN_SHAPE = re.compile(r"^\d{3}-\d{2}-\d{4}$")  # no phone plan uses 3-2-4
 _AFTER_VERSION = re.compile(r"\d\.\d+\.$|\bv\d+(?:\.\d+)*\.?$")
 _DIGIT_GROUPS = re.compile(r"\d+")
 _VERSIONISH = re.compile(r"(?:\bv|version|release|ver\.?)\s*$", re.IGNORECASE)
@@ -76,7 +78,7 @@ def _context_near(text: str, start: int, end: int, words: frozenset[str]) -> boo
 
 
 def _phone_ok(text: str, start: int, value: str, has_context: bool) -> bool:
-    if _DECIMAL.search(value) or _DATE.search(value):
+    if _DECIMAL.search(value) or _DATE.search(value) or _SSN_SHAPE.match(value):
         return False
     if _AFTER_VERSION.search(text[max(0, start - 8) : start]):
         return False  # the tail of ``3.14.0] - 2025-10-02``
@@ -183,8 +185,8 @@ class PiiDetector:
         for start, end, raw_score in self._raw(text, entity):
             score = raw_score
             ctx = bool(words) and _context_near(text, start, end, words)
-            if ctx and score < 1.0:
-                score = min(1.0, score + CONTEXT_BOOST)
+            if ctx and score < 1.0:  # presidio's enhancer: +0.35, and at least 0.4
+                score = min(1.0, max(score + CONTEXT_BOOST, MIN_SCORE_WITH_CONTEXT))
             if score < min_score:
                 continue
             value = text[start:end]

@@ -154,7 +154,9 @@ async def test_block_policy_quarantines_without_values(
     # another source type: redacted as usual
     out = await scanner.scan(ev)
     assert out.findings.counts["secret:private_key"] >= 3
-    blocked = ev.model_copy(update={"meta": ev.meta.model_copy(update={"source_type": "vault-export"})})
+    blocked = ev.model_copy(
+        update={"meta": ev.meta.model_copy(update={"source_type": "vault-export"})}
+    )
     with pytest.raises(QuarantineError) as info:
         await scanner.scan(blocked)
     exc = info.value
@@ -171,7 +173,9 @@ async def test_pii_block_policy_and_redacted_meta(
 ) -> None:
     policy = tmp_path / "p.json"
     policy.write_text(
-        json.dumps({"rules": [{"name": "hr", "match": {"tenants": ["hr"]}, "pii": {"US_SSN": "block"}}]})
+        json.dumps(
+            {"rules": [{"name": "hr", "match": {"tenants": ["hr"]}, "pii": {"US_SSN": "block"}}]}
+        )
     )
     scanner = make_scanner(PolicySet.from_file(policy))
     ev = make_event(["Payroll record: SSN 536-22-8104."], title="SSN 536-22-8104 file", tenant="hr")

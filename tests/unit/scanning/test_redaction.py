@@ -29,14 +29,16 @@ def test_tag_positions_shift_and_covered_tags_drop() -> None:
          d(2, 6, "PERSON", redact=False)],
     )  # fmt: skip
     assert out.text.startswith(placeholder("aws_access_key"))
-    (label, s, e) = next(p for p in out.positions if p[0] == "pii:PERSON")
+    (_label, s, e) = next(p for p in out.positions if p[0] == "pii:PERSON")
     assert out.text[s:e] == "Bob"
     assert out.kept_types == {"PERSON"}
     assert out.labels.count("pii:PERSON") == 1  # the covered one is gone
 
 
 def test_duplicate_tag_reports_count_once() -> None:
-    out = redact_text("Call Ann now", [d(5, 8, "PERSON", redact=False), d(5, 8, "PERSON", redact=False)])
+    out = redact_text(
+        "Call Ann now", [d(5, 8, "PERSON", redact=False), d(5, 8, "PERSON", redact=False)]
+    )
     assert out.labels == ["pii:PERSON"] and out.text == "Call Ann now"
 
 

@@ -92,7 +92,11 @@ rules:
 
 def test_replace_defaults_and_json(tmp_path: Path) -> None:
     f = tmp_path / "policy.json"
-    f.write_text(json.dumps({"replace_defaults": True, "rules": [{"name": "only", "pii": {"contact": "tag"}}]}))
+    f.write_text(
+        json.dumps(
+            {"replace_defaults": True, "rules": [{"name": "only", "pii": {"contact": "tag"}}]}
+        )
+    )
     p = PolicySet.from_file(f).resolve(ctx(trust=TrustLevel.LOW))
     assert p.name == "only"
     assert p.secret_action("x") == "redact"  # secrets are always at least redacted
