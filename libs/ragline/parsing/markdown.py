@@ -28,7 +28,10 @@ _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.S)
 
 @lru_cache(maxsize=1)
 def _md() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    # blocks keep their inline source verbatim: tokenizing inline markup is wasted work
+    md.core.ruler.disable(["inline"])
+    return md
 
 
 def _front_matter(lines: list[str]) -> tuple[str | None, int]:
@@ -38,7 +41,8 @@ def _front_matter(lines: list[str]) -> tuple[str | None, int]:
     for i in range(1, min(len(lines), _FRONT_MATTER_MAX_LINES)):
         if lines[i].strip() in ("---", "..."):
             try:
-                data = yaml.safe_load("\n".join(lines[1:i]))
+                loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml if built
+                data = yaml.load("\n".join(lines[1:i]), Loader=loader)  # noqa: S506 (safe)
             except yaml.YAMLError:
                 return None, 0  # not front matter after all: parse it as markdown
             if not isinstance(data, dict):
