@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -98,6 +99,7 @@ def run(
     parents = children = 0
     child_tokens: list[int] = []
     started = time.perf_counter()
+    cpu_started = time.process_time()
     for event, _ in events:
         t0 = time.perf_counter()
         chunked = chunk_event(event, chunker)
@@ -114,6 +116,7 @@ def run(
                 children += 1
                 child_tokens.append(c.token_count)
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     mb = sum(size for _, size in events) / 1e6
     per_doc.sort()
     return {
@@ -124,6 +127,10 @@ def run(
         "mb_per_s": round(mb / wall, 3),
         "chunks_per_s": round((parents + children) / wall, 1),
         "children_per_s": round(children / wall, 1),
+        "cpu_seconds": round(cpu, 3),
+        "cpu_docs_per_s": round(len(events) / cpu, 1),
+        "cpu_mb_per_s": round(mb / cpu, 3),
+        "cpu_chunks_per_s": round((parents + children) / cpu, 1),
         "chunk_share": round(chunk_s / (chunk_s + enrich_s), 2),
         "parents": parents,
         "children": children,
@@ -162,8 +169,15 @@ def main() -> None:
         print(f"(no SciFact corpus at {args.corpus}: skipped)")
     results["fixtures"] = run(fixtures() * args.fixture_rounds, chunker, enricher)
 
-    print(f"tokenizer load {results['tokenizer_load_s']} s, strategy {conf.strategy_version}")
+    results["loadavg_1m"] = round(os.getloadavg()[0], 1)
+    print(
+        f"tokenizer load {results['tokenizer_load_s']} s, strategy {conf.strategy_version}, "
+        f"load average {results['loadavg_1m']} (wall-clock columns suffer when it exceeds 2)"
+    )
     cols = [
+        "cpu_docs_per_s",
+        "cpu_mb_per_s",
+        "cpu_chunks_per_s",
         "documents",
         "megabytes",
         "docs_per_s",

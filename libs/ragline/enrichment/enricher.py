@@ -145,7 +145,8 @@ class Enricher:
 
     def _read(self, chunk: Chunk, source_language: str | None) -> tuple[str, Entities]:
         entities = extract_entities(
-            "\n".join((*chunk.section_path, chunk.text)),  # headings name codes and versions
+            chunk.text,
+            context="\n".join(chunk.section_path),  # headings name codes and versions too
             max_per_type=self._s.max_entities_per_type,
             products=chunk.content_type != "code",  # class names are not products
         )

@@ -131,14 +131,19 @@ def _products(text: str) -> Iterable[str]:
 
 
 def extract_entities(
-    text: str, *, max_per_type: int = 20, products: bool = True
+    text: str, *, context: str = "", max_per_type: int = 20, products: bool = True
 ) -> dict[str, tuple[str, ...]]:
-    """Entity type -> distinct values in order of appearance (capped); empty types omitted."""
+    """Entity type -> distinct values in order of appearance (capped); empty types omitted.
+
+    ``context`` (the section headings) is read for codes, versions and dates but not for
+    products: Title Case Headings Would All Look Like Product Names.
+    """
+    full = f"{context}\n{text}" if context else text
     found = {
         "product": _products(text) if products else (),
-        "error_code": _error_codes(text),
-        "version": _versions(text),
-        "date": find_dates(text),
+        "error_code": _error_codes(full),
+        "version": _versions(full),
+        "date": find_dates(full),
     }
     out: dict[str, tuple[str, ...]] = {}
     for kind, values in found.items():

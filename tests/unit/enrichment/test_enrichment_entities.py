@@ -54,3 +54,10 @@ def test_products_can_be_skipped_and_types_are_capped() -> None:
 
 def test_dates_are_iso() -> None:
     assert extract_entities("Due March 3, 2024.")["date"] == ("2024-03-03",)
+
+
+def test_context_gives_codes_versions_and_dates_but_no_products() -> None:
+    found = extract_entities(
+        "Check the card.", context="Billing Help Center\nWhy ERR_CARD_DECLINED after v2.1?"
+    )
+    assert found == {"error_code": ("ERR_CARD_DECLINED",), "version": ("v2.1",)}
