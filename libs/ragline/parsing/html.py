@@ -29,6 +29,13 @@ _BOILERPLATE = re.compile(
     r"social|share|skip-link|site-header|site-footer)($|[-_])",
     re.I,
 )
+_NEVER_DROPPED = frozenset({"html", "body", "main", "article"})
+
+
+def _is_main_content(tag: Tag) -> bool:
+    return tag.name in ("main", "article") or tag.get("role") == "main"
+
+
 _INLINE = frozenset(
     {"a", "abbr", "b", "bdi", "bdo", "br", "cite", "code", "data", "del", "dfn", "em", "font",
      "i", "img", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strong",
@@ -44,13 +51,19 @@ def _is_boilerplate(tag: Tag) -> bool:
         return True
     if tag.name in _PAGE_CHROME and tag.find_parent(["article", "main"]) is None:
         return True
+    if tag.name in _NEVER_DROPPED:
+        return False
     attrs = tag.attrs or {}
-    if attrs.get("role") in _DROP_ROLES or "hidden" in attrs:
-        return True
-    if str(attrs.get("aria-hidden", "")).lower() == "true":
-        return True
     names = [*(attrs.get("class") or []), str(attrs.get("id") or "")]
-    return any(_BOILERPLATE.search(n) for n in names if n)
+    suspect = (
+        attrs.get("role") in _DROP_ROLES
+        or "hidden" in attrs
+        or str(attrs.get("aria-hidden", "")).lower() == "true"
+        or any(_BOILERPLATE.search(n) for n in names if n)
+    )
+    # attribute heuristics misfire on wrappers ("sidebar-visible" on <html>): never
+    # drop an element that holds the main content
+    return suspect and tag.find(_is_main_content) is None
 
 
 def _strings(node: Tag) -> Iterator[str]:
