@@ -5,7 +5,6 @@ the query embedding model; every route takes its principal from the verified bea
 token and nothing else.
 """
 
-
 import asyncio
 import logging
 import time
@@ -88,7 +87,7 @@ def create_app(
         emb = embedder
         if emb is None:
             model = str(qs.embedding_model_path) if qs.embedding_model_path else None
-            own_embedder = await ModelQueryEmbedder.load(model)
+            own_embedder = await ModelQueryEmbedder.load(model, torch_threads=qs.torch_threads)
             emb = CachedEmbedder(own_embedder, size=qs.embedding_cache_size)
         rr = reranker if reranker is not None else await _load_reranker(qs)
         pool = await open_pool(

@@ -174,9 +174,7 @@ def _exact_refuse(
     order. Embeddings blur such tokens, so plain RRF can bury the one exact match under
     many look-alikes that are close in vector space."""
     exact = [
-        f.key
-        for f in fused
-        if f.key in rows and any(i in rows[f.key].text.lower() for i in idents)
+        f.key for f in fused if f.key in rows and any(i in rows[f.key].text.lower() for i in idents)
     ]
     if not exact or settings.weight_exact <= 0:
         return fused

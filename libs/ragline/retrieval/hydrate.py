@@ -56,6 +56,12 @@ _COLUMNS = sql.SQL(
 )
 
 
+def _as_array(value: Any) -> npt.NDArray[np.float32]:
+    """pgvector hands back numpy arrays or its ``Vector`` (text protocol): accept both."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if callable(to_numpy) else value, dtype=np.float32)
+
+
 async def hydrate(
     conn: AsyncConnection,
     principal: Principal,
@@ -102,6 +108,6 @@ async def hydrate(
                 "pii_types": tuple(r["pii_types"] or ()),
             },
             similarity=None if sim is None else float(sim),
-            embedding=None if emb is None else np.asarray(emb, dtype=np.float32),
+            embedding=None if emb is None else _as_array(emb),
         )
     return out

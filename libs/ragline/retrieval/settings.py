@@ -48,6 +48,11 @@ class QuerySettings(BaseSettings):
         default=None, description="default: the embedder's model (RAGLINE_EMBEDDER_MODEL)"
     )
     embedding_cache_size: int = Field(default=4096, ge=0)
+    torch_threads: int | None = Field(
+        default=1,
+        ge=1,
+        description="torch intra-op threads for query encoding (None: torch default)",
+    )
     abstain_min_similarity: float = Field(
         default=0.30, description="best dense cosine similarity below this -> abstain"
     )

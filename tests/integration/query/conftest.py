@@ -13,6 +13,7 @@ import httpx
 import jwt
 import pytest_asyncio
 from fastapi import FastAPI
+from query_corpus import delete, main_corpus, other_tenant_corpus, seed
 
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
 from ragline.retrieval.settings import QuerySettings
@@ -21,7 +22,6 @@ from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from services.query.api import create_app
-from query_corpus import delete, main_corpus, other_tenant_corpus, seed
 
 SECRET = "query-integration-secret-0123456789abcdef"
 GROUP_A = "eng"

@@ -16,8 +16,13 @@ from ragline.runtime.settings import Settings
 pytestmark = pytest.mark.integration
 
 
-async def _search(client: httpx.AsyncClient, corpus: Corpus, body: dict[str, Any],
-                  groups: list[str] | None = None, tenant: str | None = None) -> dict[str, Any]:
+async def _search(
+    client: httpx.AsyncClient,
+    corpus: Corpus,
+    body: dict[str, Any],
+    groups: list[str] | None = None,
+    tenant: str | None = None,
+) -> dict[str, Any]:
     r = await client.post(
         "/v1/search", json=body, headers=auth(tenant or corpus.tenant, groups or [GROUP_A])
     )
@@ -76,8 +81,12 @@ async def test_citation_flags_and_timings(client: httpx.AsyncClient, corpus: Cor
 
 
 async def test_parent_expansion_dedupes_parents(client: httpx.AsyncClient, corpus: Corpus):
-    body = {"query": "disk snapshots quota platform team", "top_k": 10, "max_per_document": 5,
-            "mode": "lexical"}
+    body = {
+        "query": "disk snapshots quota platform team",
+        "top_k": 10,
+        "max_per_document": 5,
+        "mode": "lexical",
+    }
     plain = await _search(client, corpus, body)
     expanded = await _search(client, corpus, {**body, "expand_parents": True})
     disk_plain = [r for r in plain["results"] if r["document_id"] == "ops:disk"]
@@ -100,9 +109,14 @@ async def test_deleted_content_never_returns(client: httpx.AsyncClient, corpus: 
     for mode in ("hybrid", "lexical", "dense"):
         for history in (False, True):
             resp = await _search(
-                client, corpus,
-                {"query": "DELCANARY disk cleanup memo", "mode": mode, "top_k": 20,
-                 "include_history": history},
+                client,
+                corpus,
+                {
+                    "query": "DELCANARY disk cleanup memo",
+                    "mode": mode,
+                    "top_k": 20,
+                    "include_history": history,
+                },
             )
             assert "tmp:deleted" not in _docs(resp)
     r = await client.get("/v1/documents/tmp:deleted", headers=auth(corpus.tenant, [GROUP_A]))
@@ -140,9 +154,13 @@ async def test_future_documents_need_as_of(client: httpx.AsyncClient, corpus: Co
 
 async def test_filters_restrict(client: httpx.AsyncClient, corpus: Corpus):
     resp = await _search(
-        client, corpus,
-        {"query": "error code service", "top_k": 10,
-         "filters": {"document_ids": ["kb:err-4712", "ops:disk"]}},
+        client,
+        corpus,
+        {
+            "query": "error code service",
+            "top_k": 10,
+            "filters": {"document_ids": ["kb:err-4712", "ops:disk"]},
+        },
     )
     assert set(_docs(resp)) <= {"kb:err-4712", "ops:disk"} and resp["results"]
     none = await _search(client, corpus, {"query": "error code", "filters": {"source_type": "x"}})
@@ -157,9 +175,14 @@ async def test_abstains_on_unrelated_query(client: httpx.AsyncClient, corpus: Co
 
 
 async def test_fan_out_queries(client: httpx.AsyncClient, corpus: Corpus):
-    resp = await _search(client, corpus, {
-        "queries": ["ERR-4711", "How much annual leave do staff receive?"], "top_k": 6,
-    })
+    resp = await _search(
+        client,
+        corpus,
+        {
+            "queries": ["ERR-4711", "How much annual leave do staff receive?"],
+            "top_k": 6,
+        },
+    )
     idx = {r["query_index"] for r in resp["results"]}
     assert idx == {0, 1}
     assert "kb:ingest-troubleshooting" in _docs(resp) and "hr:leave" in _docs(resp)
@@ -167,8 +190,9 @@ async def test_fan_out_queries(client: httpx.AsyncClient, corpus: Corpus):
 
 async def test_errors_are_problems(client: httpx.AsyncClient, corpus: Corpus):
     h = auth(corpus.tenant, [GROUP_A])
-    r = await client.post("/v1/search", json={"query": "x", "filters": {"acl_groups": ["b"]}},
-                          headers=h)
+    r = await client.post(
+        "/v1/search", json={"query": "x", "filters": {"acl_groups": ["b"]}}, headers=h
+    )
     assert r.status_code == 400
     body = r.json()
     assert r.headers["content-type"].startswith("application/problem+json")
@@ -197,7 +221,7 @@ async def test_bad_tokens_get_401(client: httpx.AsyncClient, corpus: Corpus):
     r = await client.post("/v1/search", json=body, headers={"Authorization": f"Bearer {expired}"})
     assert r.status_code == 401 and "expired" in r.json()["detail"]
     good = make_token(corpus.tenant, [GROUP_A])
-    head, payload, sig = good.split(".")
+    head, _payload, sig = good.split(".")
     tampered = make_token(corpus.tenant, [GROUP_B]).split(".")[1]
     for token in (f"{head}.{tampered}.{sig}", good[:-4] + "AAAA", "garbage"):
         r = await client.post("/v1/search", json=body, headers={"Authorization": f"Bearer {token}"})
@@ -216,19 +240,29 @@ async def test_audit_row_written_append_only(
     async with await psycopg.AsyncConnection.connect(stack.admin_dsn(), autocommit=True) as c:
         cur = await c.execute(
             "SELECT tenant_id, subject, groups, query_hash, query_text, chunk_ids, cache, mode"
-            " FROM query_audit WHERE trace_id = %s", (resp["trace_id"],),
+            " FROM query_audit WHERE trace_id = %s",
+            (resp["trace_id"],),
         )
         rows = await cur.fetchall()
     assert len(rows) == 1
     tenant, subject, groups, qhash, qtext, chunk_ids, cache, mode = rows[0]
-    assert (tenant, subject, groups, cache, mode) == (corpus.tenant, "tester", [GROUP_A], "off",
-                                                     "hybrid")
+    assert (tenant, subject, groups, cache, mode) == (
+        corpus.tenant,
+        "tester",
+        [GROUP_A],
+        "off",
+        "hybrid",
+    )
     assert qtext is None and len(qhash) == 64
     assert chunk_ids == [r["chunk_id"] for r in resp["results"]]
     # the query role can insert but never read, change or delete audit rows
     async with await psycopg.AsyncConnection.connect(stack.query_dsn(), autocommit=True) as c:
-        for stmt in ("SELECT count(*) FROM query_audit", "DELETE FROM query_audit",
-                     "UPDATE query_audit SET subject = 'x'", "TRUNCATE query_audit"):
+        for stmt in (
+            "SELECT count(*) FROM query_audit",
+            "DELETE FROM query_audit",
+            "UPDATE query_audit SET subject = 'x'",
+            "TRUNCATE query_audit",
+        ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 await c.execute(stmt)
     # even the owner cannot update; the sweep deletes only past the retention
@@ -244,7 +278,9 @@ async def test_health_ready_metrics_openapi(client: httpx.AsyncClient, corpus: C
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = await client.get("/readyz")
     assert ready.status_code == 200 and ready.json()["checks"] == {
-        "postgres": "ok", "opensearch": "ok"}
+        "postgres": "ok",
+        "opensearch": "ok",
+    }
     await _search(client, corpus, {"query": "vacation days"})
     metrics = (await client.get("/metrics")).text
     assert 'ragline_query_requests_total{mode="hybrid",route="search",status="200"}' in metrics

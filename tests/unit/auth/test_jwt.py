@@ -67,7 +67,7 @@ def test_rejected_tokens(token_factory, message: str) -> None:
 
 def test_tampered_payload_is_rejected() -> None:
     token = _hs(_claims())
-    head, payload, sig = token.split(".")
+    head, _payload, sig = token.split(".")
     forged = jwt.utils.base64url_encode(
         json.dumps({**_claims(), "groups": ["finance"]}).encode()
     ).decode()

@@ -20,7 +20,7 @@ from ragline.retrieval.ratelimit import RateLimited, TokenBuckets
 def test_cap_per_document_keeps_order() -> None:
     items = [("d1", 1), ("d1", 2), ("d2", 3), ("d1", 4), ("d2", 5)]
     assert cap_per_document(items, lambda x: x[0], 1) == [("d1", 1), ("d2", 3)]
-    assert cap_per_document(items, lambda x: x[0], 2) == items[:3] + [("d2", 5)]
+    assert cap_per_document(items, lambda x: x[0], 2) == [*items[:3], ("d2", 5)]
 
 
 def test_mmr_demotes_near_duplicates() -> None:
@@ -88,7 +88,7 @@ class _Fake:
 async def test_embedding_cache_hits_and_evicts() -> None:
     inner = _Fake()
     c = CachedEmbedder(inner, size=2)
-    a1, b1, a2 = await c.embed(["a  query", "b", "a query"])
+    a1, _b1, a2 = await c.embed(["a  query", "b", "a query"])
     assert inner.calls == [["a  query", "b"]]
     assert np.array_equal(a1, a2)
     await c.embed(["a query"])
