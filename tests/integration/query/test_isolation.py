@@ -16,12 +16,53 @@ pytestmark = pytest.mark.integration
 
 N_REQUESTS = 1000
 CONCURRENCY = 8
-WORDS = (
-    "error code service disk full ingest queue vacation days employee payroll bonus "
-    "salaries quota finance snapshots travel hotel policy remote work BCANARY TCANARY "
-    "DELCANARY FUTURECANARY ERR-4711 ERR-4705 admin password restart team yearly leave "
-    "version v1.0 v2.0 compare as of 2023 latest current table executives terabytes"
-).split()
+WORDS = [
+    "error",
+    "code",
+    "service",
+    "disk",
+    "full",
+    "ingest",
+    "queue",
+    "vacation",
+    "days",
+    "employee",
+    "payroll",
+    "bonus",
+    "salaries",
+    "quota",
+    "finance",
+    "snapshots",
+    "travel",
+    "hotel",
+    "policy",
+    "remote",
+    "work",
+    "BCANARY",
+    "TCANARY",
+    "DELCANARY",
+    "FUTURECANARY",
+    "ERR-4711",
+    "ERR-4705",
+    "admin",
+    "password",
+    "restart",
+    "team",
+    "yearly",
+    "leave",
+    "version",
+    "v1.0",
+    "v2.0",
+    "compare",
+    "as",
+    "of",
+    "2023",
+    "latest",
+    "current",
+    "table",
+    "executives",
+    "terabytes",
+]
 
 
 def _principals(c: Corpus) -> list[tuple[str, list[str]]]:

