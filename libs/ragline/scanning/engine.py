@@ -48,7 +48,7 @@ class Detectors:
         self.load()
         with self._lock:
             layout = Layout(items)
-            res = DetectResult(n_bytes=len(layout.text.encode("utf-8")))
+            res = DetectResult(n_bytes=sum(len(t.encode("utf-8")) for t in items))
             t0 = time.perf_counter()
             res.findings.extend(self.secrets.detect(layout))
             t1 = time.perf_counter()

@@ -34,7 +34,12 @@ def test_build_returns_the_scanner_stage() -> None:
 
 async def test_stage_handles_batches_with_per_document_failures(tmp_path: Path) -> None:
     policy = tmp_path / "p.yaml"
-    policy.write_text("rules:\n  - name: no-keys\n    secrets: {private_key: block}\n")
+    # replace_defaults: no rule asks for names, so start() does not load spaCy
+    policy.write_text(
+        "replace_defaults: true\nrules:\n"
+        "  - name: no-keys\n    secrets: {'*': redact, private_key: block}\n"
+        "    pii: {contact: redact}\n"
+    )
     stage = ScannerStage(Settings(), ScannerSettings(policy_file=policy, workers=0))
     await stage.start()
     try:
