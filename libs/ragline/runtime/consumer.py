@@ -266,11 +266,12 @@ class StageRunner:
                 content_hash=getattr(event, "content_hash", None),
                 source_seq=event.source_seq,
                 traceparent=getattr(event, "traceparent", None),
-                meta=getattr(event, "meta", None),
+                # a stage may hand over a cleaned meta/findings (the scanner: redacted)
+                meta=getattr(exc, "meta", None) or getattr(event, "meta", None),
                 stage=self.stage.name,
                 reason_code=exc.reason_code,
                 reason=exc.reason[:1000],
-                findings=getattr(event, "findings", None),
+                findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
             )
             await self._publish_output(rec, event, Output(topic=Topics.DOC_QUARANTINED, event=q))
         await self._dead_letter(rec, exc, attempts=attempts, event=event)
