@@ -44,12 +44,10 @@ class ScanBlocked(QuarantineError):
     """A policy blocks the document.
 
     ``findings`` holds types, counts and positions, never values; ``meta`` is the
-    document's metadata with every finding redacted, for the quarantine event (the
-    input's meta may hold the very secret that blocked it). ``withhold_original`` asks
-    the runtime not to copy the message body into the dead-letter record.
+    document's metadata with every finding redacted. The runtime puts both on the
+    ``doc.quarantined`` event instead of the input's meta, which may hold the very
+    secret that blocked the document.
     """
-
-    withhold_original = True
 
     def __init__(
         self, reason_code: str, reason: str, *, findings: FindingsSummary, meta: DocumentMeta
