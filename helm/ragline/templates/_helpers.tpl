@@ -1,0 +1,239 @@
+{{/* Names, labels, the image, and the environment every ragline pod shares. */}}
+
+{{- define "ragline.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ragline.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Kubernetes names cannot hold "_": cache_invalidator -> cache-invalidator */}}
+{{- define "ragline.component" -}}
+{{- . | replace "_" "-" -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>" for a service name given as .name */}}
+{{- define "ragline.serviceFullname" -}}
+{{- printf "%s-%s" (include "ragline.fullname" .root) (include "ragline.component" .name) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ragline.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ragline.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ include "ragline.component" .name }}
+{{- end -}}
+
+{{- define "ragline.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "ragline.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ include "ragline.component" .name }}
+app.kubernetes.io/part-of: ragline
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "ragline.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ragline.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "ragline.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The topics each consumer reads (libs/ragline/runtime/topology.py; a unit test
+     keeps them equal). Its consumer group is "ragline-<service>". */}}
+{{- define "ragline.consumes" -}}
+connector: [source.changes]
+parser: [doc.fetched]
+scanner: [doc.parsed]
+chunker: [doc.scanned]
+enricher: [doc.chunked]
+embedder: [doc.enriched]
+indexer: [doc.embedded, doc.control, doc.quarantined]
+cache_invalidator: [doc.indexed]
+{{- end -}}
+
+{{- define "ragline.isConsumer" -}}
+{{- if hasKey (fromYaml (include "ragline.consumes" .root)) .name -}}true{{- end -}}
+{{- end -}}
+
+{{/* HTTP port of a service that serves one (query: API + /healthz /readyz /metrics;
+     connector: the webhook) */}}
+{{- define "ragline.httpPort" -}}
+{{- if eq .name "query" -}}8080{{- else if eq .name "connector" -}}8081{{- end -}}
+{{- end -}}
+
+{{/* ----------------------------------------------------------------- credentials */}}
+{{- define "ragline.credentialsSecret" -}}
+{{- printf "%s-credentials" (include "ragline.fullname" .) -}}
+{{- end -}}
+
+{{- define "ragline.secretRef" -}}
+{{- /* .existing: existingSecret name or ""; .key; .optional; .root */ -}}
+valueFrom:
+  secretKeyRef:
+    name: {{ default (include "ragline.credentialsSecret" .root) .existing }}
+    key: {{ .key }}
+    {{- if .optional }}
+    optional: true
+    {{- end }}
+{{- end -}}
+
+{{- define "ragline.env.pgAdmin" -}}
+- name: RAGLINE_PG_DSN
+  {{- include "ragline.secretRef" (dict "root" . "existing" .Values.postgres.existingSecret "key" .Values.postgres.dsnKey) | nindent 2 }}
+{{- end -}}
+
+{{- define "ragline.env.pgQuery" -}}
+- name: RAGLINE_PG_QUERY_DSN
+  {{- include "ragline.secretRef" (dict "root" . "existing" .Values.postgres.existingSecret "key" .Values.postgres.queryDsnKey) | nindent 2 }}
+{{- end -}}
+
+{{- define "ragline.env.opensearch" -}}
+{{- $os := .Values.opensearch -}}
+{{- if $os.existingSecret }}
+- name: RAGLINE_OPENSEARCH_USER
+  {{- include "ragline.secretRef" (dict "root" . "existing" $os.existingSecret "key" $os.usernameKey "optional" true) | nindent 2 }}
+- name: RAGLINE_OPENSEARCH_PASSWORD
+  {{- include "ragline.secretRef" (dict "root" . "existing" $os.existingSecret "key" $os.passwordKey "optional" true) | nindent 2 }}
+{{- else if $os.username }}
+- name: RAGLINE_OPENSEARCH_USER
+  {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "opensearch-username") | nindent 2 }}
+- name: RAGLINE_OPENSEARCH_PASSWORD
+  {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "opensearch-password") | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "ragline.env.jwt" -}}
+{{- $a := .Values.auth -}}
+{{- if $a.existingSecret }}
+- name: RAGLINE_QUERY_JWT_SECRET
+  {{- include "ragline.secretRef" (dict "root" . "existing" $a.existingSecret "key" $a.jwtSecretKey "optional" true) | nindent 2 }}
+- name: RAGLINE_QUERY_JWT_PUBLIC_KEY
+  {{- include "ragline.secretRef" (dict "root" . "existing" $a.existingSecret "key" $a.jwtPublicKeyKey "optional" true) | nindent 2 }}
+{{- else }}
+{{- if $a.jwtSecret }}
+- name: RAGLINE_QUERY_JWT_SECRET
+  {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "jwt-secret") | nindent 2 }}
+{{- end }}
+{{- if $a.jwtPublicKey }}
+- name: RAGLINE_QUERY_JWT_PUBLIC_KEY
+  {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "jwt-public-key") | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "ragline.env.webhook" -}}
+{{- $w := .Values.connector.webhook -}}
+{{- if $w.existingSecret }}
+- name: RAGLINE_CONNECTOR_WEBHOOK_SECRET
+  {{- include "ragline.secretRef" (dict "root" . "existing" $w.existingSecret "key" $w.secretKey "optional" true) | nindent 2 }}
+{{- else if $w.secret }}
+- name: RAGLINE_CONNECTOR_WEBHOOK_SECRET
+  {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "webhook-secret") | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Secret variables of one service: least privilege (the query service never gets the
+     admin DSN; only the connector gets the webhook secret). */}}
+{{- define "ragline.secretEnv" -}}
+{{- $root := .root -}}
+{{- if eq .name "query" }}
+{{- include "ragline.env.pgQuery" $root }}
+{{- include "ragline.env.jwt" $root }}
+{{- else if eq .name "migrate" }}
+{{- include "ragline.env.pgAdmin" $root }}
+{{ include "ragline.env.pgQuery" $root }}
+{{- else if eq .name "topics" }}
+{{- else }}
+{{- include "ragline.env.pgAdmin" $root }}
+{{- if eq .name "connector" }}
+{{- include "ragline.env.webhook" $root }}
+{{- end }}
+{{- end }}
+{{- if has .name (list "query" "indexer") }}
+{{- include "ragline.env.opensearch" $root }}
+{{- end }}
+{{- end -}}
+
+{{/* ----------------------------------------------------------------- validation */}}
+{{- define "ragline.validate" -}}
+{{- $parts := int .Values.kafka.partitions -}}
+{{- range $name, $svc := .Values.services -}}
+{{- if and $svc.enabled (include "ragline.isConsumer" (dict "root" $ "name" $name)) -}}
+{{- if gt (int $svc.replicas) $parts -}}
+{{- fail (printf "services.%s.replicas (%d) exceeds kafka.partitions (%d): extra consumers of a group would sit idle" $name (int $svc.replicas) $parts) -}}
+{{- end -}}
+{{- if and $svc.keda $svc.keda.enabled (gt (int $svc.keda.maxReplicas) $parts) -}}
+{{- fail (printf "services.%s.keda.maxReplicas (%d) exceeds kafka.partitions (%d)" $name (int $svc.keda.maxReplicas) $parts) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not .Values.postgres.existingSecret) (not .Values.postgres.dsn) -}}
+{{- fail "postgres: set existingSecret (recommended) or dsn + queryDsn" -}}
+{{- end -}}
+{{- if and (not .Values.postgres.existingSecret) (not .Values.postgres.queryDsn) -}}
+{{- fail "postgres.queryDsn is required with an inline dsn: the query service connects as the RLS-bound role" -}}
+{{- end -}}
+{{- $a := .Values.auth -}}
+{{- if and .Values.services.query.enabled (not (or $a.existingSecret $a.jwtSecret $a.jwtPublicKey $a.jwksUrl)) -}}
+{{- fail "auth: the query service needs a JWT key: existingSecret, jwtSecret, jwtPublicKey or jwksUrl" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Non-secret settings of every pod (the ConfigMap; hook Jobs inline the same map
+     because they run before the release's ConfigMap exists). */}}
+{{- define "ragline.configData" -}}
+{{- $v := .Values -}}
+{{- $data := dict
+  "RAGLINE_KAFKA_BOOTSTRAP" $v.kafka.bootstrap
+  "RAGLINE_KAFKA_PARTITIONS" (toString $v.kafka.partitions)
+  "RAGLINE_KAFKA_MAX_MESSAGE_BYTES" (toString $v.kafka.maxMessageBytes)
+  "RAGLINE_OPS_TOPIC_REPLICATION_FACTOR" (toString $v.kafka.replicationFactor)
+  "RAGLINE_OPENSEARCH_URL" $v.opensearch.url
+  "RAGLINE_OPENSEARCH_INDEX_PREFIX" $v.opensearch.indexPrefix
+  "RAGLINE_METRICS_HOST" "0.0.0.0"
+  "RAGLINE_METRICS_PORT" (toString $v.metrics.port)
+  "RAGLINE_HTTP_HOST" "0.0.0.0"
+  "RAGLINE_STATE_DIR" "/tmp/ragline"
+  "HF_HUB_OFFLINE" "1"
+  "TRANSFORMERS_OFFLINE" "1"
+-}}
+{{- with $v.auth.jwksUrl }}{{ $_ := set $data "RAGLINE_QUERY_JWT_JWKS_URL" . }}{{ end -}}
+{{- with $v.auth.issuer }}{{ $_ := set $data "RAGLINE_QUERY_JWT_ISSUER" . }}{{ end -}}
+{{- with $v.auth.audience }}{{ $_ := set $data "RAGLINE_QUERY_JWT_AUDIENCE" . }}{{ end -}}
+{{- with $v.models.embedderPath }}
+{{- $_ := set $data "RAGLINE_EMBEDDER_MODEL" . }}
+{{- $_ := set $data "RAGLINE_QUERY_EMBEDDING_MODEL_PATH" . }}
+{{- end -}}
+{{- with $v.models.embedderName }}{{ $_ := set $data "RAGLINE_EMBEDDER_MODEL_NAME" . }}{{ end -}}
+{{- with $v.models.tokenizerPath }}{{ $_ := set $data "RAGLINE_CHUNKER_TOKENIZER_PATH" . }}{{ end -}}
+{{- with $v.models.rerankPath }}{{ $_ := set $data "RAGLINE_QUERY_RERANK_MODEL_PATH" . }}{{ end -}}
+{{- range $k, $val := $v.env }}{{ $_ := set $data $k (toString $val) }}{{ end -}}
+{{- range $k := keys $data | sortAlpha }}
+{{ $k }}: {{ get $data $k | quote }}
+{{- end }}
+{{- end -}}
