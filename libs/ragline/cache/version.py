@@ -1,0 +1,34 @@
+"""The index version a cache entry belongs to: embedding model + revision + epoch.
+
+Query vectors of another model are not comparable, and results of another index are not
+valid; both are in the key, so a model change or an epoch bump (``RAGLINE_CACHE_INDEX_EPOCH``
+after a full reindex) orphans every old entry at once (the sweeper removes them by TTL).
+"""
+
+from __future__ import annotations
+
+__all__ = ["index_version"]
+
+
+def _find_attr(obj: object, attr: str, depth: int = 4) -> str | None:
+    """``attr`` of ``obj`` or of the objects it wraps (``_inner``): the query embedders
+    are layered (LRU cache -> async adapter -> model)."""
+    cur: object | None = obj
+    for _ in range(depth):
+        if cur is None:
+            return None
+        try:
+            value = getattr(cur, attr, None)
+        except Exception:  # a property that needs a loaded model
+            value = None
+        if isinstance(value, str) and value:
+            return value
+        cur = getattr(cur, "_inner", None)
+    return None
+
+
+def index_version(embedder: object | None, *, epoch: str = "1") -> str:
+    """``<model>@<revision>#<epoch>``; unknown parts say so rather than guess."""
+    name = _find_attr(embedder, "name") if embedder is not None else None
+    revision = _find_attr(embedder, "revision") if embedder is not None else None
+    return f"{name or 'unknown-model'}@{revision or 'unversioned'}#{epoch}"

@@ -1,0 +1,15 @@
+"""Cache invalidator wiring: doc.indexed -> evict dependent answer-cache entries
+(logic: ragline.cache)."""
+
+from __future__ import annotations
+
+from ragline.cache.settings import CacheSettings
+from ragline.cache.stage import CacheInvalidatorStage
+from ragline.runtime.settings import Settings
+from ragline.runtime.stage import Stage
+
+__all__ = ["build"]
+
+
+def build(settings: Settings) -> Stage:
+    return CacheInvalidatorStage(settings, CacheSettings())
