@@ -1,0 +1,56 @@
+"""The query service as its own process (``ragline run query``): it starts, serves a
+permission-scoped search over HTTP with OpenAPI and metrics, and stops on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from conftest import GROUP_A, GROUP_B, SECRET, Corpus, auth
+
+pytestmark = pytest.mark.integration
+
+
+async def _wait_ready(client: httpx.AsyncClient, proc, timeout_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.running(), proc.log()[-4000:]
+        try:
+            if (await client.get("/readyz")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.5)
+    raise TimeoutError(proc.log()[-4000:])
+
+
+async def test_ragline_run_query(service_process, corpus: Corpus) -> None:  # type: ignore[no-untyped-def]
+    proc = service_process(
+        "query",
+        env={"RAGLINE_QUERY_JWT_SECRET": SECRET, "RAGLINE_QUERY_AUDIT_STORE_QUERY": "text"},
+    )
+    async with httpx.AsyncClient(base_url=proc.http_url, timeout=30) as client:
+        await _wait_ready(client, proc)
+        r = await client.post(
+            "/v1/search",
+            json={"query": "BCANARY payroll bonus vacation days", "top_k": 10},
+            headers=auth(corpus.tenant, [GROUP_A]),
+        )
+        assert r.status_code == 200, r.text
+        docs = {x["document_id"] for x in r.json()["results"]}
+        assert docs and docs <= corpus.visible[(corpus.tenant, GROUP_A)]
+        assert "traceparent" in r.headers
+        r = await client.post(
+            "/v1/search",
+            json={"query": "BCANARY payroll bonus", "top_k": 3},
+            headers=auth(corpus.tenant, [GROUP_B]),
+        )
+        assert "hr:payroll-b" in {x["document_id"] for x in r.json()["results"]}
+        assert (await client.post("/v1/search", json={"query": "x"})).status_code == 401
+        assert "/v1/search" in (await client.get("/openapi.json")).json()["paths"]
+        assert "ragline_query_requests_total" in (await client.get("/metrics")).text
+    # uvicorn shuts down gracefully, then re-raises SIGTERM (exit -15) by design
+    assert await proc.terminate_async() in (0, -15)
+    assert "Traceback" not in proc.log()
