@@ -4,49 +4,156 @@
 from ``make up`` is needed or touched), publishes the 5,183 abstracts to
 ``source.changes``, waits until Postgres shows them indexed, asks the 809 train queries
 over HTTP in lexical, dense, hybrid and hybrid+rerank mode, and writes
-bench/out/scifact/report.{json,txt,png}. Any extra argument is passed to ``ragline eval``
-(for example ``--limit 200`` for a quick look, ``--baseline old/report.json``).
+bench/out/scifact/report.{json,txt,png}.
 
-    .venv/bin/python bench/eval_scifact.py [--limit N] [--modes hybrid,dense] [...]
+With ``--tune`` it then restarts only the query service once per tuning step (one knob
+changed from the defaults, no re-ingest), runs hybrid again and writes what each step
+changed to bench/out/scifact/tuning.json and tuning.md.
+
+    .venv/bin/python bench/eval_scifact.py [--limit N] [--modes hybrid,dense] [--tune]
+        [--baseline old/report.json] [--out DIR]
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import os
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
+QUERY_ENV = {
+    "RAGLINE_QUERY_MAX_TOP_K": "100",
+    "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
+    # one torch thread per query embedding: on a busy 2-core machine two threads make a
+    # single-sentence encode ~10x slower (measured 567 ms vs 53 ms p50), see docs
+    "OMP_NUM_THREADS": "1",
+}
+# one knob at a time, from the defaults (RAGLINE_QUERY_* of the query service)
+TUNING_STEPS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("no abstention", {"RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1"}),
+    ("rrf_k 20", {"RAGLINE_QUERY_RRF_K": "20"}),
+    ("rrf_k 120", {"RAGLINE_QUERY_RRF_K": "120"}),
+    ("dense weight 1.5", {"RAGLINE_QUERY_WEIGHT_DENSE": "1.5"}),
+    ("lexical weight 1.5", {"RAGLINE_QUERY_WEIGHT_LEXICAL": "1.5"}),
+    ("hnsw ef_search 200", {"RAGLINE_QUERY_HNSW_EF_SEARCH": "200"}),
+)
+KEY_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr", "latency_p50_ms")
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--modes", default="lexical,dense,hybrid,hybrid+rerank")
+    p.add_argument("--limit", type=int, help="only the first N train queries")
+    p.add_argument("--tune", action="store_true", help="run the tuning steps after the baseline")
+    p.add_argument("--baseline", type=Path, help="an earlier report.json to compare with")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "scifact")
+    p.add_argument("--ingest-timeout", type=float, default=7200.0, help="seconds")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def _row(report: Any, mode: str) -> dict[str, float | None]:
+    return {m: report.value(mode, m) for m in KEY_METRICS}
+
+
+def _tuning_md(steps: list[dict[str, Any]]) -> str:
+    head = "| step | env | " + " | ".join(KEY_METRICS) + " |"
+    lines = [head, "|" + "---|" * (len(KEY_METRICS) + 2)]
+    for s in steps:
+        env = ", ".join(f"{k.removeprefix('RAGLINE_QUERY_')}={v}" for k, v in s["env"].items())
+        vals = " | ".join("n/a" if v is None else f"{v:.3f}" for v in s["hybrid"].values())
+        lines.append(f"| {s['step']} | {env or 'defaults'} | {vals} |")
+    return "\n".join(lines) + "\n"
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from pydantic import SecretStr
+
+    from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.datasets import load_beir
+    from ragline.evaluation.evaluate import evaluate, wait_ready, write_outputs
+    from ragline.evaluation.gate import ThresholdConfig, compare, render_changes
+    from ragline.evaluation.platform import private_platform
+    from ragline.evaluation.report import load_report, render_categories, render_table
+    from ragline.evaluation.settings import EvalSettings
+
+    dataset = load_beir(
+        SCIFACT, split="train", tenant="scifact", groups=("eval",), limit_queries=args.limit
+    )
+    progress = not args.no_progress
+    print(f"SciFact train: {len(dataset.documents)} documents, {len(dataset.cases)} queries")
+    async with private_platform(query_env=QUERY_ENV) as plat:
+        es = EvalSettings(
+            query_url=plat.query_url,
+            jwt_secret=SecretStr(plat.jwt_secret),
+            top_k=100,
+            concurrency=2,
+            ingest_timeout_s=args.ingest_timeout,
+            poll_interval_s=2.0,
+        )
+        t0 = time.perf_counter()
+        report = await evaluate(
+            dataset,
+            settings=plat.settings,
+            eval_settings=es,
+            modes=args.modes.split(","),
+            progress=progress,
+            command="python bench/eval_scifact.py " + " ".join(sys.argv[1:]),
+        )
+        baseline = load_report(args.baseline) if args.baseline else None
+        write_outputs(report, args.out, baseline)
+        print(render_table(report))
+        print(f"\nreport in {args.out} ({time.perf_counter() - t0:.0f} s)")
+        if baseline is not None:
+            print(render_changes(compare(report, baseline, ThresholdConfig())))
+        if not args.tune:
+            return 0
+        steps = [{"step": "defaults", "env": {}, "hybrid": _row(report, "hybrid")}]
+        for name, env in TUNING_STEPS:
+            url = await plat.restart_query({**QUERY_ENV, **env})
+            step_es = es.model_copy(update={"query_url": url})
+            async with QueryClient(step_es) as client:
+                await wait_ready(client, timeout_s=300)
+            r = await evaluate(
+                dataset,
+                settings=plat.settings,
+                eval_settings=step_es,
+                modes=["hybrid"],
+                ingest=False,
+                progress=progress,
+            )
+            steps.append({"step": name, "env": env, "hybrid": _row(r, "hybrid")})
+            print(f"tuning: {name}: {steps[-1]['hybrid']}")
+        (args.out / "tuning.json").write_text(json.dumps(steps, indent=2))
+        (args.out / "tuning.md").write_text(_tuning_md(steps))
+        print(_tuning_md(steps))
+        print(render_categories(report, "ndcg@10"))
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    from ragline.cli import main as ragline
+    from ragline.errors import ConfigError, RaglineError
 
     if not (SCIFACT / "corpus.jsonl").is_file():
         print(f"SciFact not found at {SCIFACT} (set RAGLINE_SCIFACT_DIR)", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    args = [
-        "eval",
-        "--dataset",
-        f"beir:{SCIFACT}",
-        "--split",
-        "train",
-        "--tenant",
-        "scifact",
-        "--groups",
-        "eval",
-        "--top-k",
-        "100",
-        "--concurrency",
-        "2",
-        "--private-stack",
-        "--out",
-        str(ROOT / "bench" / "out" / "scifact"),
-    ]
-    return ragline([*args, *argv])
+    args = _args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except ConfigError as exc:
+        print(f"eval-scifact: {exc}", file=sys.stderr)
+        return 2
+    except RaglineError as exc:
+        print(f"eval-scifact: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragline.errors import ConfigError
 from ragline.runtime.settings import Settings, get_settings
@@ -34,25 +35,47 @@ PIPELINE: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class PrivatePlatform:
     settings: Settings
     query_url: str
     jwt_secret: str
     log_dir: Path
+    _query: Any = None  # the query service's ServiceProcess
+    _restarts: int = 0
+
+    async def restart_query(self, env: Mapping[str, str]) -> str:
+        """Restart only the query service with ``env`` on top of the platform's (for
+        tuning its knobs without re-ingesting); returns its new base URL."""
+        from ragline.runtime.stack.testing import ServiceProcess, free_port
+
+        old = self._query
+        await asyncio.to_thread(old.cleanup)
+        self._restarts += 1
+        self._query = ServiceProcess(
+            "query",
+            env={**os.environ, **dict(env)},
+            log_path=self.log_dir / f"query-{self._restarts}.log",
+            metrics_port=free_port(),
+            http_port=free_port(),
+        )
+        self.query_url = self._query.http_url
+        return self.query_url
 
 
 @asynccontextmanager
 async def private_platform(
     *,
     extra_env: Mapping[str, str] | None = None,
+    query_env: Mapping[str, str] | None = None,
     keep_dir: bool = False,
     start_timeout_s: float = 300.0,
 ) -> AsyncIterator[PrivatePlatform]:
     """Start everything, yield where the query service listens, stop everything.
 
-    ``extra_env`` is given to every service (e.g. ``RAGLINE_QUERY_MAX_TOP_K``). Service
-    logs stay in the temp dir's ``logs/`` when ``keep_dir`` is true.
+    ``extra_env`` is given to every service, ``query_env`` on top of it to the query
+    service only (e.g. ``RAGLINE_QUERY_MAX_TOP_K``). Service logs stay in the temp dir's
+    ``logs/`` when ``keep_dir`` is true.
     """
     from ragline.runtime.stack import StackManager, StackSettings
     from ragline.runtime.stack.testing import (
@@ -73,6 +96,7 @@ async def private_platform(
     env = stack_env(base / "state")
     env.update({"RAGLINE_QUERY_JWT_SECRET": secret, **dict(extra_env or {})})
     procs: list[ServiceProcess] = []
+    platform: PrivatePlatform | None = None
     with patched_environ(env, remove=CLEARED_ENV):
         get_settings.cache_clear()
         settings = Settings()
@@ -80,10 +104,11 @@ async def private_platform(
         try:
             await manager.up()
             for name in (*PIPELINE, "query"):
+                own = dict(query_env or {}) if name == "query" else {}
                 procs.append(
                     ServiceProcess(
                         name,
-                        env=dict(os.environ),
+                        env={**os.environ, **own},
                         log_path=base / "logs" / f"{name}.log",
                         metrics_port=free_port(),
                         http_port=free_port(),
@@ -92,13 +117,17 @@ async def private_platform(
             await asyncio.gather(
                 *(asyncio.to_thread(p.wait_metrics, start_timeout_s) for p in procs[:-1])
             )
-            yield PrivatePlatform(
+            platform = PrivatePlatform(
                 settings=settings,
                 query_url=procs[-1].http_url,
                 jwt_secret=secret,
                 log_dir=base / "logs",
+                _query=procs[-1],
             )
+            yield platform
         finally:
+            if procs and platform is not None:
+                procs[-1] = platform._query
             await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in procs))
             await manager.down()
             get_settings.cache_clear()
