@@ -8,13 +8,14 @@ token and nothing else.
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import AuthError, JwtVerifier, Principal
 from ragline.errors import RaglineError
@@ -25,6 +26,7 @@ from ragline.retrieval.api_models import (
     SearchRequest,
     SearchResponse,
 )
+from ragline.retrieval.cache_seam import NoCache, ResultCache
 from ragline.retrieval.documents import get_document, get_status
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
 from ragline.retrieval.lexical import LexicalSearcher
@@ -75,8 +77,11 @@ def create_app(
     *,
     embedder: QueryEmbedder | None = None,
     reranker: Reranker | None = None,
+    cache_factory: Callable[[AsyncConnectionPool], ResultCache] | None = None,
 ) -> FastAPI:
-    """The ASGI app. ``embedder``/``reranker`` may be injected (shared across test apps)."""
+    """The ASGI app. ``embedder``/``reranker`` may be injected (shared across test apps);
+    ``cache_factory`` builds the permission-scoped result cache from the query pool
+    (issue 7); without it the response says ``"cache": "off"``."""
     qs = qsettings or QuerySettings()
     verifier = JwtVerifier(qs.jwt_config())  # fails fast on missing key material
     buckets = TokenBuckets(per_minute=qs.rate_limit_per_minute, burst=qs.rate_limit_burst)
@@ -100,8 +105,10 @@ def create_app(
         lexical = LexicalSearcher(os_client, index_prefix=settings.opensearch_index_prefix)
         app.state.pool = pool
         app.state.lexical = lexical
+        cache = cache_factory(pool) if cache_factory is not None else NoCache()
         app.state.service = SearchService(
-            SearchBackends(pool=pool, lexical=lexical, embedder=emb, reranker=rr), qs
+            SearchBackends(pool=pool, lexical=lexical, embedder=emb, reranker=rr, cache=cache),
+            qs,
         )
         try:
             yield

@@ -12,6 +12,7 @@ from datetime import date
 
 import numpy as np
 import numpy.typing as npt
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth.principal import Principal
@@ -162,6 +163,16 @@ class SearchService:
         with t.stage("cache"):
             cached = await self._b.cache.lookup(key)
         if cached is not None:
+            async with rls_transaction(self._b.pool, principal) as conn:
+                await self._audit(
+                    conn,
+                    key,
+                    trace_id,
+                    cached.results,
+                    "hit",
+                    cached.abstain_reason,
+                    cached.degraded,
+                )
             return cached.model_copy(
                 update={"cache": "hit", "trace_id": trace_id, "timings_ms": t.finish()}
             )
@@ -194,24 +205,8 @@ class SearchService:
                     )
                 if reason is None:
                     results = [_result(c, parents, req.expand_parents) for c in final]
-                if self._s.audit_enabled:
-                    await write_audit(
-                        conn,
-                        AuditRecord(
-                            principal=principal,
-                            trace_id=trace_id,
-                            queries=req.query_texts,
-                            mode=req.mode,
-                            request=key.request,
-                            chunk_ids=tuple(r.chunk_id for r in results),
-                            document_ids=tuple(dict.fromkeys(r.document_id for r in results)),
-                            cache=self._b.cache.state,
-                            abstained=reason is not None,
-                            abstain_reason=reason,
-                            degraded=tuple(degraded),
-                        ),
-                        store_query=self._s.audit_store_query,
-                    )
+                cache_state = "miss" if self._b.cache.state == "on" else "off"
+                await self._audit(conn, key, trace_id, results, cache_state, reason, degraded)
         if reason is not None:
             ABSTAINED.labels(reason).inc()
         RESULTS.observe(len(results))
@@ -229,6 +224,36 @@ class SearchService:
         if self._b.cache.state == "on" and not degraded:
             await self._b.cache.store(key, response)
         return response
+
+    async def _audit(
+        self,
+        conn: AsyncConnection,
+        key: CacheKey,
+        trace_id: str,
+        results: list[Result],
+        cache: str,
+        reason: str | None,
+        degraded: list[str],
+    ) -> None:
+        if not self._s.audit_enabled:
+            return
+        await write_audit(
+            conn,
+            AuditRecord(
+                principal=key.principal,
+                trace_id=trace_id,
+                queries=key.queries,
+                mode=str(key.request.get("mode", "")),
+                request=key.request,
+                chunk_ids=tuple(r.chunk_id for r in results),
+                document_ids=tuple(dict.fromkeys(r.document_id for r in results)),
+                cache=cache,
+                abstained=reason is not None,
+                abstain_reason=reason,
+                degraded=tuple(degraded),
+            ),
+            store_query=self._s.audit_store_query,
+        )
 
     async def _sub_search(
         self,
