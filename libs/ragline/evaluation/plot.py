@@ -1,5 +1,6 @@
-"""The PNG comparison plot of a report: quality metrics, a per-category breakdown and
-latency percentiles, modes side by side, the baseline drawn as markers when given."""
+"""The PNG comparison plot of a report: quality metrics, a per-category breakdown,
+latency percentiles and the must-be-zero safety counts, modes side by side, the baseline
+drawn as markers when given."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ QUALITY_METRICS: tuple[str, ...] = (
     "abstention_recall",
 )
 LATENCY_METRICS: tuple[str, ...] = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
+SAFETY_METRICS: tuple[str, ...] = (
+    "forbidden_hits",
+    "unflagged_injection_hits",
+    "forbidden_hit_rate",
+    "error_rate",
+)
 Getter = Callable[[str, str], float | None]  # (mode, label) -> value
 
 
@@ -68,7 +75,7 @@ def plot_report(report: Report, path: Path, baseline: Report | None = None) -> P
     modes = list(report.modes)
     cats = sorted({c for m in report.modes.values() for c in m.by_category})
     cat_metric = "recall@10" if report.meta.kind == "golden" else "ndcg@10"
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5), gridspec_kw={"width_ratios": [3, 4, 2]})
+    fig, axes = plt.subplots(1, 4, figsize=(22, 5.5), gridspec_kw={"width_ratios": [3, 4, 2, 2]})
     try:
         base_overall = (lambda m, k: baseline.value(m, k)) if baseline else None
         _bars(axes[0], QUALITY_METRICS, modes, report.value, base_overall)
@@ -86,6 +93,10 @@ def plot_report(report: Report, path: Path, baseline: Report | None = None) -> P
         base_lat = (lambda m, s: baseline.value(m, lat[s])) if baseline else None
         _bars(axes[2], short, modes, lambda m, s: report.value(m, lat[s]), base_lat)
         axes[2].set_title(f"client latency, ms (concurrency {report.meta.concurrency})")
+
+        # leaks and failures: every bar here should be zero
+        _bars(axes[3], SAFETY_METRICS, modes, report.value, None)
+        axes[3].set_title("must be zero (counts / rates)")
 
         when = report.meta.created_at.strftime("%Y-%m-%d %H:%M UTC")
         fig.suptitle(f"{report.meta.dataset}: {report.meta.n_cases} cases, {when}")
