@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.ops.cli",
     "ragline.cache.cli",
     "ragline.retrieval.cli",
+    "ragline.scanning.cli",
 )
 
 
