@@ -1,0 +1,234 @@
+"""Whole-pipeline benchmark (not a test): SciFact abstracts through every service.
+
+On a private stack (temp dir, free ports), every service runs as its own process exactly
+as in production. Measured in one run:
+- pipeline ingest throughput: documents/s and child chunks/s from publishing the first
+  SourceUpsert to the last document indexed (Postgres and OpenSearch written);
+- the embedder alone on the same child texts (same model, batch 64, in-process, no
+  cache) and the ratio pipeline / embedder-alone (a pipelined system should approach its
+  bottleneck; target >= 0.8);
+- freshness: change event -> document indexed (searchable), p50/p95, idle and while the
+  backfill is running.
+
+    .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15]
+
+Writes bench/out/pipeline.json and bench/out/pipeline_freshness.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from tqdm import tqdm
+
+from ragline.events import DocumentMeta, SourceUpsert, Topics
+from ragline.runtime.publisher import EventPublisher
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack import StackManager, StackSettings
+from ragline.runtime.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.runtime.supervisor import built_services
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "bench" / "out"
+SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", REPO.parent / "shared" / "eval" / "scifact"))
+
+
+def load_docs(n: int) -> list[dict[str, Any]]:
+    docs = []
+    with (SCIFACT / "corpus.jsonl").open() as fh:
+        for line in fh:
+            docs.append(json.loads(line))
+            if len(docs) >= n:
+                break
+    return docs
+
+
+def upsert(tenant: str, doc: dict[str, Any], seq: int = 1, suffix: str = "") -> SourceUpsert:
+    return SourceUpsert(
+        tenant_id=tenant,
+        document_id=f"scifact:{doc['_id']}{suffix}",
+        source_seq=seq,
+        meta=DocumentMeta(
+            title=doc["title"], mime_type="text/plain", acl_groups=("all",), source_type="bench"
+        ),
+        content_text=f"{doc['title']}\n\n{doc['text']}",
+    )
+
+
+async def indexed_count(conn: psycopg.AsyncConnection[Any], tenant: str) -> int:
+    cur = await conn.execute(
+        "SELECT count(*) FROM document_status WHERE tenant_id = %s"
+        " AND status IN ('indexed', 'quarantined')",
+        (tenant,),
+    )
+    row = await cur.fetchone()
+    await conn.commit()
+    return int(row[0]) if row else 0
+
+
+async def wait_doc(conn: psycopg.AsyncConnection[Any], tenant: str, doc_id: str) -> None:
+    while True:
+        cur = await conn.execute(
+            "SELECT status FROM document_status WHERE tenant_id = %s AND document_id = %s",
+            (tenant, doc_id),
+        )
+        row = await cur.fetchone()
+        await conn.commit()
+        if row and row[0] == "indexed":
+            return
+        await asyncio.sleep(0.05)
+
+
+async def probe_freshness(
+    settings: Settings, pub: EventPublisher, tenant: str, docs: list[dict[str, Any]], tag: str
+) -> list[float]:
+    """Publish one change at a time and time it until it is indexed."""
+    out = []
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
+        for i, doc in enumerate(docs):
+            ev = upsert(tenant, doc, suffix=f"-{tag}-{i}")
+            t0 = time.perf_counter()
+            await pub.publish(Topics.SOURCE_CHANGES, ev)
+            await asyncio.wait_for(wait_doc(conn, tenant, ev.document_id), timeout=600)
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    settings = Settings()
+    tenant = "bench"
+    docs = load_docs(args.docs + 2 * args.probes)
+    backfill, probes_idle, probes_busy = (
+        docs[: args.docs],
+        docs[args.docs : args.docs + args.probes],
+        docs[args.docs + args.probes :],
+    )
+    report: dict[str, Any] = {"docs": len(backfill), "machine": f"{os.cpu_count()} cores"}
+    async with EventPublisher(settings, service="bench") as pub:
+        idle = await probe_freshness(settings, pub, tenant, probes_idle, "idle")
+        report["freshness_idle_s"] = {"p50": pct(idle, 50), "p95": pct(idle, 95), "n": len(idle)}
+        print(f"freshness idle: p50 {pct(idle, 50):.2f} s  p95 {pct(idle, 95):.2f} s")
+        async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
+            base = await indexed_count(conn, tenant)
+            t0 = time.perf_counter()
+            for d in tqdm(backfill, desc="publish", unit="doc"):
+                await pub.publish(Topics.SOURCE_CHANGES, upsert(tenant, d))
+            busy_task = asyncio.create_task(
+                probe_freshness(settings, pub, tenant, probes_busy, "busy")
+            )
+            bar = tqdm(total=len(backfill) + len(probes_busy), desc="indexed", unit="doc")
+            done = 0
+            while done < len(backfill) + len(probes_busy):
+                await asyncio.sleep(0.5)
+                now = await indexed_count(conn, tenant) - base
+                bar.update(now - done)
+                done = now
+                if time.perf_counter() - t0 > args.timeout:
+                    raise TimeoutError(f"only {done} documents indexed after {args.timeout} s")
+            bar.close()
+            wall = time.perf_counter() - t0
+            busy = await busy_task
+            cur = await conn.execute(
+                "SELECT c.text, c.contextual_header FROM chunks c"
+                " WHERE c.tenant_id = %s AND c.level = 'child'",
+                (tenant,),
+            )
+            rows = await cur.fetchall()
+    children = len(rows)
+    report["pipeline"] = {
+        "wall_s": wall,
+        "docs_per_s": len(backfill) / wall,
+        "child_chunks": children,
+        "chunks_per_s": children / wall,
+    }
+    report["freshness_busy_s"] = {"p50": pct(busy, 50), "p95": pct(busy, 95), "n": len(busy)}
+    print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
+    print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
+
+    from ragline.embedding.model import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder(batch_size=64)
+    texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h in rows]
+    model.encode(texts[:64])  # warm-up
+    t1 = time.perf_counter()
+    for i in tqdm(range(0, len(texts), 64), desc="embedder alone", unit="batch"):
+        model.encode(texts[i : i + 64])
+    alone = time.perf_counter() - t1
+    report["embedder_alone"] = {"wall_s": alone, "chunks_per_s": len(texts) / alone}
+    report["ratio_pipeline_to_embedder"] = (children / wall) / (len(texts) / alone)
+    print(
+        f"embedder alone: {len(texts) / alone:.1f} chunks/s; "
+        f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}"
+    )
+    plot(idle, busy)
+    return report
+
+
+def plot(idle: list[float], busy: list[float]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.boxplot([idle, busy], labels=["idle", "under backfill"])
+    ax.set_ylabel("change event -> indexed (s)")
+    ax.set_title("ragline freshness")
+    fig.tight_layout()
+    fig.savefig(OUT / "pipeline_freshness.png", dpi=110)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--probes", type=int, default=15)
+    ap.add_argument("--timeout", type=float, default=3600)
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
+    with patched_environ(stack_env(base / "state")):
+        os.environ.setdefault("RAGLINE_QUERY_JWT_SECRET", "bench-only-secret")
+        settings = Settings()
+        manager = StackManager(settings, StackSettings(), detached=False)
+        asyncio.run(manager.up())
+        procs = [
+            ServiceProcess(
+                name,
+                env=dict(os.environ),
+                log_path=base / f"{name}.log",
+                metrics_port=free_port(),
+                http_port=free_port(),
+                cwd=REPO,
+            )
+            for name, missing in built_services().items()
+            if missing is None and name != "query"
+        ]
+        try:
+            for p in procs:
+                p.wait_metrics(timeout_s=300)
+            report = asyncio.run(run(args))
+        finally:
+            for p in procs:
+                p.cleanup()
+            asyncio.run(manager.down())
+    (OUT / "pipeline.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
