@@ -1,0 +1,98 @@
+"""Codec, index version, settings and the kill switch."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from ragline.cache.codec import decode_response, encode_response
+from ragline.cache.result_cache import PgResultCache, build_result_cache
+from ragline.cache.settings import CacheSettings
+from ragline.cache.version import index_version
+from ragline.retrieval.api_models import (
+    Citation,
+    Flags,
+    Result,
+    Scores,
+    SearchResponse,
+    VersionScope,
+)
+from ragline.retrieval.cache_seam import NoCache
+
+
+def response(*docs: str) -> SearchResponse:
+    return SearchResponse(
+        results=[
+            Result(
+                chunk_id=f"c{i}",
+                document_id=d,
+                text=f"text {i}",
+                scores=Scores(rrf=0.1),
+                citation=Citation(title="t"),
+                flags=Flags(),
+            )
+            for i, d in enumerate(docs)
+        ],
+        abstained=False,
+        version_scope=VersionScope(mode="current", note="current versions"),
+        timings_ms={"total": 12.5},
+        cache="miss",
+        trace_id="abc",
+    )
+
+
+def test_codec_round_trip_drops_per_request_fields_and_collects_dependencies() -> None:
+    r = response("d1", "d2", "d1")
+    enc = encode_response(r)
+    assert enc.document_ids == ("d1", "d2")
+    assert enc.chunk_ids == ("c0", "c1", "c2")
+    back = decode_response(enc.blob)
+    assert back.results == r.results
+    assert back.trace_id == "" and back.timings_ms == {}
+    assert b"text 0" not in enc.blob  # compressed, not plain JSON
+
+
+class _Model:
+    name = "all-MiniLM-L6-v2"
+    revision = "abc123"
+
+
+class _Adapter:
+    def __init__(self) -> None:
+        self._inner = _Model()
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+
+class _Lru:
+    def __init__(self) -> None:
+        self._inner = _Adapter()
+
+
+def test_index_version_reads_through_wrapped_embedders() -> None:
+    assert index_version(_Lru(), epoch="7") == "all-MiniLM-L6-v2@abc123#7"
+    assert index_version(None) == "unknown-model@unversioned#1"
+
+
+def test_kill_switch_gives_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = cast(Any, object())
+    off = build_result_cache(pool, index_version="v", settings=CacheSettings(enabled=False))
+    assert isinstance(off, NoCache) and off.state == "off"
+    monkeypatch.setenv("RAGLINE_CACHE_ENABLED", "false")
+    assert isinstance(build_result_cache(pool, index_version="v"), NoCache)
+    monkeypatch.setenv("RAGLINE_CACHE_ENABLED", "true")
+    on = build_result_cache(pool, index_version="v")
+    assert isinstance(on, PgResultCache) and on.state == "on"
+
+
+def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGLINE_CACHE_SIMILARITY_THRESHOLD", "0.95")
+    monkeypatch.setenv("RAGLINE_CACHE_FRESHNESS", "dependents")
+    s = CacheSettings()
+    assert s.similarity_threshold == 0.95 and s.freshness == "dependents"
+    monkeypatch.setenv("RAGLINE_CACHE_SIMILARITY_THRESHOLD", "0.2")
+    with pytest.raises(ValueError):
+        CacheSettings()
