@@ -22,7 +22,12 @@ from ragline.indexing.projection import DocumentFields, chunk_rows, document_val
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
-from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
+from ragline.store.pending_acl import (
+    PendingAcl,
+    delete_pending_acl,
+    get_pending_acl,
+    put_pending_acl,
+)
 from ragline.store.status import reassert_status, write_status
 from ragline.store.supersession import mark_superseded, release_superseded, superseding_document
 
@@ -97,15 +102,17 @@ class IndexWriter:
                 skipped=True,
                 touched=(d,),
             )
-        pending = await get_pending_acl(conn, t, d) if state is None else None
-        stored_acl_seq = state.acl_seq if state else (pending.acl_seq if pending else 0)
+        # the newest ACL known so far: the row's, or one parked before the row existed
+        # (a tombstone created by a later delete does not carry it)
+        pending = await get_pending_acl(conn, t, d)
+        kept: doc_store.DocumentState | PendingAcl | None = state
+        if pending is not None and (state is None or pending.acl_seq > state.acl_seq):
+            kept = pending
         acl: tuple[str, ...] = meta.acl_groups
         classification: str = meta.classification.value
         acl_seq = ev.source_seq
-        if stored_acl_seq > ev.source_seq:  # a newer ACL change already arrived: keep it
-            acl_seq = stored_acl_seq
-            kept = state if state is not None else pending
-            assert kept is not None
+        if kept is not None and kept.acl_seq > ev.source_seq:  # a newer ACL change won
+            acl_seq = kept.acl_seq
             acl = tuple(kept.acl_groups)
             classification = kept.classification or classification
         fields = DocumentFields(

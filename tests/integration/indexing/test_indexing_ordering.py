@@ -229,3 +229,21 @@ async def test_one_bad_event_does_not_fail_its_batch(apply, admin, tenant):
         "SELECT document_id FROM documents WHERE tenant_id = %s ORDER BY 1", (tenant,)
     )
     assert await cur.fetchall() == [("ok:1",)]
+
+
+async def test_parked_acl_survives_an_intermediate_delete(apply, admin, tenant):
+    # seen by the connector in order: upsert 1, delete 3, upsert 4, acl 5 — delivered:
+    # acl 5 (fast path), delete 3 (fast path), upsert 4 (after embedding)
+    indexed((await apply([acl(tenant, "wiki:z", 5, "legal")]))[0])
+    delete = DocControl(tenant_id=tenant, document_id="wiki:z", source_seq=3, action="delete")
+    indexed((await apply([delete]))[0])
+    ev = embedded_event(
+        tenant_id=tenant,
+        document_id="wiki:z",
+        source_seq=4,
+        texts=["contract template"],
+        acl_groups=("everyone",),
+    )
+    out = indexed((await apply([ev]))[0])
+    assert out.acl_groups_after == ("legal",)
+    assert await chunk_acls(admin, tenant, "wiki:z") == {("legal",)}
