@@ -60,7 +60,12 @@ def chunk_ids(document_id: str, texts: Sequence[str]) -> list[str]:
 
 
 def embedded(
-    tenant: str, document_id: str, texts: Sequence[str], groups: Sequence[str], seq: int
+    tenant: str,
+    document_id: str,
+    texts: Sequence[str],
+    groups: Sequence[str],
+    seq: int,
+    supersedes: Sequence[str] = (),
 ) -> DocEmbedded:
     h = sha256_hex("\x1e".join(texts))
     enr = Enrichment(language="en", content_type="text", contextual_header=document_id)
@@ -86,7 +91,12 @@ def embedded(
         document_id=document_id,
         source_seq=seq,
         content_hash=h,
-        meta=DocumentMeta(title=document_id, acl_groups=tuple(groups), language="en"),
+        meta=DocumentMeta(
+            title=document_id,
+            acl_groups=tuple(groups),
+            language="en",
+            supersedes=tuple(supersedes),
+        ),
         chunks=chunks,
         embedding_model="all-MiniLM-L6-v2",
         embedding_revision="test",
@@ -110,8 +120,9 @@ async def upsert(
     texts: Sequence[str],
     groups: Sequence[str],
     seq: int,
+    supersedes: Sequence[str] = (),
 ) -> DocIndexed:
-    return await _apply(pool, embedded(tenant, document_id, texts, groups, seq))
+    return await _apply(pool, embedded(tenant, document_id, texts, groups, seq, supersedes))
 
 
 async def delete(pool: AsyncConnectionPool, tenant: str, document_id: str, seq: int) -> DocIndexed:
