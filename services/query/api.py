@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import AuthError, JwtVerifier, Principal
+from ragline.cache import answer_cache_factory
 from ragline.errors import RaglineError
 from ragline.retrieval.api_models import (
     DocumentResponse,
@@ -219,4 +220,4 @@ def create_app(
 
 def build(settings: Settings) -> HttpService:
     """Entry point ``ragline.services:query``; raises ConfigError without key material."""
-    return HttpService(name="query", app=create_app(settings))
+    return HttpService(name="query", app=create_app(settings, cache_factory=answer_cache_factory()))

@@ -4,9 +4,10 @@ the question.
 all-MiniLM-L6-v2 puts "what does error GW-5031 mean" and "... GW-5032 ..." at cosine
 0.96, "enable 2FA" and "disable 2FA" at 0.88 (docs/cache.md). So a semantic hit also
 needs the same *signature*: identifiers (tokens with a digit or internal ``_ . / : @ #``,
-quoted phrases), polarity words (disable, remove, downgrade, min, before/after, ...), the specific
-question word a query opens with (when, where, who, why) and negation. The signature is hashed into the
-cache key; a paraphrase that changes any of them is a miss, which only costs a search.
+quoted phrases), polarity words (disable, remove, downgrade, min, before/after, ...),
+the specific question word a query opens with (when, where, who, why) and negation.
+The signature is hashed into the cache key; a paraphrase that changes any of them is a
+miss, which only costs a search.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import date, datetime
+from pathlib import Path
 from typing import Literal
 
 from psycopg_pool import AsyncConnectionPool
@@ -24,12 +25,13 @@ from ragline.cache.keys import EntryKey, entry_key
 from ragline.cache.metrics import HITS, LOOKUP_SECONDS, MISSES, STORES
 from ragline.cache.repository import count_hit, find_candidate, insert_entry
 from ragline.cache.settings import CacheSettings
+from ragline.cache.version import configured_index_version
 from ragline.errors import RaglineError
 from ragline.retrieval.api_models import SearchResponse
 from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
 from ragline.retrieval.scope import rls_transaction
 
-__all__ = ["PgResultCache", "build_result_cache"]
+__all__ = ["PgResultCache", "answer_cache_factory", "build_result_cache"]
 
 _log = logging.getLogger("ragline.cache")
 _MAX_PENDING = 4096
@@ -132,3 +134,26 @@ def build_result_cache(
     if not cs.enabled:
         return NoCache()
     return PgResultCache(pool, cs, index_version=index_version)
+
+
+def answer_cache_factory(
+    settings: CacheSettings | None = None, *, model_path: Path | None = None
+) -> Callable[[AsyncConnectionPool], ResultCache]:
+    """The query service's ``cache_factory``: called with the query pool in its lifespan.
+
+    The index version is derived from the configured query model (``model_path``, else
+    ``RAGLINE_QUERY_EMBEDDING_MODEL_PATH``, else the embedder's model) plus the epoch.
+    """
+    cs = settings or CacheSettings()
+
+    def make(pool: AsyncConnectionPool) -> ResultCache:
+        if not cs.enabled:
+            _log.info("answer cache disabled (RAGLINE_CACHE_ENABLED=false)")
+            return NoCache()
+        from ragline.retrieval.settings import QuerySettings
+
+        path = model_path if model_path is not None else QuerySettings().embedding_model_path
+        version = configured_index_version(path, epoch=cs.index_epoch)
+        return PgResultCache(pool, cs, index_version=version)
+
+    return make

@@ -7,7 +7,9 @@ after a full reindex) orphans every old entry at once (the sweeper removes them 
 
 from __future__ import annotations
 
-__all__ = ["index_version"]
+from pathlib import Path
+
+__all__ = ["configured_index_version", "index_version"]
 
 
 def _find_attr(obj: object, attr: str, depth: int = 4) -> str | None:
@@ -32,3 +34,20 @@ def index_version(embedder: object | None, *, epoch: str = "1") -> str:
     name = _find_attr(embedder, "name") if embedder is not None else None
     revision = _find_attr(embedder, "revision") if embedder is not None else None
     return f"{name or 'unknown-model'}@{revision or 'unversioned'}#{epoch}"
+
+
+def configured_index_version(model_path: Path | str | None, *, epoch: str = "1") -> str:
+    """The version of the model the query service will load, without loading it: the same
+    name and revision rules as ``SentenceTransformerEmbedder`` (``model_path`` None means
+    the embedder's configuration, ``RAGLINE_EMBEDDER_MODEL``, else the packaged default)."""
+    from ragline.embedding.model import DEFAULT_MODEL_NAME, default_model_path, model_revision
+    from ragline.embedding.settings import EmbedderSettings
+
+    location = str(model_path) if model_path is not None else EmbedderSettings().model
+    if location is None:
+        name, path = DEFAULT_MODEL_NAME, Path(default_model_path())
+    else:
+        path = Path(location)
+        name = path.name if path.is_dir() else location
+    revision = model_revision(path) if path.is_dir() else "unversioned"
+    return f"{name}@{revision}#{epoch}"
