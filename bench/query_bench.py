@@ -1,0 +1,459 @@
+"""Query service latency: p50/p95/p99 at 1, 4 and 16 concurrent clients for lexical,
+dense and hybrid (and hybrid+rerank when a CrossEncoder directory is given), on SciFact
+and on a synthetic corpus, plus the service's overhead: its total time as a ratio of the
+sum of its backend calls (embedding, Postgres, OpenSearch, rerank), in the same run.
+
+It starts a private stack on free ports, writes the corpora the way the indexer does
+(IndexWriter + OsSyncer; SciFact with real all-MiniLM-L6-v2 vectors, the synthetic
+corpus with random unit vectors and Zipf-distributed words), starts ``ragline run query``
+as its own process and drives it over HTTP. Writes bench/out/query/report.{json,md,png}.
+
+    .venv/bin/python bench/query_bench.py [--corpora scifact,synthetic]
+        [--synthetic-chunks 100000] [--clients 1,4,16] [--requests 120]
+        [--modes lexical,dense,hybrid] [--rerank-model DIR] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
+SECRET = "query-bench-secret-0123456789abcdef0123"  # noqa: S105 - throw-away stack
+GROUP = "bench"
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--corpora", default="scifact,synthetic")
+    p.add_argument("--synthetic-chunks", type=int, default=100_000)
+    p.add_argument("--clients", default="1,4,16")
+    p.add_argument("--requests", type=int, default=120, help="requests per (corpus, mode, c)")
+    p.add_argument("--modes", default="lexical,dense,hybrid")
+    p.add_argument("--rerank-model", type=Path, help="local CrossEncoder directory")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "query")
+    return p.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------- corpora
+
+
+def _scifact() -> tuple[list[tuple[str, str, str]], list[str]]:
+    docs = []
+    with (SCIFACT / "corpus.jsonl").open() as f:
+        for line in f:
+            d = json.loads(line)
+            docs.append((f"scifact:{d['_id']}", d.get("title") or "", d.get("text") or ""))
+    queries = []
+    with (SCIFACT / "queries.jsonl").open() as f:
+        for line in f:
+            queries.append(json.loads(line)["text"])
+    return docs, queries
+
+
+async def seed_scifact(settings: Any) -> tuple[list[str], dict[str, Any]]:
+    from ragline.embedding.model import SentenceTransformerEmbedder
+
+    docs, queries = _scifact()
+    model = await asyncio.to_thread(SentenceTransformerEmbedder)
+    texts = [f"{t}. {x}"[:1500] for _, t, x in docs]
+    t0 = time.perf_counter()
+    vecs = await asyncio.to_thread(model.encode, texts)
+    embed_s = time.perf_counter() - t0
+    items = [(d, t or d, [texts[i]], vecs[i : i + 1]) for i, (d, t, _) in enumerate(docs)]
+    info = await bulk_seed(settings, "scifact", items)
+    return queries, {**info, "embed_s": round(embed_s, 1)}
+
+
+async def bulk_seed(
+    settings: Any, tenant: str, docs: list[tuple[str, str, list[str], np.ndarray]]
+) -> dict[str, Any]:
+    """COPY + one HNSW build + OpenSearch bulk, rows shaped like the indexer's. Writing
+    through the indexer one document at a time runs at ~60 chunks/s on a busy 2-core
+    machine (indexing has its own benchmark); what is measured here is the query side."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from ragline.hashing import chunk_id
+    from ragline.store.os_bulk import bulk_index
+    from ragline.store.os_client import make_client
+    from ragline.store.os_index import ensure_index, index_name
+
+    per_parent = 4
+    t0 = time.perf_counter()
+    os_docs: list[tuple[str, dict[str, Any]]] = []
+    n_chunks = 0
+    with psycopg.connect(settings.admin_dsn()) as conn:
+        register_vector(conn)
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        with conn.cursor() as cur:
+            with cur.copy(
+                "COPY documents (tenant_id, document_id, status, generation, revision,"
+                " os_revision, acl_groups, title, source_type, classification, trust,"
+                " chunk_count) FROM STDIN"
+            ) as cp:
+                for doc, title, texts, _ in docs:
+                    cp.write_row(
+                        (
+                            tenant,
+                            doc,
+                            "indexed",
+                            1,
+                            1,
+                            1,
+                            [GROUP],
+                            title,
+                            tenant,
+                            "internal",
+                            "medium",
+                            len(texts),
+                        )
+                    )
+            with cur.copy(
+                "COPY chunks (tenant_id, chunk_id, document_id, generation, parent_id, level,"
+                " ordinal, text, section_path, content_type, acl_groups, classification, trust,"
+                " embedding, title, source_type, token_count) FROM STDIN"
+            ) as cp:
+                for doc, title, texts, vecs in docs:
+                    ordinal = 0
+                    for start in range(0, len(texts), per_parent):
+                        pid = chunk_id(doc, "bench", "p", start)
+                        group = texts[start : start + per_parent]
+                        cp.write_row(
+                            (
+                                tenant,
+                                pid,
+                                doc,
+                                1,
+                                None,
+                                "parent",
+                                ordinal,
+                                "\n\n".join(group),
+                                [title],
+                                "text",
+                                [GROUP],
+                                "internal",
+                                "medium",
+                                None,
+                                title,
+                                tenant,
+                                0,
+                            )
+                        )
+                        ordinal += 1
+                        for j in range(start, start + len(group)):
+                            cid = chunk_id(doc, "bench", "c", j)
+                            cp.write_row(
+                                (
+                                    tenant,
+                                    cid,
+                                    doc,
+                                    1,
+                                    pid,
+                                    "child",
+                                    ordinal,
+                                    texts[j],
+                                    [title],
+                                    "text",
+                                    [GROUP],
+                                    "internal",
+                                    "medium",
+                                    vecs[j],
+                                    title,
+                                    tenant,
+                                    len(texts[j].split()),
+                                )
+                            )
+                            os_docs.append(
+                                (
+                                    cid,
+                                    {
+                                        "chunk_id": cid,
+                                        "tenant_id": tenant,
+                                        "document_id": doc,
+                                        "parent_id": pid,
+                                        "generation": 1,
+                                        "revision": 1,
+                                        "ordinal": ordinal,
+                                        "text": texts[j],
+                                        "title": title,
+                                        "section_path": [title],
+                                        "content_type": "text",
+                                        "source_type": tenant,
+                                        "acl_groups": [GROUP],
+                                        "classification": "internal",
+                                        "trust": "medium",
+                                        "superseded": False,
+                                        "injection_suspect": False,
+                                        "token_count": len(texts[j].split()),
+                                    },
+                                )
+                            )
+                            ordinal += 1
+                            n_chunks += 1
+        conn.commit()
+        copy_s = time.perf_counter() - t0
+        print(f"  {tenant}: copied {n_chunks} chunks in {copy_s:.0f} s; HNSW build", flush=True)
+        t1 = time.perf_counter()
+        conn.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+        )
+        conn.execute("ANALYZE chunks")
+        conn.commit()
+        hnsw_s = time.perf_counter() - t1
+    print(f"  {tenant}: HNSW built in {hnsw_s:.0f} s; OpenSearch bulk", flush=True)
+    t2 = time.perf_counter()
+    client = make_client(settings, timeout_s=300)
+    try:
+        name = index_name(settings.opensearch_index_prefix, tenant)
+        await ensure_index(client, name)
+        await bulk_index(client, name, os_docs, refresh="true", batch_size=2000)
+    finally:
+        await client.close()
+    return {
+        "documents": len(docs),
+        "chunks": n_chunks,
+        "copy_s": round(copy_s, 1),
+        "hnsw_build_s": round(hnsw_s, 1),
+        "opensearch_bulk_s": round(time.perf_counter() - t2, 1),
+    }
+
+
+async def seed_synthetic(settings: Any, n_chunks: int) -> tuple[list[str], dict[str, Any]]:
+    rng = np.random.default_rng(7)
+    vocab = [f"w{i:04d}" for i in range(5000)]
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    p /= p.sum()
+    per_doc = 8
+    docs = []
+    for d in range(n_chunks // per_doc):
+        words = rng.choice(len(vocab), size=(per_doc, 60), p=p)
+        vecs = rng.standard_normal((per_doc, 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        docs.append(
+            (
+                f"synth:{d}",
+                f"synthetic {d}",
+                [" ".join(vocab[w] for w in row) for row in words],
+                vecs,
+            )
+        )
+    info = await bulk_seed(settings, "synth", docs)
+    queries = [" ".join(vocab[w] for w in rng.choice(len(vocab), size=4, p=p)) for _ in range(500)]
+    return queries, info
+
+
+# ----------------------------------------------------------------------------- load
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return round(float(np.percentile(np.asarray(xs), q)), 2) if xs else float("nan")
+
+
+async def run_load(
+    url: str, tenant: str, queries: list[str], mode: str, rerank: bool, clients: int, n: int
+) -> dict[str, Any]:
+    token = jwt.encode(
+        {"sub": "bench", "tenant": tenant, "groups": [GROUP], "exp": time.time() + 86400},
+        SECRET,
+        algorithm="HS256",
+    )
+    headers = {"Authorization": f"Bearer {token}"}
+    lat: list[float] = []
+    ratios: list[float] = []
+    client_ratios: list[float] = []
+    errors = 0
+    counter = iter(range(n))
+
+    async def worker(c: httpx.AsyncClient) -> None:
+        nonlocal errors
+        for i in counter:
+            body = {"query": queries[i % len(queries)], "top_k": 10, "mode": mode, "rerank": rerank}
+            t0 = time.perf_counter()
+            r = await c.post("/v1/search", json=body, headers=headers)
+            ms = (time.perf_counter() - t0) * 1000
+            if r.status_code != 200:
+                errors += 1
+                continue
+            t = r.json()["timings_ms"]
+            lat.append(ms)
+            if t.get("backend"):
+                ratios.append(t["total"] / t["backend"])
+                client_ratios.append(ms / t["backend"])
+
+    limits = httpx.Limits(max_connections=clients + 2)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as c:
+        for q in queries[:5]:  # warm-up
+            await c.post("/v1/search", json={"query": q, "mode": mode}, headers=headers)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(c) for _ in range(clients)))
+        wall = time.perf_counter() - t0
+    return {
+        "mode": mode + ("+rerank" if rerank else ""),
+        "clients": clients,
+        "requests": n,
+        "errors": errors,
+        "p50_ms": _pct(lat, 50),
+        "p95_ms": _pct(lat, 95),
+        "p99_ms": _pct(lat, 99),
+        "throughput_rps": round(len(lat) / wall, 1),
+        "overhead_ratio_server": round(float(np.median(ratios)), 3) if ratios else None,
+        "overhead_ratio_client": round(float(np.median(client_ratios)), 3)
+        if client_ratios
+        else None,
+    }
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def write_report(out: Path, report: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    lines = [
+        "| corpus | mode | clients | p50 ms | p95 ms | p99 ms | req/s | overhead (server) |"
+        " overhead (client) | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for corpus, rows in report["results"].items():
+        for r in rows:
+            lines.append(
+                f"| {corpus} | {r['mode']} | {r['clients']} | {r['p50_ms']} | {r['p95_ms']} |"
+                f" {r['p99_ms']} | {r['throughput_rps']} | {r['overhead_ratio_server']} |"
+                f" {r['overhead_ratio_client']} | {r['errors']} |"
+            )
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    corpora = list(report["results"])
+    fig, axes = plt.subplots(1, len(corpora), figsize=(6 * len(corpora), 4), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora, strict=True):
+        rows = report["results"][corpus]
+        for mode in dict.fromkeys(r["mode"] for r in rows):
+            rs = [r for r in rows if r["mode"] == mode]
+            cs = [r["clients"] for r in rs]
+            ax.plot(cs, [r["p50_ms"] for r in rs], marker="o", label=f"{mode} p50")
+            ax.plot(cs, [r["p95_ms"] for r in rs], marker="x", linestyle="--", label=f"{mode} p95")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 4, 16], ["1", "4", "16"])
+        ax.set_xlabel("concurrent clients")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(f"{corpus} ({report['corpora'][corpus]['chunks']} chunks)")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "latency.png", dpi=110)
+
+
+async def main(argv: list[str]) -> int:
+    a = _args(argv)
+    sys.path.insert(0, str(ROOT))
+    from ragline.runtime.settings import Settings, get_settings
+    from ragline.runtime.stack import StackManager, StackSettings
+    from ragline.runtime.stack.testing import (
+        CLEARED_ENV,
+        ServiceProcess,
+        free_port,
+        patched_environ,
+        stack_env,
+    )
+
+    corpora = [c for c in a.corpora.split(",") if c]
+    modes = [m for m in a.modes.split(",") if m]
+    clients = [int(c) for c in a.clients.split(",")]
+    base = Path(tempfile.mkdtemp(prefix="query-bench-"))
+    env = stack_env(base / "state")
+    report: dict[str, Any] = {"corpora": {}, "results": {}, "load_avg_start": os.getloadavg()}
+    with patched_environ(env, remove=CLEARED_ENV):
+        get_settings.cache_clear()
+        settings = Settings()
+        manager = StackManager(settings, StackSettings(), detached=False)
+        await manager.up()
+        proc = None
+        try:
+            qsets: dict[str, list[str]] = {}
+            for corpus in corpora:
+                print(f"seeding {corpus} ...", flush=True)
+                if corpus == "scifact":
+                    qsets[corpus], info = await seed_scifact(settings)
+                else:
+                    qsets[corpus], info = await seed_synthetic(settings, a.synthetic_chunks)
+                report["corpora"][corpus] = info
+                print(f"  {info}", flush=True)
+            qenv = dict(os.environ)
+            qenv.update(
+                {
+                    "RAGLINE_QUERY_JWT_SECRET": SECRET,
+                    "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
+                    "RAGLINE_QUERY_EMBEDDING_CACHE_SIZE": "0",  # every request embeds: real cost
+                    "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
+                    "RAGLINE_QUERY_POOL_MAX_SIZE": "20",
+                }
+            )
+            if a.rerank_model:
+                qenv["RAGLINE_QUERY_RERANK_MODEL_PATH"] = str(a.rerank_model)
+            proc = ServiceProcess(
+                "query",
+                env=qenv,
+                log_path=base / "query.log",
+                metrics_port=free_port(),
+                http_port=free_port(),
+                cwd=ROOT,
+            )
+            async with httpx.AsyncClient(base_url=proc.http_url) as c:
+                for _ in range(600):
+                    try:
+                        if (await c.get("/readyz")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    if not proc.running():
+                        raise RuntimeError(proc.log()[-3000:])
+                    await asyncio.sleep(0.5)
+            runs = [(m, False) for m in modes] + ([("hybrid", True)] if a.rerank_model else [])
+            for corpus in corpora:
+                rows = []
+                for mode, rr in runs:
+                    for c in clients:
+                        n = max(a.requests, 8 * c)
+                        r = await run_load(
+                            proc.http_url,
+                            "scifact" if corpus == "scifact" else "synth",
+                            qsets[corpus],
+                            mode,
+                            rr,
+                            c,
+                            n,
+                        )
+                        print(f"  {corpus} {r}", flush=True)
+                        rows.append(r)
+                report["results"][corpus] = rows
+        finally:
+            if proc is not None:
+                proc.cleanup()
+            await manager.down()
+    report["load_avg_end"] = os.getloadavg()
+    report["rerank"] = "measured" if a.rerank_model else "not measured: no CrossEncoder mounted"
+    write_report(a.out, report)
+    print((a.out / "report.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))
