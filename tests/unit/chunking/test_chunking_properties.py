@@ -97,7 +97,7 @@ def _settings(draw: st.DrawFn) -> ChunkerSettings:
 _SETTINGS = settings(  # RAGLINE_HYPOTHESIS_EXAMPLES=1000 for a deeper run
     max_examples=int(os.environ.get("RAGLINE_HYPOTHESIS_EXAMPLES", "50")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
