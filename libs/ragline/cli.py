@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.cache.cli",
     "ragline.retrieval.cli",
     "ragline.scanning.cli",
+    "ragline.chunking.cli",
 )
 
 

@@ -116,22 +116,33 @@ class SegmentChunker:
     def children(self, window: Window, *, file_path: str | None) -> list[Draft]:
         drafts: list[Draft] = []
         run: list[Piece] = []
-        for piece in [*window.pieces, None]:
-            if (
-                piece is not None
-                and run
-                and _family(piece) == _family(run[-1])
-                and (_family(piece) in ("text", "turns"))
-            ):
-                run.append(piece)
+        families = [self._family(p) for p in window.pieces]
+        for k, piece in enumerate([*window.pieces, None]):
+            family = families[k] if piece is not None else ""
+            if run and family == families[k - 1] and family in ("text", "turns"):
+                run.append(piece)  # type: ignore[arg-type]
                 continue
             if run:
-                drafts.extend(self._segment(run, file_path))
+                drafts.extend(self._segment(run, families[k - 1], file_path))
             run = [piece] if piece is not None else []
         return drafts
 
-    def _segment(self, run: list[Piece], file_path: str | None) -> list[Draft]:
-        family = _family(run[0])
+    def _family(self, piece: Piece) -> str:
+        """Segment family. A short snippet in prose (a fenced command: code without a
+        symbol) stays with the sentence that introduces it instead of becoming a
+        six-token child on its own; code units of source files keep their own chunks."""
+        kind = piece.kind
+        if kind is BlockKind.CODE and piece.block.symbol is None and not piece.continued:
+            small = len(piece.text) <= 4 * self._s.child_max_tokens
+            if small and self._counter.count(piece.text) <= self._s.child_max_tokens // 2:
+                return "text"
+        if kind in TEXT_KINDS:
+            return "text"
+        return {BlockKind.TURN: "turns", BlockKind.CODE: "code", BlockKind.TABLE: "table"}.get(
+            kind, "text"
+        )
+
+    def _segment(self, run: list[Piece], family: str, file_path: str | None) -> list[Draft]:
         if family == "table":
             return self._table(run[0])
         if family == "code":
@@ -254,14 +265,6 @@ class SegmentChunker:
                 )
             )
         return out
-
-
-def _family(piece: Piece) -> str:
-    if piece.kind in TEXT_KINDS:
-        return "text"
-    return {BlockKind.TURN: "turns", BlockKind.CODE: "code", BlockKind.TABLE: "table"}.get(
-        piece.kind, "text"
-    )
 
 
 def _with_extra(d: Draft, extra: Extra) -> Draft:

@@ -27,7 +27,9 @@ def _row_line(cells: tuple[str, ...]) -> str:
 def _preamble(table: TableData) -> list[str]:
     lines = []
     if table.caption and table.caption.strip():
-        lines.append(f"Table: {' '.join(table.caption.split())}")
+        caption = " ".join(table.caption.split())
+        labelled = caption.lower().startswith(("table", "tab.", "tabelle", "tableau"))
+        lines.append(caption if labelled else f"Table: {caption}")
     if table.units and table.units.strip():
         lines.append(f"Units: {' '.join(table.units.split())}")
     return lines

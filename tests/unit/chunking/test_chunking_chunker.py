@@ -233,3 +233,19 @@ def test_mixed_prose_and_list_is_marked_mixed(chunker: Chunker) -> None:
         Block(kind=BlockKind.LIST, text="- one\n- two", section_path=("Doc",)),
     )
     assert {c.content_type for c in chunks} == {"mixed"}
+
+
+def test_a_short_snippet_stays_with_its_prose_but_code_units_do_not(chunker: Chunker) -> None:
+    intro = para("Install the operator with Helm:")
+    snippet = Block(
+        kind=BlockKind.CODE, text="helm install storage ./charts", section_path=("Doc",)
+    )
+    unit = Block(
+        kind=BlockKind.CODE, text="def f():\n    return 1", section_path=("Doc",), symbol="m.f"
+    )
+    children = _children(_run(chunker, intro, snippet, para("Then check it."), unit))
+    assert children[0].text == (
+        "Install the operator with Helm:\n\nhelm install storage ./charts\n\nThen check it."
+    )
+    assert children[0].content_type == "mixed"
+    assert children[1].text == "def f():\n    return 1" and children[1].content_type == "code"
