@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHART, LIBS, REPO, Render, kinds
+from _deploy_helpers import CHART, LIBS, REPO, Render, kinds
 
 DASHBOARD = CHART / "dashboards" / "ragline-overview.json"
 RULES = CHART / "alerts" / "ragline-rules.yaml"

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import CHART, Render, by_component, kinds, pod_specs, run_helm
+from _deploy_helpers import CHART, Render, by_component, kinds, pod_specs, run_helm
 
 from ragline.runtime.service_main import SERVICES, http_port
 from ragline.runtime.settings import Settings

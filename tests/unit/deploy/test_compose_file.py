@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
+from _deploy_helpers import REPO
 
 from ragline.runtime.service_main import SERVICES
 

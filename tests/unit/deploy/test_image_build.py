@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from _deploy_helpers import REPO
 
 from ragline.runtime.service_main import SERVICES, http_port
 from ragline.runtime.settings import Settings
