@@ -44,6 +44,10 @@ class QueryRole:
                 raise ConfigError("RAGLINE_PG_QUERY_DSN names no user")
             password = parts.get("password")
             return cls(name=user, password=str(password) if password else None)
+        if settings.pg_dsn is not None and "pg_query_password" not in settings.model_fields_set:
+            # external Postgres without an explicit password: never (re)set the role's
+            # password to the local default, which would break and weaken the real one
+            return cls(name=settings.pg_query_role, password=None)
         return cls(
             name=settings.pg_query_role,
             password=settings.pg_query_password.get_secret_value(),

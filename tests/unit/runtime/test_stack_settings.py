@@ -95,3 +95,12 @@ def test_query_role_from_settings_or_from_the_query_dsn() -> None:
     assert (from_dsn.name, from_dsn.password) == ("svc_query", "s3cret")
     no_pw = QueryRole.from_settings(Settings(pg_query_dsn="postgresql://svc@db/ragline"))
     assert no_pw.password is None
+
+
+def test_external_postgres_never_gets_the_local_default_query_password() -> None:
+    role = QueryRole.from_settings(Settings(pg_dsn="postgresql://admin@db/ragline"))
+    assert role.password is None
+    explicit = QueryRole.from_settings(
+        Settings(pg_dsn="postgresql://admin@db/ragline", pg_query_password="from-vault")
+    )
+    assert explicit.password == "from-vault"
