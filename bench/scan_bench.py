@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,21 +91,34 @@ def chunk(text: str, size: int = 800) -> list[str]:
     return out
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
+Timing = tuple[float, float | None]  # wall seconds, CPU seconds of this process (or None)
+FINDINGS: dict[str, Counter[str]] = {}
+
+
+def timed(fn: Callable[[], Any]) -> Timing:
+    c0, t0 = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-async def scan_all(evs: list[DocParsed], settings: ScannerSettings, batch: int) -> float:
+async def scan_all(
+    name: str, evs: list[DocParsed], settings: ScannerSettings, batch: int
+) -> Timing:
     scanner = build_scanner(settings)
     await scanner.start()
+    found: Counter[str] = Counter()
     try:
         await scanner.scan(evs[0])  # warm caches outside the timing
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for i in range(0, len(evs), batch):
-            await asyncio.gather(*(scanner.scan(e) for e in evs[i : i + batch]))
-        return time.perf_counter() - t0
+            outs = await asyncio.gather(*(scanner.scan(e) for e in evs[i : i + batch]))
+            for o in outs:
+                found.update(o.findings.counts)
+                found["documents with findings"] += bool(o.findings.counts)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        FINDINGS[name] = found
+        # with worker processes the work is not in this process's CPU time
+        return wall, (cpu if settings.workers == 0 else None)
     finally:
         await scanner.stop()
 
@@ -121,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     texts = [t for _, t in docs]
     kb = sum(len(t.encode("utf-8")) for t in texts) / 1024
     print(f"{len(texts)} SciFact abstracts, {kb:.0f} KB", file=sys.stderr)
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, float, float | None]] = []
 
-    def row(name: str, seconds: float) -> None:
-        rows.append((name, seconds))
-        print(f"{name:58s} {kb / seconds:8.1f} KB/s  ({seconds:.1f} s)", file=sys.stderr)
+    def row(name: str, t: Timing) -> None:
+        wall, cpu = t
+        rows.append((name, wall, cpu))
+        per_cpu = f"{kb / cpu:8.1f} KB/cpu-s" if cpu else " " * 16
+        print(f"{name:62s} {kb / wall:8.1f} KB/s {per_cpu} ({wall:.1f} s)", file=sys.stderr)
 
     # ---- detectors alone (in this process, one document at a time)
     layouts = [Layout([t]) for t in texts]
@@ -156,17 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         ner_policy = Path(tmp) / "names.yaml"
         ner_policy.write_text("rules:\n  - name: names-everywhere\n    pii: {names: tag}\n")
         default_s = ScannerSettings(workers=0)
-        row("scanner, default policy, in-process", asyncio.run(scan_all(evs, default_s, 1)))
+        name = "scanner, default policy, in-process"
+        row(name, asyncio.run(scan_all(name, evs, default_s, 1)))
         if args.workers > 0:
             s = ScannerSettings(workers=args.workers)
-            row(f"scanner, default policy, {args.workers} workers",
-                asyncio.run(scan_all(evs, s, 16)))  # fmt: skip
+            name = f"scanner, default policy, {args.workers} workers"
+            row(name, asyncio.run(scan_all(name, evs, s, 16)))
         s = ScannerSettings(workers=0, policy_file=ner_policy)
-        row("scanner, PERSON tagged everywhere (NER), in-process", asyncio.run(scan_all(evs, s, 1)))
+        name = "scanner, PERSON tagged everywhere (NER), in-process"
+        row(name, asyncio.run(scan_all(name, evs, s, 1)))
         if args.workers > 0:
             s = ScannerSettings(workers=args.workers, policy_file=ner_policy)
-            row(f"scanner, PERSON tagged everywhere (NER), {args.workers} workers",
-                asyncio.run(scan_all(evs, s, 16)))  # fmt: skip
+            name = f"scanner, PERSON tagged everywhere (NER), {args.workers} workers"
+            row(name, asyncio.run(scan_all(name, evs, s, 16)))
 
     # ---- the embedder on the same texts
     if not args.skip_embedder:
@@ -182,12 +201,31 @@ def main(argv: list[str] | None = None) -> int:
         chunks = [c for t in texts for c in chunk(t)]
         row(f"embedder, {len(chunks)} chunks of <=800 chars, b=64", timed(encode(chunks)))
 
-    print("\n| stage | KB/s | seconds |\n|---|---:|---:|")
-    for name, secs in rows:
-        print(f"| {name} | {kb / secs:.1f} | {secs:.1f} |")
+    print(f"\n{len(texts)} SciFact abstracts, {kb:.0f} KB, load average {os.getloadavg()[0]:.1f}")
+    print("\n| stage | KB/s (wall) | KB per CPU-second | seconds |\n|---|---:|---:|---:|")
+    for name, wall, cpu in rows:
+        per_cpu = f"{kb / cpu:.1f}" if cpu else "-"
+        print(f"| {name} | {kb / wall:.1f} | {per_cpu} | {wall:.1f} |")
+    walls = {n: w for n, w, _ in rows}
+    emb = [w for n, w in walls.items() if n.startswith("embedder, ") and "chunks" in n]
+    if emb:
+        print("\nscanner's share of scanner+embedder time on these texts:")
+        for n, w in walls.items():
+            if n.startswith("scanner"):
+                print(f"- {n}: {w / (w + emb[0]):.0%}")
+    for n, c in FINDINGS.items():
+        print(f"\nfindings ({n}): {dict(sorted(c.items()))}")
     if args.json:
         args.json.write_text(
-            json.dumps({"docs": len(texts), "kb": kb, "rows": {n: s for n, s in rows}}, indent=2)
+            json.dumps(
+                {
+                    "docs": len(texts),
+                    "kb": kb,
+                    "rows": {n: {"wall_s": w, "cpu_s": c} for n, w, c in rows},
+                    "findings": {n: dict(c) for n, c in FINDINGS.items()},
+                },
+                indent=2,
+            )
         )
     return 0
 

@@ -50,6 +50,35 @@ def _plausible(type_: str, value: str, line: str) -> bool:
     return True
 
 
+MAX_LINE = 2000
+
+
+def _segments(text: str) -> tuple[list[str], list[int]]:
+    """Lines of ``text`` with their offsets; lines over ``MAX_LINE`` are cut at whitespace.
+
+    Several detect-secrets filters rescan the whole line for every hit, which is
+    quadratic on a long single-line document (a minified page, a URL list). Secrets
+    contain no whitespace, so cutting there loses none; the keyword plugin may lose a
+    ``password = value`` split exactly at the cut, which the own patterns (run on the
+    uncut text) still find.
+    """
+    lines: list[str] = []
+    offsets: list[int] = []
+    pos = 0
+    for ln in text.split("\n"):
+        start = 0
+        while len(ln) - start > MAX_LINE:
+            cut = ln.rfind(" ", start + MAX_LINE // 2, start + MAX_LINE)
+            cut = cut + 1 if cut > 0 else start + MAX_LINE
+            lines.append(ln[start:cut])
+            offsets.append(pos + start)
+            start = cut
+        lines.append(ln[start:])
+        offsets.append(pos + start)
+        pos += len(ln) + 1
+    return lines, offsets
+
+
 class SecretDetector:
     """Stateless apart from detect-secrets' process-global configuration (done in ``load``)."""
 
@@ -76,12 +105,7 @@ class SecretDetector:
     def _detect_secrets_spans(
         self, text: str, known: list[tuple[int, int, str, str]]
     ) -> Iterator[tuple[int, int, str, str]]:
-        lines = text.split("\n")
-        offsets: list[int] = []
-        pos = 0
-        for ln in lines:
-            offsets.append(pos)
-            pos += len(ln) + 1
+        lines, offsets = _segments(text)
         key_spans = [(s, e) for s, e, t, _ in known if t == "private_key"]
         for idx, type_, value in _detect_secrets.scan_lines(lines):
             line = lines[idx]

@@ -147,3 +147,30 @@ def test_placeholder_heuristic() -> None:
         assert looks_like_placeholder(v), v
     for v in ("Hq7!vR2#kP9z", "hunter2secret", "correcthorsebatterystaple"):
         assert not looks_like_placeholder(v), v
+
+
+def test_long_lines_are_cut_at_whitespace_with_exact_offsets() -> None:
+    from ragline.scanning.secrets import MAX_LINE, _segments
+
+    text = ("word " * 1000) + "\n" + ("x" * (MAX_LINE * 2 + 7)) + "\nshort"
+    lines, offsets = _segments(text)
+    assert all(len(ln) <= MAX_LINE for ln in lines)
+    for ln, off in zip(lines, offsets, strict=True):
+        assert text[off : off + len(ln)] == ln
+    assert "".join(lines) == text.replace("\n", "")
+
+
+def test_many_hits_on_one_long_line_stay_linear() -> None:
+    """detect-secrets rescans the whole line per hit: a 50 KB one-line URL list took 14 s
+    of CPU before lines were cut; it must stay far below that."""
+    import time
+
+    line = " ".join(
+        f"http://u{i}:Pw{i}x9Zq@h{i}.example.com/x?token=abc{i}def" for i in range(1000)
+    )
+    d = SecretDetector()
+    d.load()
+    t0 = time.process_time()
+    found = d.detect(Layout([line]))
+    assert time.process_time() - t0 < 4.0
+    assert sum(f.type == "connection_password" for f in found) >= 1000
