@@ -112,3 +112,17 @@ async def test_rate_limit_gives_429(
         assert int(r.headers["retry-after"]) >= 1
         other = auth(corpus.tenant, [GROUP_A], sub="polite")
         assert (await c.get("/v1/documents/hr:leave", headers=other)).status_code == 200
+
+
+async def test_postgres_unavailable_is_503(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder
+) -> None:
+    async with running_app(stack, query_settings(), embedder) as (app, c):
+        await app.state.pool.close()  # the database is gone for this replica
+        h = auth(corpus.tenant, [GROUP_A])
+        r = await c.post("/v1/search", json=BODY, headers=h)
+        assert r.status_code == 503, r.text
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert "Traceback" not in r.text and r.json()["title"] == "backend unavailable"
+        assert (await c.get("/v1/documents/hr:leave", headers=h)).status_code == 503
+        assert (await c.get("/readyz")).status_code == 503
