@@ -59,17 +59,19 @@ class _Laid:
 
     text: str
     spans: list[tuple[int, int, int, Piece]]
+    starts: list[int]
 
     def parts(self, start: int, end: int) -> tuple[tuple[Piece, int, int], ...]:
         out = []
-        for s, b, e, p in self.spans:
-            if s < end and e > start:
+        for s, b, e, p in self.spans[max(0, bisect_right(self.starts, start) - 1) :]:
+            if s >= end:
+                break
+            if e > start:
                 out.append((p, max(0, start - b), min(len(p.text), end - b)))
         return tuple(out)
 
     def at(self, pos: int) -> tuple[int, int, int, Piece]:
-        i = bisect_right([s for s, _, _, _ in self.spans], pos) - 1
-        return self.spans[max(0, i)]
+        return self.spans[max(0, bisect_right(self.starts, pos) - 1)]
 
 
 def _lay(pieces: list[Piece], sep: str, prefix: Callable[[Piece], str]) -> _Laid:
@@ -84,16 +86,18 @@ def _lay(pieces: list[Piece], sep: str, prefix: Callable[[Piece], str]) -> _Laid
         chunks.append(pre + p.text)
         spans.append((pos, pos + len(pre), pos + len(pre) + len(p.text), p))
         pos += len(pre) + len(p.text)
-    return _Laid("".join(chunks), spans)
+    return _Laid("".join(chunks), spans, [s for s, _, _, _ in spans])
 
 
 def _without(cuts: Cuts, ranges: list[tuple[int, int]]) -> Cuts:
-    """Drop cuts inside (start, end]: e.g. between a speaker label and its text."""
-    keep = [
-        (p, s)
-        for p, s in zip(cuts.positions, cuts.strengths, strict=True)
-        if not any(a < p <= b for a, b in ranges)
-    ]
+    """Drop cuts inside (start, end] of sorted, disjoint ranges: e.g. between a speaker
+    label and its text."""
+    starts = [a for a, _ in ranges]
+    keep = []
+    for p, s in zip(cuts.positions, cuts.strengths, strict=True):
+        i = bisect_right(starts, p - 1) - 1  # the last range starting before p
+        if not (i >= 0 and ranges[i][0] < p <= ranges[i][1]):
+            keep.append((p, s))
     return Cuts(positions=[p for p, _ in keep], strengths=[s for _, s in keep])
 
 
