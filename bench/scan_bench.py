@@ -1,6 +1,6 @@
 """Scanner throughput on SciFact abstracts, side by side with the embedder, in one run.
 
-    .venv/bin/python bench/scan_bench.py [--docs 800] [--workers 2] [--json out.json]
+    .venv/bin/python bench/scan_bench.py [--docs 800] [--workers 2] [--json bench/out/scan.json]
 
 Measures KB/s (UTF-8 bytes of title + abstract per second) for each detector alone,
 for the whole scanner (DocParsed -> DocScanned) under the default policy and under a
@@ -8,7 +8,8 @@ policy that tags PERSON everywhere (NER on every document), in-process and with 
 worker pool, and for sentence-transformers all-MiniLM-L6-v2 at batch 64 on the same
 texts: once on whole abstracts (the model truncates at 256 word pieces) and once on
 the abstracts packed into ~800-character chunks (the embedder's real workload: every
-byte embedded). Prints a markdown table for docs/scanning.md.
+byte embedded). Prints a markdown table for docs/scanning.md and writes the numbers to
+bench/out/scan.json.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ from ragline.scanning.pii import PiiDetector
 from ragline.scanning.policy import PolicyContext, PolicySet
 from ragline.scanning.secret_patterns import find_pattern_secrets
 
-CORPUS = Path("/work/shared/eval/scifact/corpus.jsonl")
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
+OUT = Path(__file__).resolve().parent / "out" / "scan.json"
 
 
 def load(path: Path, n: int) -> list[tuple[str, str]]:
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=800)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-embedder", action="store_true")
-    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
     docs = load(args.corpus, args.docs)
@@ -216,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     for n, c in FINDINGS.items():
         print(f"\nfindings ({n}): {dict(sorted(c.items()))}")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps(
                 {

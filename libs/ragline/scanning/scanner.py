@@ -100,7 +100,11 @@ def apply_scan(
     max_positions: int = 1000,
     propagate_min_chars: int = 6,
 ) -> DocScanned:
-    """Pure: the scanned event for ``event`` given its detection result and policy."""
+    """The scanned event for ``event`` given its detection result and policy.
+
+    Deterministic (same input, result and policy: same output); its only side effect is
+    counting metrics.
+    """
     findings = [*result.findings, *_column_findings(texts)]
     decided = decide(texts.items, findings, policy, propagate_min_chars=propagate_min_chars)
     scanned: list[str] = []
