@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragline.errors import RaglineError
+from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 
 __all__ = ["register"]
@@ -150,7 +151,11 @@ def _topics(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
         if args.topics_command == "list":
-            counts = asyncio.run(topic_partitions(settings.kafka_bootstrap, ALL_TOPICS))
+            counts = asyncio.run(
+                topic_partitions(
+                    settings.kafka_bootstrap, ALL_TOPICS, options=aiokafka_options(settings)
+                )
+            )
             for t in ALL_TOPICS:
                 print(f"{t:<24} {counts.get(t, 'MISSING')}")
             return 0 if len(counts) == len(ALL_TOPICS) else 1
@@ -163,6 +168,7 @@ def _topics(args: argparse.Namespace) -> int:
                 partitions=partitions,
                 replication_factor=rf,
                 timeout_s=args.timeout,
+                options=aiokafka_options(settings),
             )
         )
     except (RaglineError, ValidationError) as exc:

@@ -23,6 +23,7 @@ from ragline.errors import BackendUnavailable, PermanentError, RaglineError
 from ragline.events import ALL_TOPICS, DeadLetter
 from ragline.ops.dlq_select import UNREADABLE
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 
 __all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]
@@ -117,6 +118,7 @@ class DlqReader:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=max(1_048_576, 2 * settings.kafka_max_message_bytes),
+            **aiokafka_options(settings),
         )
         self._claims = ClaimCheckStore(settings)
 

@@ -16,6 +16,7 @@ from faststream.kafka import KafkaBroker
 from ragline.errors import BackendUnavailable
 from ragline.events import EventBase
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
 from ragline.runtime.settings import Settings
 from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
@@ -31,6 +32,7 @@ def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBr
         settings.kafka_bootstrap,
         client_id=client_id,
         logger=logging.getLogger("ragline.faststream"),
+        security=faststream_security(settings),
         acks="all",
         max_request_size=max(settings.kafka_max_message_bytes * 2, 1_048_576),
         **kwargs,  # type: ignore[arg-type]

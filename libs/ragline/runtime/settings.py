@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote
 
 from pydantic import Field, SecretStr
@@ -24,6 +25,13 @@ class Settings(BaseSettings):
         default=Path(".ragline"), description="local stack state: data, logs, pids"
     )
     kafka_bootstrap: str = "127.0.0.1:19092"
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = (
+        "PLAINTEXT"
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: str | None = Field(default=None, description="CA bundle for TLS")
     kafka_partitions: int = Field(default=6, ge=1)
     kafka_max_message_bytes: int = Field(
         default=900_000, description="bodies above this go through the claim check"

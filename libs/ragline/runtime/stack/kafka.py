@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
@@ -46,7 +48,7 @@ async def _tcp_answers(host: str, port: int, timeout_s: float) -> str | None:
     return None
 
 
-def kafka_probe(bootstrap: str) -> Probe:
+def kafka_probe(bootstrap: str, options: Mapping[str, Any] | None = None) -> Probe:
     """Healthy when the cluster answers a metadata request over the Kafka protocol."""
     first = bootstrap.split(",")[0].strip()
 
@@ -57,7 +59,9 @@ def kafka_probe(bootstrap: str) -> Probe:
             if refused is not None:
                 return Health(ok=False, detail=refused)
         client = AIOKafkaAdminClient(
-            bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000)
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=int(timeout_s * 1000),
+            **(options or {}),
         )
         try:
             await asyncio.wait_for(client.start(), timeout_s)

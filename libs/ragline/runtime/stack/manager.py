@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ragline.errors import RaglineError
 from ragline.events import ALL_TOPICS
+from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.base import (
     ComponentStatus,
@@ -85,7 +86,8 @@ class StackManager:
             return ExternalServer(component, "RAGLINE_PG_DSN", postgres_probe(dsn), **timeouts)
         if component is Component.KAFKA:
             bootstrap = s.kafka_bootstrap
-            return ExternalServer(component, bootstrap, kafka_probe(bootstrap), **timeouts)
+            probe = kafka_probe(bootstrap, aiokafka_options(s))
+            return ExternalServer(component, bootstrap, probe, **timeouts)
         url = s.opensearch_url
         return ExternalServer(component, url, opensearch_probe(s), **timeouts)
 
@@ -127,6 +129,7 @@ class StackManager:
                 partitions=self.settings.kafka_partitions,
                 replication_factor=self.stack.kafka_replication_factor,
                 timeout_s=self.stack.start_timeout_s,
+                options=aiokafka_options(self.settings),
             ),
         )
         ctx = PostUpContext(

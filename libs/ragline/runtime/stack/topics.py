@@ -29,11 +29,14 @@ class TopicReport:
         return {t: n for t, n in self.partitions.items() if n != wanted}
 
 
-def _client(bootstrap: str, timeout_s: float) -> AIOKafkaAdminClient:
+def _client(
+    bootstrap: str, timeout_s: float, options: Mapping[str, Any] | None = None
+) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(
         bootstrap_servers=bootstrap,
         request_timeout_ms=int(timeout_s * 1000),
         client_id="ragline-stack",
+        **(options or {}),
     )
 
 
@@ -47,10 +50,14 @@ async def _describe(client: AIOKafkaAdminClient, topics: list[str]) -> dict[str,
 
 
 async def topic_partitions(
-    bootstrap: str, topics: Iterable[str], *, timeout_s: float = 10.0
+    bootstrap: str,
+    topics: Iterable[str],
+    *,
+    timeout_s: float = 10.0,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Partition count of each of ``topics`` that exists."""
-    client = _client(bootstrap, timeout_s)
+    """Partition count of each of ``topics`` that exists (``options``: aiokafka security)."""
+    client = _client(bootstrap, timeout_s, options)
     try:
         await client.start()
         return await _describe(client, list(topics))
@@ -67,10 +74,11 @@ async def ensure_topics(
     partitions: int,
     replication_factor: int = 1,
     timeout_s: float = 10.0,
+    options: Mapping[str, Any] | None = None,
 ) -> TopicReport:
     """Create each missing topic with ``partitions`` partitions; existing ones are fine."""
     wanted = list(dict.fromkeys(topics))
-    client = _client(bootstrap, timeout_s)
+    client = _client(bootstrap, timeout_s, options)
     try:
         await client.start()
         present = set(await client.list_topics())
