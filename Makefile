@@ -53,7 +53,7 @@ schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event mo
 	$(BIN)/ragline schemas
 
 bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode side by side
 	$(BIN)/python bench/eval_scifact.py

@@ -1,0 +1,121 @@
+"""``make bench``: every benchmark in one command, side by side, with a summary.
+
+Each benchmark is its own script (runnable alone) that writes JSON under bench/out/;
+this runner runs them in sequence with their own progress output, then writes
+bench/out/summary.json and bench/out/summary.md (the README table) with the date, the
+machine and the exact command. ``--quick`` shrinks every corpus for a smoke run.
+
+    .venv/bin/python bench/run_all.py [--quick] [--only pipeline,query]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "bench" / "out"
+
+# name -> (script, full args, quick args, json report)
+BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
+    "parse": ("parse_bench.py", [], ["--limit", "500"], "parse.json"),
+    "chunk": (
+        "chunk_bench.py",
+        ["--json", "bench/out/chunk_bench.json"],
+        ["--docs", "300", "--json", "bench/out/chunk_bench.json"],
+        "chunk_bench.json",
+    ),
+    "scan": ("scan_bench.py", [], ["--docs", "200"], "scan.json"),
+    "connector": (
+        "connector_intake.py",
+        [],
+        ["--files", "500", "--events", "300"],
+        "connector.json",
+    ),
+    "index": ("index_bench.py", [], ["--docs", "150"], "index.json"),
+    "pipeline": ("pipeline_bench.py", [], ["--docs", "200", "--probes", "5"], "pipeline.json"),
+    "query": (
+        "query_bench.py",
+        [],
+        ["--synthetic-chunks", "10000", "--requests", "40"],
+        "query/report.json",
+    ),
+    "cache": ("cache_bench.py", [], [], "cache.json"),
+}
+
+
+def machine() -> dict[str, Any]:
+    mem_gib = None
+    try:
+        with open("/proc/meminfo") as fh:
+            kib = int(fh.readline().split()[1])
+            mem_gib = round(kib / 1024 / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "mem_gib": mem_gib,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def run_one(name: str, quick: bool) -> dict[str, Any]:
+    script, full, small, report = BENCHES[name]
+    path = REPO / "bench" / script
+    if not path.exists():
+        return {"status": "missing", "script": script}
+    cmd = [sys.executable, str(path), *(small if quick else full)]
+    print(f"\n=== {name}: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.perf_counter()
+    rc = subprocess.call(cmd, cwd=REPO)
+    took = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "status": "ok" if rc == 0 else f"failed rc={rc}",
+        "seconds": round(took, 1),
+        "command": " ".join(cmd[1:]),
+    }
+    rp = OUT / report
+    if rc == 0 and rp.exists():
+        result["report"] = json.loads(rp.read_text())
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(BENCHES))
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    names = [n for n in (args.only.split(",") if args.only else BENCHES) if n]
+    summary = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "command": " ".join(["make bench", *(["--quick"] if args.quick else [])]),
+        "results": {n: run_one(n, args.quick) for n in names},
+    }
+    (OUT / "summary.json").write_text(json.dumps(summary, indent=2))
+    lines = [
+        f"Benchmarks of {summary['date']} on {summary['machine']['cores']} cores, "
+        f"{summary['machine']['mem_gib']} GiB (`{summary['command']}`)",
+        "",
+        "| benchmark | status | seconds |",
+        "|---|---|---|",
+    ]
+    for n, r in summary["results"].items():
+        lines.append(f"| {n} | {r['status']} | {r.get('seconds', '-')} |")
+    (OUT / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if all(r["status"] == "ok" for r in summary["results"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
