@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import AuthError, JwtVerifier, Principal
 from ragline.cache import answer_cache_factory
-from ragline.errors import RaglineError
+from ragline.errors import RaglineError, TransientError
 from ragline.retrieval.api_models import (
     DocumentResponse,
     DocumentStatusResponse,
@@ -35,7 +35,7 @@ from ragline.retrieval.metrics import REQUEST_SECONDS, REQUESTS
 from ragline.retrieval.ratelimit import TokenBuckets
 from ragline.retrieval.rerank import CrossEncoderReranker, Reranker
 from ragline.retrieval.scope import rls_transaction
-from ragline.retrieval.service import SearchBackends, SearchService
+from ragline.retrieval.service import InvalidRequest, SearchBackends, SearchService
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.http import HttpService
 from ragline.runtime.settings import Settings
@@ -156,12 +156,29 @@ def create_app(
             resp = await svc.search(who, body, trace_id=request.state.trace_id)
             status = "200"
             return resp
-        except RaglineError as exc:
-            status = {"InvalidRequest": "400"}.get(type(exc).__name__, "503")
+        except InvalidRequest:
+            status = "400"
+            raise
+        except TransientError:
+            status = "503"
             raise
         finally:
+            elapsed = time.perf_counter() - t0
             REQUESTS.labels("search", body.mode, status).inc()
-            REQUEST_SECONDS.labels(body.mode).observe(time.perf_counter() - t0)
+            REQUEST_SECONDS.labels(body.mode).observe(elapsed)
+            # ids, counts and codes only: never the query, evidence or the subject
+            _log.info(
+                "search",
+                extra={
+                    "fields": {
+                        "trace_id": request.state.trace_id,
+                        "mode": body.mode,
+                        "status": status,
+                        "queries": len(body.query_texts),
+                        "ms": round(elapsed * 1000, 1),
+                    }
+                },
+            )
 
     @app.get(
         "/v1/documents/{document_id:path}/status",
