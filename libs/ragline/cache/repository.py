@@ -102,8 +102,14 @@ async def find_candidate(
     )
 
 
+_ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
 async def count_hit(conn: AsyncConnection, entry_id: int) -> None:
+    """Bump the LRU counters. The commit does not wait for the WAL flush (a lost counter
+    after a crash is harmless; a synchronous flush would dominate a hit's latency)."""
     with pg_errors():
+        await conn.execute(_ASYNC_COMMIT)
         await conn.execute(
             "UPDATE answer_cache SET hits = hits + 1, last_hit_at = now() WHERE entry_id = %s",
             (entry_id,),
@@ -142,9 +148,11 @@ async def insert_entry(
 
     The shared advisory lock pairs with the invalidator's exclusive one: either the
     fence is visible to this insert, or the insert is visible to the eviction after it.
-    Returns whether a row was written.
+    Returns whether a row was written. Committed without waiting for the WAL flush: an
+    entry lost in a crash is only a future miss.
     """
     with pg_errors():
+        await conn.execute(_ASYNC_COMMIT)
         await conn.execute(
             "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))", (LOCK_CLASS, key.tenant_id)
         )
