@@ -168,7 +168,8 @@ class PiiDetector:
     def _raw(self, text: str, entity: str) -> list[tuple[int, int, float]]:
         rec = self._recognizers[entity]
         if entity != "PHONE_NUMBER":
-            return [(r.start, r.end, float(r.score)) for r in rec.analyze(text, [entity], None)]  # type: ignore[arg-type]
+            found = rec.analyze(text, [entity], None)  # type: ignore[arg-type]
+            return [(r.start, r.end, float(r.score)) for r in found]
         # phonenumbers runs one matcher per region over the whole text (most of presidio's
         # cost on prose); run it only on windows around digit runs that could be a phone
         out: list[tuple[int, int, float]] = []
