@@ -119,16 +119,16 @@ class SegmentChunker:
 
     def children(self, window: Window, *, file_path: str | None) -> list[Draft]:
         drafts: list[Draft] = []
-        run: list[Piece] = []
-        families = [self._family(p) for p in window.pieces]
-        for k, piece in enumerate([*window.pieces, None]):
-            family = families[k] if piece is not None else ""
-            if run and family == families[k - 1] and family in ("text", "turns"):
-                run.append(piece)  # type: ignore[arg-type]
-                continue
-            if run:
-                drafts.extend(self._segment(run, families[k - 1], file_path))
-            run = [piece] if piece is not None else []
+        pieces = window.pieces
+        families = [self._family(p) for p in pieces]
+        k = 0
+        while k < len(pieces):  # runs of text or turns; code units and tables alone
+            j = k + 1
+            if families[k] in ("text", "turns"):
+                while j < len(pieces) and families[j] == families[k]:
+                    j += 1
+            drafts.extend(self._segment(list(pieces[k:j]), families[k], file_path))
+            k = j
         return drafts
 
     def _family(self, piece: Piece) -> str:
