@@ -174,6 +174,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"embedder alone: {len(texts) / alone:.1f} chunks/s; "
         f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}"
     )
+    (OUT / "pipeline.json").write_text(json.dumps(report, indent=2))
     plot(idle, busy)
     return report
 
@@ -185,7 +186,7 @@ def plot(idle: list[float], busy: list[float]) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.boxplot([idle, busy], labels=["idle", "under backfill"])
+    ax.boxplot([idle, busy], tick_labels=["idle", "under backfill"])
     ax.set_ylabel("change event -> indexed (s)")
     ax.set_title("ragline freshness")
     fig.tight_layout()
