@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _paths import SCIFACT_CORPUS
+
 from ragline.chunking import Chunker, ChunkerSettings, load_token_counter
 from ragline.chunking.stage import chunk_event
 from ragline.enrichment import Enricher, EnricherSettings
@@ -37,7 +39,7 @@ from ragline.events import (
 from ragline.hashing import sha256_hex
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
+CORPUS = SCIFACT_CORPUS
 FIXTURES = ROOT / "tests" / "fixtures" / "chunking"
 
 

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _paths import SCIFACT_CORPUS
+
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
 from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
@@ -41,7 +43,7 @@ from ragline.runtime.stack import StackManager, StackSettings
 from ragline.runtime.stack.testing import patched_environ, stack_env
 from ragline.runtime.stage import StageContext
 
-CORPUS = Path("/work/shared/eval/scifact/corpus.jsonl")
+CORPUS = SCIFACT_CORPUS
 CHILD_WORDS = 90  # ~120 word pieces: well under the model's 256-token window
 EMBED_BATCH = 64  # events per handle_batch (the stage's BatchConfig.max_records)
 INDEX_BATCH = 32

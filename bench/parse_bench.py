@@ -21,11 +21,13 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from _paths import SCIFACT_CORPUS
+
 from ragline.events import DocumentMeta
 from ragline.parsing import ParseExecutor, ParserSettings, parse_document
 
 ROOT = Path(__file__).resolve().parent.parent
-SCIFACT = Path("/work/shared/eval/scifact/corpus.jsonl")
+SCIFACT = SCIFACT_CORPUS
 FIXTURES = ROOT / "tests" / "fixtures" / "parsing"
 
 

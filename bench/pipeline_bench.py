@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from _paths import SCIFACT
 from tqdm import tqdm
 
 from ragline.events import DocumentMeta, SourceUpsert, Topics
@@ -39,7 +40,6 @@ from ragline.runtime.supervisor import built_services
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
-SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", REPO.parent / "shared" / "eval" / "scifact"))
 
 
 def load_docs(n: int) -> list[dict[str, Any]]:
