@@ -7,7 +7,7 @@ from typing import Literal
 
 import psycopg
 import pytest
-from conftest import GROUP_A, GROUP_B, Corpus, auth, query_settings, running_app
+from query_helpers import GROUP_A, GROUP_B, Corpus, auth, query_settings, running_app
 
 from ragline.retrieval.api_models import SearchResponse
 from ragline.retrieval.cache_seam import CacheKey

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from conftest import GROUP_A, Corpus, auth, query_settings, running_app
+from query_helpers import GROUP_A, Corpus, auth, query_settings, running_app
 
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.rerank import CrossEncoderReranker

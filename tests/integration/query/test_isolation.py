@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import GROUP_A, GROUP_B, Corpus, auth
+from query_helpers import GROUP_A, GROUP_B, Corpus, auth
 
 pytestmark = pytest.mark.integration
 

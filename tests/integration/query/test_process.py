@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from conftest import GROUP_A, GROUP_B, SECRET, Corpus, auth
+from query_helpers import GROUP_A, GROUP_B, SECRET, Corpus, auth
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import GROUP_A, GROUP_B, Corpus, auth, make_token
+from query_helpers import GROUP_A, GROUP_B, Corpus, auth, make_token
 
 from ragline.runtime.settings import Settings
 
