@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.hashing import normalize_text
+from ragline.retrieval.metrics import EMBED_CACHE
 
 if TYPE_CHECKING:
     from ragline.embedding.model import Embedder
@@ -110,6 +111,8 @@ class CachedEmbedder:
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
+        EMBED_CACHE.labels("hit").inc(len(keys) - len(missing))
+        EMBED_CACHE.labels("miss").inc(len(missing))
         if missing:
             # embed the original spelling of the first text with each missing key
             first = {k: t for k, t in reversed(list(zip(keys, texts, strict=True)))}
