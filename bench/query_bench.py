@@ -67,6 +67,10 @@ async def seed_scifact(settings: Any) -> tuple[list[str], dict[str, Any]]:
     from ragline.embedding.model import SentenceTransformerEmbedder
 
     docs, queries = _scifact()
+    import torch
+
+    # one intra-op thread: on a busy 2-core machine two spinning threads are ~10x slower
+    torch.set_num_threads(1)
     model = await asyncio.to_thread(SentenceTransformerEmbedder)
     texts = [f"{t}. {x}"[:1500] for _, t, x in docs]
     t0 = time.perf_counter()
