@@ -11,6 +11,7 @@ involved, so a search that read the index before this change is never stored aft
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psycopg import AsyncConnection
@@ -20,7 +21,7 @@ from ragline.cache.settings import Freshness
 from ragline.events import DocIndexed, IndexAction
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["InvalidationPlan", "apply_plan", "plan_invalidation"]
+__all__ = ["InvalidationPlan", "apply_plan", "apply_plans", "plan_invalidation"]
 
 ALL_SCOPES = "*"
 
@@ -84,26 +85,43 @@ _EVICT = (
 )
 
 
-async def apply_plan(conn: AsyncConnection, plan: InvalidationPlan) -> int:
-    """Fence + evict in one transaction (``conn`` in autocommit=False, admin DSN);
-    returns the number of evicted entries. Idempotent: a replay evicts nothing new."""
+async def apply_plans(conn: AsyncConnection, plans: Sequence[InvalidationPlan]) -> list[int]:
+    """Fence + evict for a batch of plans in ONE transaction (``conn`` in autocommit=False,
+    admin DSN); returns the evicted count per plan. Idempotent: a replay evicts nothing
+    new. Tenant locks are taken up front in sorted order, so two invalidator replicas
+    never deadlock."""
+    if not plans:
+        return []
+    counts: list[int] = []
     with pg_errors():
         async with conn.transaction():
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, plan.tenant_id)
-            )
-            await conn.execute(_FENCE, (plan.tenant_id, list(plan.fence_groups)))
-            cur = await conn.execute(_RELATED, {"t": plan.tenant_id, "d": plan.document_id})
-            row = await cur.fetchone()
-            related = list(row[0]) if row and row[0] else []
-            cur = await conn.execute(
-                _EVICT,
-                {
-                    "t": plan.tenant_id,
-                    "docs": [plan.document_id, *related],
-                    "scopes": list(plan.scope_groups),
-                    "before": list(plan.acl_before),
-                    "after": list(plan.acl_after),
-                },
-            )
-            return max(cur.rowcount, 0)
+            for tenant in sorted({p.tenant_id for p in plans}):
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, tenant)
+                )
+            fences: dict[str, set[str]] = {}
+            for p in plans:
+                fences.setdefault(p.tenant_id, set()).update(p.fence_groups)
+            for tenant, groups in sorted(fences.items()):
+                await conn.execute(_FENCE, (tenant, sorted(groups)))
+            for plan in plans:
+                cur = await conn.execute(_RELATED, {"t": plan.tenant_id, "d": plan.document_id})
+                row = await cur.fetchone()
+                related = list(row[0]) if row and row[0] else []
+                cur = await conn.execute(
+                    _EVICT,
+                    {
+                        "t": plan.tenant_id,
+                        "docs": [plan.document_id, *related],
+                        "scopes": list(plan.scope_groups),
+                        "before": list(plan.acl_before),
+                        "after": list(plan.acl_after),
+                    },
+                )
+                counts.append(max(cur.rowcount, 0))
+    return counts
+
+
+async def apply_plan(conn: AsyncConnection, plan: InvalidationPlan) -> int:
+    """``apply_plans`` for one plan."""
+    return (await apply_plans(conn, [plan]))[0]

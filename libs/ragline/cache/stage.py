@@ -12,17 +12,18 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.cache.invalidation import apply_plan, plan_invalidation
+from ragline.cache.invalidation import InvalidationPlan, apply_plans, plan_invalidation
 from ragline.cache.metrics import EVICTIONS, INVALIDATION_LAG, INVALIDATIONS
 from ragline.cache.settings import CacheSettings
 from ragline.cache.sweeper import Sweeper
+from ragline.errors import RaglineError
 from ragline.events import DocIndexed, Topics
 from ragline.runtime.settings import Settings
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.store.pool import open_pool
 
 __all__ = ["CacheInvalidatorStage"]
@@ -31,6 +32,7 @@ __all__ = ["CacheInvalidatorStage"]
 class CacheInvalidatorStage(Stage):
     name = "cache_invalidator"
     input_topics = (Topics.DOC_INDEXED.value,)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=128, linger_ms=20)
 
     def __init__(self, settings: Settings, cache_settings: CacheSettings | None = None) -> None:
         super().__init__(settings)
@@ -55,28 +57,46 @@ class CacheInvalidatorStage(Stage):
             self._pool = None
 
     async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        assert isinstance(event, DocIndexed)
+        out = (await self.handle_batch([event], ctx))[0]
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    async def handle_batch(
+        self, events: Sequence[Any], ctx: StageContext
+    ) -> Sequence[Sequence[Output] | BaseException]:
+        """One transaction (one WAL flush) per batch: a backlog after a bulk ingest drains
+        fast, and the fence stops refusing stores as soon as it has."""
         assert self._pool is not None, "start() not called"
-        plan = plan_invalidation(event, freshness=self.cache_settings.freshness)
-        if plan is None:
-            INVALIDATIONS.labels(event.action.value, "skipped").inc()
-            return ()
+        plans: list[tuple[DocIndexed, InvalidationPlan]] = []
+        for ev in events:
+            assert isinstance(ev, DocIndexed)
+            plan = plan_invalidation(ev, freshness=self.cache_settings.freshness)
+            if plan is None:
+                INVALIDATIONS.labels(ev.action.value, "skipped").inc()
+            else:
+                plans.append((ev, plan))
         t0 = time.perf_counter()
-        async with self._pool.connection() as conn:
-            evicted = await apply_plan(conn, plan)
-        EVICTIONS.labels(plan.reason).inc(evicted)
-        INVALIDATIONS.labels(event.action.value, "applied").inc()
-        if event.source_event_at is not None:
-            lag = (datetime.now(UTC) - event.source_event_at).total_seconds()
-            INVALIDATION_LAG.observe(max(lag, 0.0))
-        ctx.logger.debug(
-            "cache invalidated",
-            extra={
-                "fields": {
-                    "action": event.action.value,
-                    "evicted": evicted,
-                    "ms": round((time.perf_counter() - t0) * 1000, 2),
-                }
-            },
-        )
-        return ()
+        try:
+            async with self._pool.connection() as conn:
+                counts = await apply_plans(conn, [p for _, p in plans])
+        except RaglineError as exc:  # the runtime retries or dead-letters each event
+            return [exc] * len(events)
+        now = datetime.now(UTC)
+        for (ev, plan), evicted in zip(plans, counts, strict=True):
+            EVICTIONS.labels(plan.reason).inc(evicted)
+            INVALIDATIONS.labels(ev.action.value, "applied").inc()
+            if ev.source_event_at is not None:
+                INVALIDATION_LAG.observe(max((now - ev.source_event_at).total_seconds(), 0.0))
+        if plans:
+            ctx.logger.debug(
+                "cache invalidated",
+                extra={
+                    "fields": {
+                        "events": len(plans),
+                        "evicted": sum(counts),
+                        "ms": round((time.perf_counter() - t0) * 1000, 2),
+                    }
+                },
+            )
+        return [()] * len(events)

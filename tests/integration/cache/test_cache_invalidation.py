@@ -181,3 +181,24 @@ async def test_real_acl_revocation_event_from_the_indexer(
     await inv.handle(ev, ctx(stack))
     # e3/e4 cite kb:c; {eng} gained visibility (e1, e2); {all} untouched
     assert await remaining(admin_pool, tenant) == {"e5"}
+
+
+async def test_a_batch_is_applied_in_one_transaction_across_tenants(
+    query_pool: AsyncConnectionPool,
+    admin_pool: AsyncConnectionPool,
+    stack: Settings,
+    stage: Any,
+    tenant: str,
+) -> None:
+    inv = await stage("dependents")
+    other = f"{tenant}-x"
+    await fill(query_pool, tenant)
+    await fill(query_pool, other)
+    batch = [
+        indexed(tenant, "kb:a", "delete", acl_groups_before=("eng",)),
+        indexed(tenant, "kb:b", "upsert", acl_groups_after=("eng",), skipped=True),
+        indexed(other, "kb:c", "upsert", acl_groups_after=("hr",)),
+    ]
+    assert await inv.handle_batch(batch, ctx(stack)) == [(), (), ()]
+    assert await remaining(admin_pool, tenant) == {"e2", "e3", "e5"}
+    assert await remaining(admin_pool, other) == {"e1", "e2", "e5"}
