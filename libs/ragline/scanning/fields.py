@@ -40,6 +40,9 @@ class DocumentTexts:
     section_items: dict[str, int] = field(default_factory=dict)
     # table cell item -> its column header (secrets by column: ``| user | password |``)
     cell_header: dict[int, str] = field(default_factory=dict)
+    # items that copy another item (a section path equal to a heading's text): scanned
+    # and redacted like the rest, but not counted twice in the findings summary
+    copies: set[int] = field(default_factory=set)
 
     def add(self, block: int, path: tuple[str | int, ...], text: str | None) -> None:
         if text:
@@ -73,6 +76,8 @@ def collect(event: DocParsed) -> DocumentTexts:
             if s and s not in out.section_items:
                 out.section_items[s] = len(out.items)
                 out.add(DOC_LEVEL, ("section_path", s), s)
+    block_texts = {b.text.strip() for b in event.document.blocks}
+    out.copies = {i for s, i in out.section_items.items() if s.strip() in block_texts}
     out.add(DOC_LEVEL, ("document", "title"), event.document.title)
     m = event.meta
     out.add(DOC_LEVEL, ("meta", "title"), m.title)

@@ -119,6 +119,8 @@ def apply_scan(
             continue
         red = redact_text(text, decisions)
         scanned.append(red.text)
+        if i in texts.copies:
+            continue
         counts.update(red.labels)
         if ref.block != DOC_LEVEL:
             pii_types[ref.block] |= red.kept_types

@@ -82,6 +82,9 @@ async def test_metadata_title_uri_table_and_section_path(
     assert out.meta.metadata["owner"] == placeholder("EMAIL_ADDRESS")
     assert out.meta.metadata["reviewed"] is True and out.meta.metadata["ticket"] == "OPS-77"
     assert out.document.title == out.meta.title
+    # meta title, document title, heading; the section path copying the heading is not
+    # counted twice
+    assert out.findings.counts["secret:aws_access_key"] == 3
     table_block = out.document.blocks[1]
     assert table_block.section_path == (f"Key {placeholder('aws_access_key')}",)
     assert table_block.table is not None
