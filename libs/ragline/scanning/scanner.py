@@ -14,7 +14,7 @@ import uuid
 from collections import Counter, defaultdict
 from typing import Any
 
-from ragline.errors import QuarantineError
+from ragline.errors import PermanentError, QuarantineError, RaglineError
 from ragline.events import (
     BlockFlags,
     DocParsed,
@@ -222,7 +222,14 @@ class Scanner:
     async def scan(self, event: DocParsed) -> DocScanned:
         policy = self.policies.resolve(_context(event))
         texts = collect(event)
-        result = await self.runner.detect(texts.items, policy.plan())
+        try:
+            result = await self.runner.detect(texts.items, policy.plan())
+        except RaglineError:
+            raise
+        except Exception as exc:
+            # fail closed (the document is not passed on unscanned) and keep library
+            # messages, which may quote the text, out of logs and the DLQ: no chaining
+            raise PermanentError(f"scanner detectors failed: {type(exc).__name__}") from None
         metrics.SCANNED_BYTES.inc(result.n_bytes)
         for det, secs in result.seconds.items():
             metrics.DETECTOR_SECONDS.labels(detector=det).observe(secs)

@@ -235,3 +235,20 @@ async def test_injection_flags_travel_with_blocks(make_scanner: Callable[..., Sc
     assert b.flags.injection_suspect
     assert "ignore_previous_instructions" in b.flags.injection_rules
     assert not out.document.blocks[0].flags.injection_suspect
+
+
+async def test_detector_crash_fails_closed_without_quoting_text(
+    make_scanner: Callable[..., Scanner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragline.errors import PermanentError
+
+    scanner = make_scanner()
+
+    async def boom(items: list[str], plan: object) -> None:
+        raise ValueError(f"cannot parse {items[0]!r}")
+
+    monkeypatch.setattr(scanner.runner, "detect", boom)
+    with pytest.raises(PermanentError) as info:
+        await scanner.scan(make_event(["key AKIAPTGZ4JFEBZ9SDO78"]))
+    assert "AKIAPTGZ4JFEBZ9SDO78" not in str(info.value)
+    assert info.value.__suppress_context__ and info.value.__cause__ is None
