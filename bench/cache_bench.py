@@ -284,6 +284,7 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
                 await asyncio.sleep(0.01)
             return time.perf_counter() - t
 
+        lag_before = lag_histogram(invalidator)
         by_id = {f"scifact:{d['_id']}": d for d in docs}
         items = list(cited.items())[: args.probes]
         content, acl = [], []
@@ -314,16 +315,11 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
             "content_update_source_to_evicted": summary(content, 1, 3),
             "acl_change_source_to_evicted": summary(acl, 1, 3),
         }
-        metrics = invalidator.metrics()
-        m_count = re.search(
-            r"^ragline_cache_invalidation_lag_seconds_count ([0-9.e+]+)$", metrics, re.M
-        )
-        m_sum = re.search(
-            r"^ragline_cache_invalidation_lag_seconds_sum ([0-9.e+]+)$", metrics, re.M
-        )
-        if m_count and m_sum and float(m_count.group(1)):
-            report["invalidator_histogram_mean_s"] = round(
-                float(m_sum.group(1)) / float(m_count.group(1)), 3
+        lag_count, lag_sum = lag_histogram(invalidator)
+        n = lag_count - lag_before[0]
+        if n > 0:
+            report["invalidator_histogram_mean_during_probes_s"] = round(
+                (lag_sum - lag_before[1]) / n, 3
             )
         stats = await conn.execute(
             "SELECT count(*), coalesce(sum(size_bytes), 0) FROM answer_cache WHERE tenant_id = %s",
@@ -349,6 +345,16 @@ def wait_ready(url: str, proc: Any, timeout_s: float = 300) -> None:
             pass
         time.sleep(0.3)
     raise TimeoutError(f"{proc.name}: {url} not ready")
+
+
+def lag_histogram(proc: Any) -> tuple[float, float]:
+    """(count, sum) of the invalidator's ragline_cache_invalidation_lag_seconds."""
+    text = proc.metrics()
+    out = []
+    for part in ("count", "sum"):
+        m = re.search(rf"^ragline_cache_invalidation_lag_seconds_{part} ([0-9.e+]+)$", text, re.M)
+        out.append(float(m.group(1)) if m else 0.0)
+    return out[0], out[1]
 
 
 def invalidations(proc: Any) -> float:

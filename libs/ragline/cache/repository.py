@@ -15,7 +15,7 @@ from ragline.cache.keys import EntryKey
 from ragline.cache.settings import Freshness
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["LOCK_CLASS", "Candidate", "count_hit", "find_candidate", "insert_entry"]
+__all__ = ["LOCK_CLASS", "Candidate", "find_candidate", "insert_entry"]
 
 # advisory lock class of the cache (first key); the second key is hashtext(tenant_id)
 LOCK_CLASS = 7_000_007
@@ -45,14 +45,11 @@ _STRICT = sql.SQL(
     " WHERE d.tenant_id = %(t)s), '-infinity') < c.built_at"
 )
 
+# One round trip: the best candidate, its freshness check, and (only when fresh) the hit
+# counters, committed without waiting for the WAL flush (a lost counter after a crash is
+# harmless; a synchronous flush would dominate a hit's latency).
 _LOOKUP = sql.SQL(
-    """SELECT n.now, c.entry_id, c.response, c.sim,
-       (c.entry_id IS NOT NULL
-        AND (SELECT count(*) FROM chunks k
-             WHERE k.tenant_id = %(t)s AND k.chunk_id = ANY(c.chunk_ids))
-            = cardinality(c.chunk_ids){strict}) AS fresh
-FROM (SELECT clock_timestamp() AS now) n
-LEFT JOIN LATERAL (
+    """WITH c AS (
     SELECT e.entry_id, e.response, e.chunk_ids, e.built_at, {sim} AS sim
     FROM answer_cache e
     WHERE e.tenant_id = %(t)s AND e.scope_hash = %(s)s AND e.request_hash = %(r)s
@@ -60,14 +57,30 @@ LEFT JOIN LATERAL (
       AND {match}
     ORDER BY {order}
     LIMIT 1
-) c ON true"""
+), f AS (
+    SELECT c.entry_id, c.response, c.sim,
+           ((SELECT count(*) FROM chunks k
+             WHERE k.tenant_id = %(t)s AND k.chunk_id = ANY(c.chunk_ids))
+            = cardinality(c.chunk_ids){strict}) AS fresh
+    FROM c
+), hit AS (
+    UPDATE answer_cache e SET hits = e.hits + 1, last_hit_at = now()
+    FROM f
+    WHERE e.entry_id = f.entry_id AND f.fresh
+      AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+    RETURNING e.entry_id
+)
+SELECT n.now, f.entry_id, f.response, f.sim, coalesce(f.fresh, false),
+       (SELECT count(*) FROM hit) AS counted
+FROM (SELECT clock_timestamp() AS now) n LEFT JOIN f ON true"""
 )
 
 
 async def find_candidate(
     conn: AsyncConnection, key: EntryKey, *, threshold: float, freshness: Freshness
 ) -> Candidate:
-    """The best live entry for ``key`` and whether it passed the freshness check.
+    """The best live entry for ``key`` and whether it passed the freshness check (a fresh
+    one has its hit counted in the same statement).
 
     Fresh means every cited chunk still exists and is visible to this scope (catches
     deletes, content updates and revocations of the entry's own documents) and, in
@@ -94,7 +107,7 @@ async def find_candidate(
         cur = await conn.execute(query, params)
         row = await cur.fetchone()
     assert row is not None  # the FROM clause always yields one row
-    now, entry_id, blob, sim, fresh = row
+    now, entry_id, blob, sim, fresh, _counted = row
     if entry_id is None:
         return Candidate(now=now)
     return Candidate(
@@ -103,17 +116,6 @@ async def find_candidate(
 
 
 _ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
-
-
-async def count_hit(conn: AsyncConnection, entry_id: int) -> None:
-    """Bump the LRU counters. The commit does not wait for the WAL flush (a lost counter
-    after a crash is harmless; a synchronous flush would dominate a hit's latency)."""
-    with pg_errors():
-        await conn.execute(_ASYNC_COMMIT)
-        await conn.execute(
-            "UPDATE answer_cache SET hits = hits + 1, last_hit_at = now() WHERE entry_id = %s",
-            (entry_id,),
-        )
 
 
 _INSERT = sql.SQL(

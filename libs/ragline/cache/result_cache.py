@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.cache.codec import decode_response, encode_response
 from ragline.cache.keys import EntryKey, entry_key
 from ragline.cache.metrics import HITS, LOOKUP_SECONDS, MISSES, STORES
-from ragline.cache.repository import count_hit, find_candidate, insert_entry
+from ragline.cache.repository import find_candidate, insert_entry
 from ragline.cache.settings import CacheSettings
 from ragline.cache.version import configured_index_version
 from ragline.errors import RaglineError
@@ -77,8 +77,6 @@ class PgResultCache:
                         threshold=self._s.similarity_threshold,
                         freshness=self._s.freshness,
                     )
-                    if cand.entry_id is not None and cand.fresh:
-                        await count_hit(conn, cand.entry_id)
         except (RaglineError, TimeoutError) as exc:
             MISSES.labels(ek.mode, "error").inc()
             _log.warning("cache lookup failed", extra={"fields": {"error": type(exc).__name__}})
