@@ -27,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -409,6 +410,7 @@ def run_main(args: argparse.Namespace) -> dict[str, Any]:
             for p in procs.values():
                 p.cleanup()
             asyncio.run(manager.down())
+            shutil.rmtree(base, ignore_errors=True)
     return report
 
 
