@@ -44,6 +44,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--modes", default="lexical,dense,hybrid")
     p.add_argument("--rerank-model", type=Path, help="local CrossEncoder directory")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "query")
+    p.add_argument(
+        "--previous", type=Path, help="an earlier report.json: keep its corpora not re-run here"
+    )
     return p.parse_args(argv)
 
 
@@ -256,7 +259,9 @@ async def seed_synthetic(settings: Any, n_chunks: int) -> tuple[list[str], dict[
             )
         )
     info = await bulk_seed(settings, "synth", docs)
-    queries = [" ".join(vocab[w] for w in rng.choice(len(vocab), size=4, p=p)) for _ in range(500)]
+    # query words from the mid-frequency range (ranks 50..5000), like real keyword queries:
+    # Zipf-sampled queries are mostly stopword-like terms that match every chunk
+    queries = [" ".join(vocab[w] for w in rng.integers(50, len(vocab), size=4)) for _ in range(500)]
     return queries, info
 
 
@@ -453,6 +458,12 @@ async def main(argv: list[str]) -> int:
                 proc.cleanup()
             await manager.down()
     report["load_avg_end"] = os.getloadavg()
+    if a.previous is not None and a.previous.is_file():
+        prev = json.loads(a.previous.read_text())
+        for corpus, rows in prev.get("results", {}).items():
+            if corpus not in report["results"]:
+                report["results"][corpus] = rows
+                report["corpora"][corpus] = prev["corpora"][corpus]
     report["rerank"] = "measured" if a.rerank_model else "not measured: no CrossEncoder mounted"
     write_report(a.out, report)
     print((a.out / "report.md").read_text())
