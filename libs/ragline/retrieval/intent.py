@@ -1,7 +1,8 @@
 """Version and time intent: what slice of the corpus a search should look at.
 
-An explicit version (in the filters, or named in the query as ``v4.2`` / ``version 4.2``)
-restricts the search before ranking. A comparison question naming two or more versions
+An explicit version (in the filters, or named in the query as ``v4.2`` / ``version 4.2``,
+or as a bare ``4.2`` when the caller's corpus has a version labelled so) restricts the
+search before ranking. A comparison question naming two or more versions
 fans out one filtered search per version. ``as of <date|year>`` (or ``as_of`` in the
 request) searches what was in force then; ``include_history`` lifts the date and
 supersession filters; otherwise the current version is answered, and the response
@@ -23,6 +24,8 @@ _VERSION_RE = re.compile(
     r"(?<![\w.])(?:v|ver\.?|version|release|rel\.?)\s?(\d+(?:\.\d+){0,3})(?![\w])",
     re.IGNORECASE,
 )
+# a bare dotted number ("Gateway 3.9"): a version only if the corpus has that version
+_BARE_VERSION_RE = re.compile(r"(?<![\w.,/-])(\d+\.\d+(?:\.\d+){0,2})(?![\w.%/-]|,\d)")
 _COMPARE_RE = re.compile(
     r"\b(?:compare|compared|comparison|vs\.?|versus|difference|differences|differ|"
     r"changed?|changes|between)\b",
@@ -58,8 +61,15 @@ class Intent:
     resolve_series_at: date | None  # keep one version per series, as of this date
 
 
-def _versions_in(text: str) -> list[str]:
-    return list(dict.fromkeys(m.group(1) for m in _VERSION_RE.finditer(text)))
+def _versions_in(text: str, known: frozenset[str] = frozenset()) -> list[str]:
+    found = [m.group(1) for m in _VERSION_RE.finditer(text)]
+    if known:
+        found += [
+            m.group(1)
+            for m in _BARE_VERSION_RE.finditer(text)
+            if any(v in known for v in version_variants(m.group(1)))
+        ]
+    return list(dict.fromkeys(found))
 
 
 def _as_of_in(text: str, today: date) -> date | None:
@@ -81,11 +91,12 @@ def parse_intent(
     as_of: date | None,
     include_history: bool,
     today: date,
+    known_versions: frozenset[str] = frozenset(),
 ) -> Intent:
     """Resolve the version/time scope of a request (explicit request fields win over text)."""
     filter_versions = list(filters.versions) if filters and filters.versions else []
     text = " ".join(queries)
-    query_versions = _versions_in(text)
+    query_versions = _versions_in(text, known_versions)
     comparing = bool(_COMPARE_RE.search(text))
 
     versions = filter_versions or query_versions

@@ -47,6 +47,7 @@ from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
 from ragline.retrieval.timing import Timings
+from ragline.retrieval.versions import KnownVersions
 
 __all__ = ["InvalidRequest", "SearchBackends", "SearchService"]
 
@@ -124,6 +125,7 @@ class SearchService:
         self._b = backends
         self._s = settings
         self._today = today
+        self._versions = KnownVersions(backends.pool)
         self._policy = AbstainPolicy(
             min_similarity=settings.abstain_min_similarity, min_rerank=settings.abstain_min_rerank
         )
@@ -146,6 +148,7 @@ class SearchService:
                 as_of=req.as_of,
                 include_history=req.include_history,
                 today=self._today(),
+                known_versions=await self._versions.get(principal),
             )
         vectors: dict[str, npt.NDArray[np.float32]] = {}
         if req.mode != "lexical":

@@ -71,3 +71,29 @@ def test_no_false_versions() -> None:
 def test_variants() -> None:
     assert version_variants("v2") == ("v2", "2", "V2")
     assert version_variants("2.1") == ("2.1", "v2.1", "V2.1")
+
+
+def _known(q: str, known: set[str]):  # type: ignore[no-untyped-def]
+    return parse_intent(
+        (q,),
+        None,
+        as_of=None,
+        include_history=False,
+        today=TODAY,
+        known_versions=frozenset(known),
+    )
+
+
+def test_bare_number_is_a_version_only_when_the_corpus_has_it() -> None:
+    i = _known("What is the default rate limit in Acme Gateway 3.9?", {"3.9", "4.2"})
+    assert i.scope.mode == "explicit" and i.scope.versions == ["3.9"]
+    assert "3.9" in (i.searches[0].versions or ())
+    # the same words with no such version in the corpus: no restriction
+    assert _known("Acme Gateway 3.9 limits", {"4.2"}).scope.mode == "current"
+    # measurements are not versions even when the label exists
+    assert _known("a timeout of 4.2% or 10.5,3", {"4.2", "10.5"}).scope.mode == "current"
+
+
+def test_bare_versions_compare() -> None:
+    i = _known("what changed between gateway 3.9 and 4.2?", {"v3.9", "4.2"})
+    assert i.scope.mode == "compare" and {s.label for s in i.searches} == {"3.9", "4.2"}
