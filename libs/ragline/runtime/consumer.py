@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
 from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
+from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.metrics import (
     CONSUMED,
@@ -279,14 +280,21 @@ class StageRunner:
     async def _dead_letter(
         self, rec: Record, exc: BaseException, *, attempts: int, event: Any
     ) -> None:
+        # the DLQ never carries a document body (it may hold the very secret that got
+        # the document blocked): the body goes to the admin-only claim-check store and the
+        # record keeps a reference, which `ragline dlq replay` republishes transparently
+        value, headers = rec.value, dict(rec.headers)
+        if CLAIM_HEADER not in headers:
+            claim = await self._with_retries(lambda: self.publisher.claim(rec.value))
+            value, headers = ClaimCheckStore.stub(claim), {**headers, CLAIM_HEADER: claim}
         dl = dead_letter(
             stage=self.stage.name,
             topic=rec.topic,
             partition=rec.partition,
             offset=rec.offset,
             key=rec.key,
-            value=rec.value,
-            headers=rec.headers,
+            value=value,
+            headers=headers,
             exc=exc,
             attempts=attempts,
             event=event,

@@ -118,6 +118,10 @@ class EventPublisher:
             raise BackendUnavailable(f"publish to {topic} failed: {type(exc).__name__}") from exc
         PRODUCED.labels(self.service, topic).inc()
 
+    async def claim(self, body: bytes) -> str:
+        """Store ``body`` in the claim-check store; returns its key."""
+        return await self._claims.put(body)
+
     async def resolve(self, body: bytes, headers: dict[str, str]) -> bytes:
         """The real body of a consumed message (fetches claim-checked bodies)."""
         claim = headers.get(CLAIM_HEADER)

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 
 from ragline.events import DeadLetter, DocFetched, DocParsed, DocumentMeta, Topics, dlq_topic
 from ragline.hashing import content_hash
+from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.settings import Settings
 
@@ -104,7 +105,11 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
     assert dead[0].error_class == "ValidationError"
     assert "document_id" in dead[0].error_message  # the precise reason: a missing field
     assert dead[0].stage == "parser" and dead[0].topic == Topics.DOC_FETCHED
-    assert base64.b64decode(dead[0].original_b64).startswith(b'{"event_type"')
+    # the DLQ record holds a claim-check reference, never the body itself
+    claim = dead[0].original_headers[CLAIM_HEADER]
+    assert json.loads(base64.b64decode(dead[0].original_b64)) == {"claim_check": claim}
+    original = await ClaimCheckStore(stack).get(claim)
+    assert original.startswith(b'{"event_type": "doc.fetched"')
 
     metrics = parser.metrics()
     assert 'ragline_messages_consumed_total{service="parser",topic="doc.fetched"}' in metrics
