@@ -261,7 +261,9 @@ async def seed_synthetic(settings: Any, n_chunks: int) -> tuple[list[str], dict[
     info = await bulk_seed(settings, "synth", docs)
     # query words from the mid-frequency range (ranks 50..5000), like real keyword queries:
     # Zipf-sampled queries are mostly stopword-like terms that match every chunk
-    queries = [" ".join(vocab[w] for w in rng.integers(50, len(vocab), size=4)) for _ in range(500)]
+    queries = [
+        " ".join(vocab[w] for w in rng.integers(50, len(vocab), size=4)) for _ in range(2000)
+    ]
     return queries, info
 
 
@@ -273,7 +275,14 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 async def run_load(
-    url: str, tenant: str, queries: list[str], mode: str, rerank: bool, clients: int, n: int
+    url: str,
+    tenant: str,
+    queries: list[str],
+    mode: str,
+    rerank: bool,
+    clients: int,
+    n: int,
+    offset: int = 0,
 ) -> dict[str, Any]:
     token = jwt.encode(
         {"sub": "bench", "tenant": tenant, "groups": [GROUP], "exp": time.time() + 86400},
@@ -290,7 +299,12 @@ async def run_load(
     async def worker(c: httpx.AsyncClient) -> None:
         nonlocal errors
         for i in counter:
-            body = {"query": queries[i % len(queries)], "top_k": 10, "mode": mode, "rerank": rerank}
+            body = {
+                "query": queries[(offset + i) % len(queries)],
+                "top_k": 10,
+                "mode": mode,
+                "rerank": rerank,
+            }
             t0 = time.perf_counter()
             r = await c.post("/v1/search", json=body, headers=headers)
             ms = (time.perf_counter() - t0) * 1000
@@ -413,6 +427,8 @@ async def main(argv: list[str]) -> int:
                     "RAGLINE_QUERY_EMBEDDING_CACHE_SIZE": "0",  # every request embeds: real cost
                     "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
                     "RAGLINE_QUERY_POOL_MAX_SIZE": "20",
+                    # measure retrieval, not the answer cache (bench/cache_bench.py does)
+                    "RAGLINE_CACHE_ENABLED": "false",
                 }
             )
             if a.rerank_model:
@@ -438,9 +454,10 @@ async def main(argv: list[str]) -> int:
             runs = [(m, False) for m in modes] + ([("hybrid", True)] if a.rerank_model else [])
             for corpus in corpora:
                 rows = []
+                offset = 0  # fresh queries for every run: no run sees another's repeats
                 for mode, rr in runs:
                     for c in clients:
-                        n = max(a.requests, 8 * c)
+                        n = max(a.requests, 2 * c)
                         r = await run_load(
                             proc.http_url,
                             "scifact" if corpus == "scifact" else "synth",
@@ -449,7 +466,9 @@ async def main(argv: list[str]) -> int:
                             rr,
                             c,
                             n,
+                            offset,
                         )
+                        offset += n
                         print(f"  {corpus} {r}", flush=True)
                         rows.append(r)
                 report["results"][corpus] = rows
