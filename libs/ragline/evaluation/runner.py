@@ -103,16 +103,32 @@ async def run_case(
     )
 
 
-async def _preflight(client: SearchClient, dataset: EvalDataset, mode: str, *, top_k: int) -> None:
-    """One plain request first: a refusal of the request shape itself (top_k above the
-    service's maximum, an unknown mode) is a configuration problem, not a bad score."""
-    case = dataset.cases[0]
+def warmup_question(i: int) -> str:
+    """Warm-up and preflight text: never a case's question, so neither the service's
+    answer cache nor its query-embedding cache is primed for a measured case."""
+    return f"ragline evaluation warm-up request number {i}"
+
+
+async def _warm(
+    client: SearchClient, dataset: EvalDataset, mode: str, *, top_k: int, n: int
+) -> None:
+    """A preflight request, then ``n - 1`` more warm-ups (none recorded).
+
+    A refusal of the request shape itself (top_k above the service's maximum, an unknown
+    mode) is a configuration problem, not a bad score: it raises ``ConfigError``."""
+    principal = dataset.cases[0].principal
     api_mode, rerank = MODES[mode]
     extra = {"max_per_document": 1} if dataset.doc_level else {}
     try:
-        await client.search(
-            case.principal, case.question, mode=api_mode, rerank=rerank, top_k=top_k, extra=extra
-        )
+        for i in range(max(n, 1)):
+            await client.search(
+                principal,
+                warmup_question(i),
+                mode=api_mode,
+                rerank=rerank,
+                top_k=top_k,
+                extra=extra,
+            )
     except QueryServiceError as exc:
         if exc.status in (400, 422):
             raise ConfigError(
@@ -133,9 +149,7 @@ async def _run_mode(
     warmup: int,
     progress: bool,
 ) -> list[CaseRun]:
-    await _preflight(client, dataset, mode, top_k=top_k)
-    for case in dataset.cases[:warmup]:
-        await run_case(client, case, mode, top_k=top_k, doc_level=dataset.doc_level)
+    await _warm(client, dataset, mode, top_k=top_k, n=warmup)
     sem = asyncio.Semaphore(concurrency)
     down = 0
     bar = tqdm(total=len(dataset.cases), desc=f"query {mode}", unit="q", disable=not progress)

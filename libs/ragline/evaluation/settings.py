@@ -37,6 +37,8 @@ class EvalSettings(BaseSettings):
     request_retries: int = Field(default=3, ge=0, description="retries on 429/503/connect errors")
     concurrency: int = Field(default=2, ge=1, description="queries in flight per mode")
     top_k: int = Field(default=100, ge=1, le=1000)
-    warmup_queries: int = Field(default=2, ge=0, description="per mode, excluded from latency")
+    warmup_queries: int = Field(
+        default=2, ge=1, description="per mode (the first is the preflight), not recorded"
+    )
     ingest_timeout_s: float = Field(default=900.0, gt=0)
     poll_interval_s: float = Field(default=0.5, gt=0)
