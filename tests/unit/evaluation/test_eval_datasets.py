@@ -105,7 +105,8 @@ def test_scifact_train_shape() -> None:
 def test_load_dataset_specs(tmp_path: Path) -> None:
     root = write_beir(tmp_path / "mini")
     assert load_dataset(f"beir:{root}").kind == "beir"
-    assert load_dataset("golden:tests/golden").kind == "golden"
+    golden = Path(__file__).resolve().parents[2] / "golden"
+    assert load_dataset(f"golden:{golden}").kind == "golden"
     for bad in ("nothing", "beir:", "trec:/x"):
         with pytest.raises(ConfigError):
             load_dataset(bad)
