@@ -65,6 +65,14 @@ class Record:
     headers: dict[str, str]
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Failure:
+    """A message that exhausted its attempts (distinct from an empty tuple of outputs)."""
+
+    error: BaseException
+    attempts: int
+
+
 def _record(raw: Any) -> Record:
     headers = {
         k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
@@ -185,19 +193,18 @@ class StageRunner:
 
     async def _emit(self, items: Sequence[tuple[Record, Any, Any]]) -> None:
         for rec, event, result in items:
-            if isinstance(result, tuple):
-                error, attempts = result
-                await self._fail(rec, event, error, attempts)
+            if isinstance(result, _Failure):
+                await self._fail(rec, event, result.error, result.attempts)
             else:
                 for out in result:
                     await self._publish_output(rec, event, out)
 
     async def _handle(
         self, valid: Sequence[tuple[Record, Any]]
-    ) -> list[Sequence[Output] | tuple[BaseException, int]]:
+    ) -> list[Sequence[Output] | _Failure]:
         n = len(valid)
         attempts = [0] * n
-        results: list[Sequence[Output] | tuple[BaseException, int] | None] = [None] * n
+        results: list[Sequence[Output] | _Failure | None] = [None] * n
         pending = list(range(n))
         while pending:
             ctx = StageContext(
@@ -216,7 +223,7 @@ class StageRunner:
                     if _retriable(out) and attempts[i] < self.settings.max_attempts:
                         retry.append(i)
                     else:
-                        results[i] = (out, attempts[i])
+                        results[i] = _Failure(error=out, attempts=attempts[i])
                 else:
                     results[i] = out
             pending = retry
