@@ -86,11 +86,19 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
 
 
 async def _run_http(svc: HttpService, settings: Settings) -> int:
-    configure_logging(svc.name, settings.log_level)
+    log = configure_logging(svc.name, settings.log_level)
     server = make_server(
-        svc.app, settings.http_host, http_port(svc.name, settings), own_signals=True
+        svc.app, settings.http_host, http_port(svc.name, settings), own_signals=False
     )
-    await server.serve()
+
+    def _stop() -> None:
+        server.should_exit = True
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _stop)
+    await server.serve()  # returns after draining in-flight requests
+    log.info("stopped")
     return 0
 
 

@@ -52,5 +52,5 @@ async def test_ragline_run_query(service_process, corpus: Corpus) -> None:  # ty
         assert "/v1/search" in (await client.get("/openapi.json")).json()["paths"]
         assert "ragline_query_requests_total" in (await client.get("/metrics")).text
     # uvicorn shuts down gracefully, then re-raises SIGTERM (exit -15) by design
-    assert await proc.terminate_async() in (0, -15)
+    assert await proc.terminate_async() == 0  # graceful: drained, exit code 0
     assert "Traceback" not in proc.log()
