@@ -33,7 +33,8 @@ status: install ## health of every component and service
 	$(BIN)/ragline stack status; $(BIN)/ragline services status
 
 test: install lint ## lint + the whole suite (unit, integration, e2e on the real stack)
-	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests
+	@# e2e last: its session-scoped pipeline of service processes must not consume other tests' events
+	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests/unit tests/integration tests/e2e
 
 test-unit: install
 	$(BIN)/pytest -q -m "not integration and not e2e" tests/unit
