@@ -84,12 +84,6 @@ class EmbedderStage(Stage):
             raise NotBuiltError("embedder stage used before start()")
         return self._batcher
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        (result,) = await self.handle_batch([event], ctx)
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
     async def handle_batch(
         self, events: Sequence[Any], ctx: StageContext
     ) -> Sequence[Sequence[Output] | BaseException]:

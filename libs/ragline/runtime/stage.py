@@ -61,7 +61,13 @@ class Stage:
         """Close what ``start`` opened. Called once on shutdown."""
 
     async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        raise NotImplementedError
+        """One event. A stage that only implements ``handle_batch`` gets a batch of one."""
+        if type(self).handle_batch is Stage.handle_batch:
+            raise NotImplementedError(f"{type(self).__name__} implements neither handle")
+        (result,) = await self.handle_batch([event], ctx)
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     async def handle_batch(
         self, events: Sequence[Any], ctx: StageContext
