@@ -93,7 +93,7 @@ def test_read_qrels_keeps_scores(tmp_path: Path) -> None:
 
 
 def test_scifact_train_shape() -> None:
-    root = Path("/work/shared/eval/scifact")
+    root = Path(__file__).resolve().parents[4] / "shared" / "eval" / "scifact"
     if not root.is_dir():
         pytest.skip("SciFact not on this machine")
     ds = load_beir(root, split="train")
