@@ -25,6 +25,7 @@ import psycopg
 import pytest
 
 from ragline.events import DocumentMeta, SourceAclChange, SourceUpsert, Topics
+from ragline.ops.lag import stage_lag
 from ragline.runtime.publisher import EventPublisher
 
 from .conftest import REPO_ROOT, Pipeline
@@ -93,6 +94,20 @@ async def wait_indexed(pipe: Pipeline, tenant: str, n: int) -> None:
         return bool(row and row[0] >= n)
 
     await wait_for(pipe, f"{n} indexed documents", ok)
+    await quiesce(pipe)
+
+
+async def quiesce(pipe: Pipeline) -> None:
+    """Every ``doc.indexed`` published and applied by the invalidator. Until then a late
+    fence may (correctly) refuse to store a search that read the index before it, so a
+    repeat would be a miss; waiting makes "first miss, then hit" exact on fast machines."""
+    for stage in ("indexer", "cache_invalidator"):
+
+        async def drained(stage: str = stage) -> bool:
+            (lag,) = await stage_lag(pipe.settings, [stage])
+            return lag.total == 0
+
+        await wait_for(pipe, f"the {stage} backlog to drain", drained, timeout_s=120)
 
 
 async def search(
@@ -193,6 +208,8 @@ async def test_updated_document_is_never_served_stale(
     stale = [s for s in seen if s[0] and old in s[2]]
     assert not stale, f"stale answers after the update was indexed: {stale}"
     assert all(new in s[2] for s in seen if s[1] == "hit" and s[0])
+    await quiesce(pipeline)
+    await search(pipeline, tenant, ("all",), q)  # stored now that no fence can refuse it
     again = await search(pipeline, tenant, ("all",), q)
     assert again["cache"] == "hit" and new in texts(again) and old not in texts(again)
     report("update", change_to_fresh_s=round(fresh_after, 3), polls=len(seen))

@@ -56,12 +56,6 @@ class CacheInvalidatorStage(Stage):
             await self._pool.close()
             self._pool = None
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        out = (await self.handle_batch([event], ctx))[0]
-        if isinstance(out, BaseException):
-            raise out
-        return out
-
     async def handle_batch(
         self, events: Sequence[Any], ctx: StageContext
     ) -> Sequence[Sequence[Output] | BaseException]:

@@ -1,4 +1,4 @@
-"""``ragline dlq list|replay|purge`` and ``ragline topics create|list``.
+"""``ragline dlq list|replay|purge``, ``ragline topics create|list`` and ``ragline lag``.
 
 Exit codes: 0 done, 1 a backend failed (the message says which), 2 bad arguments.
 Progress bars go to stderr; reports to stdout (``--json`` for machines).
@@ -183,6 +183,35 @@ def _topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lag(args: argparse.Namespace) -> int:
+    import time
+
+    from ragline.ops.lag import stage_lag
+
+    _quiet()
+    deadline = time.monotonic() + (args.wait or 0.0)
+    try:
+        while True:
+            lags = asyncio.run(stage_lag(Settings(), args.stage or None))
+            total = sum(x.total for x in lags)
+            if total == 0 or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+    except ValueError as exc:
+        print(f"ragline lag: {exc}", file=sys.stderr)
+        return 2
+    except (RaglineError, ValidationError) as exc:
+        return _fail(exc)
+    if args.json:
+        print(json.dumps({x.stage: {"group": x.group, **x.per_topic} for x in lags}, indent=2))
+    else:
+        for x in lags:
+            topics = ", ".join(f"{t}={n}" for t, n in x.per_topic.items())
+            print(f"{x.stage:<18} {x.total:<8} {topics}")
+    # with --wait, "still behind" is a failure a script can act on
+    return 1 if args.wait and total else 0
+
+
 def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--topic",
@@ -237,3 +266,19 @@ def register(sub: Any) -> None:
     create.add_argument("--timeout", type=float, default=30.0, help="seconds per admin call")
     create.set_defaults(func=_topics)
     t_actions.add_parser("list", help="partition count of every topic").set_defaults(func=_topics)
+
+    lag = sub.add_parser(
+        "lag",
+        help="backlog of each stage (records past its group's committed offset)",
+        description="Read from the broker, so it also answers for stages that are down.",
+    )
+    lag.add_argument("--stage", action="append", metavar="STAGE", help="repeatable")
+    lag.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="poll until every backlog is 0; exit 1 if still behind after SECONDS",
+    )
+    lag.add_argument("--json", action="store_true", help="machine-readable report")
+    lag.set_defaults(func=_lag)

@@ -25,6 +25,7 @@ def _dialect(text: str, default: str) -> type[csv.Dialect] | csv.Dialect:
     try:
         return csv.Sniffer().sniff(text[:_SNIFF_BYTES], delimiters=_DELIMITERS)
     except csv.Error:
+
         class _Default(csv.excel):
             delimiter = default
 

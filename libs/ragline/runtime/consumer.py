@@ -44,6 +44,7 @@ from ragline.runtime.metrics import (
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.topology import consumer_group
 from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
 
 __all__ = ["FatalError", "Record", "StageRunner"]
@@ -109,7 +110,7 @@ class StageRunner:
     def _subscribe(self) -> None:
         batch = self.stage.batch
         kwargs: dict[str, Any] = {
-            "group_id": f"ragline-{self.stage.name}",
+            "group_id": consumer_group(self.stage.name),
             "auto_offset_reset": "earliest",
             "ack_policy": AckPolicy.MANUAL,
             "max_poll_interval_ms": 600_000,

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from ragline import __version__
 from ragline.events import EVENT_MODELS, SourceChange, Topics, dlq_topic, input_adapter
-from ragline.runtime.topology import TOPOLOGY
+from ragline.runtime.topology import TOPOLOGY, consumer_group
 
 __all__ = ["asyncapi_document", "event_schemas", "write_contracts"]
 
@@ -50,7 +50,7 @@ def asyncapi_document() -> str:
             handler.__annotations__["body"] = model._type
             broker.subscriber(
                 topic,
-                group_id=f"ragline-{svc.name}",
+                group_id=consumer_group(svc.name),
                 title=f"{svc.name}:{topic}",
                 description=svc.description,
             )(handler)

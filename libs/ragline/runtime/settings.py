@@ -25,9 +25,7 @@ class Settings(BaseSettings):
         default=Path(".ragline"), description="local stack state: data, logs, pids"
     )
     kafka_bootstrap: str = "127.0.0.1:19092"
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = (
-        "PLAINTEXT"
-    )
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
     kafka_sasl_username: str | None = None
     kafka_sasl_password: SecretStr | None = None

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from ragline.events import Topics
 
-__all__ = ["TOPOLOGY", "ServiceTopology"]
+__all__ = ["TOPOLOGY", "ServiceTopology", "consumer_group"]
+
+
+def consumer_group(stage: str) -> str:
+    """The Kafka consumer group a stage commits its offsets under."""
+    return f"ragline-{stage}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,11 +61,7 @@ def configure() -> None:
     from detect_secrets.settings import cache_bust, configure_settings_from_baseline
 
     plugin_types: list[type] = list(get_mapping_from_secret_type_to_class().values())
-    names = [
-        cls.__name__
-        for cls in plugin_types
-        if cls.__name__ not in DISABLED_PLUGINS
-    ]
+    names = [cls.__name__ for cls in plugin_types if cls.__name__ not in DISABLED_PLUGINS]
     cache_bust()
     configure_settings_from_baseline({"plugins_used": [{"name": n} for n in names]})
     for name in ("detect-secrets", "detect_secrets"):

@@ -54,9 +54,7 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
 async def _scan_file(args: argparse.Namespace, raw: bytes) -> int:
     path: Path = args.path
     text = raw.decode("utf-8", errors="replace")
-    blocks = tuple(
-        Block(kind=BlockKind.PARAGRAPH, text=p) for p in text.split("\n\n") if p.strip()
-    )
+    blocks = tuple(Block(kind=BlockKind.PARAGRAPH, text=p) for p in text.split("\n\n") if p.strip())
     ctx = _context(args)
     event = DocParsed(
         tenant_id=ctx["tenant_id"],

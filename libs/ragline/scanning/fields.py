@@ -122,9 +122,9 @@ def rebuild(
     per_block: dict[int, dict[tuple[str | int, ...], str]] = {}
     doc_level: dict[tuple[str | int, ...], str] = {}
     for ref, value in zip(texts.refs, scanned, strict=True):
-        (doc_level if ref.block == DOC_LEVEL else per_block.setdefault(ref.block, {}))[
-            ref.path
-        ] = value
+        (doc_level if ref.block == DOC_LEVEL else per_block.setdefault(ref.block, {}))[ref.path] = (
+            value
+        )
     blocks: list[Block] = []
     for i, b in enumerate(event.document.blocks):
         new = per_block.get(i, {})

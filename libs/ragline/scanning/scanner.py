@@ -163,8 +163,7 @@ def apply_scan(
         types = sorted({f.type for f in decided.blocked})
         raise ScanBlocked(
             "secret_blocked" if FindingKind.SECRET in kinds else "pii_blocked",
-            f"policy {policy.name!r} blocks {', '.join(types)} "
-            f"({len(decided.blocked)} finding(s))",
+            f"policy {policy.name!r} blocks {', '.join(types)} ({len(decided.blocked)} finding(s))",
             findings=summary,
             meta=meta,
         )

@@ -46,8 +46,12 @@ def _fetched(tenant: str, path: Path, seq: int) -> DocFetched:
     )
 
 
-async def _collect(settings: Settings, tenant: str, want: int, timeout_s: float = 120.0,
-                   ) -> list[tuple[str, dict[str, Any]]]:
+async def _collect(
+    settings: Settings,
+    tenant: str,
+    want: int,
+    timeout_s: float = 120.0,
+) -> list[tuple[str, dict[str, Any]]]:
     consumer = AIOKafkaConsumer(
         *TOPICS,
         bootstrap_servers=settings.kafka_bootstrap,
@@ -75,17 +79,28 @@ async def test_corrupt_pdf_is_quarantined_while_the_next_documents_flow(
 ) -> None:
     parser = service_process("parser")
     await parser.wait_metrics_async(timeout_s=180)
-    inputs = [FIXTURES / "bad" / "corrupt.pdf", FIXTURES / "report.pdf",
-              FIXTURES / "handbook.docx", FIXTURES / "bad" / "zip_bomb.docx", FIXTURES / "guide.md"]
+    inputs = [
+        FIXTURES / "bad" / "corrupt.pdf",
+        FIXTURES / "report.pdf",
+        FIXTURES / "handbook.docx",
+        FIXTURES / "bad" / "zip_bomb.docx",
+        FIXTURES / "guide.md",
+    ]
     async with EventPublisher(stack) as pub:
         for seq, path in enumerate(inputs, 1):
             await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, path, seq))
 
     seen = await _collect(stack, tenant, want=3 + 2 * 2)  # 3 parsed, 2x (quarantine + DLQ)
-    parsed = {DocParsed.model_validate(b).document_id: DocParsed.model_validate(b)
-              for t, b in seen if t == Topics.DOC_PARSED}
-    quarantined = {b["document_id"]: DocQuarantined.model_validate(b)
-                   for t, b in seen if t == Topics.DOC_QUARANTINED}
+    parsed = {
+        DocParsed.model_validate(b).document_id: DocParsed.model_validate(b)
+        for t, b in seen
+        if t == Topics.DOC_PARSED
+    }
+    quarantined = {
+        b["document_id"]: DocQuarantined.model_validate(b)
+        for t, b in seen
+        if t == Topics.DOC_QUARANTINED
+    }
     dead = [DeadLetter.model_validate(b) for t, b in seen if t == dlq_topic(Topics.DOC_FETCHED)]
 
     assert set(parsed) == {f"fs:{tenant}/{n}" for n in ("report.pdf", "handbook.docx", "guide.md")}

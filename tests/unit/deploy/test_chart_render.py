@@ -167,9 +167,11 @@ def test_keda_scales_each_consumer_group_on_its_topics(render: Render) -> None:
 
 def test_consumer_group_names_match_the_runtime() -> None:
     from ragline.runtime import consumer
+    from ragline.runtime.topology import consumer_group
 
     src = consumer.__loader__.get_source(consumer.__name__) or ""  # type: ignore[union-attr]
-    assert '"group_id": f"ragline-{self.stage.name}"' in src
+    assert '"group_id": consumer_group(self.stage.name)' in src
+    assert {consumer_group(n) for n in CONSUMERS} == {f"ragline-{n}" for n in CONSUMERS}
 
 
 def test_probes_hit_the_real_endpoints(default_docs: list[dict[str, Any]]) -> None:

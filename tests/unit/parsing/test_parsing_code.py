@@ -16,8 +16,10 @@ import ragline.parsing.pdf
 from ragline.events import ParsedDocument
 from ragline.parsing import ParserSettings
 
-SOURCES = [Path(m.__file__ or "") for m in (json.decoder, asyncio.base_events, pathlib,
-                                              ragline.parsing.pdf)]
+SOURCES = [
+    Path(m.__file__ or "")
+    for m in (json.decoder, asyncio.base_events, pathlib, ragline.parsing.pdf)
+]
 
 
 def _assert_partition(doc: ParsedDocument, source: str) -> None:
@@ -93,7 +95,10 @@ def test_python_unit_fields() -> None:
     assert by_symbol["C.m"].signature == "async def m(self) -> None"
     assert by_symbol["C.m"].imports == ("import os",)
     assert by_symbol["C.p"].text.lstrip().startswith("@property")
-    assert by_symbol["mod"].imports == ("import os", "import numpy as np",
-                                        "from typing import Any as A")
+    assert by_symbol["mod"].imports == (
+        "import os",
+        "import numpy as np",
+        "from typing import Any as A",
+    )
     assert all(b.language == "python" for b in doc.blocks)
     _assert_partition(doc, source)

@@ -32,8 +32,9 @@ from ragline.parsing import Format, detect_format
         (b"Just some words.\n", None, "notes", Format.TEXT, None),
     ],
 )
-def test_detect(data: bytes, mime: str | None, uri: str | None, fmt: Format,
-                lang: str | None) -> None:
+def test_detect(
+    data: bytes, mime: str | None, uri: str | None, fmt: Format, lang: str | None
+) -> None:
     detected = detect_format(data, mime, uri)
     assert detected.format is fmt
     if lang is not None:
@@ -51,9 +52,18 @@ def test_sniffed_docx() -> None:
 
 def test_what_pythons_mimetypes_guesses_for_fixtures_still_detects_right() -> None:
     # the connector fills mime_type with mimetypes.guess_type(); it must not mislead us
-    expected = {"md": Format.MARKDOWN, "html": Format.HTML, "txt": Format.TEXT,
-                "pdf": Format.PDF, "docx": Format.DOCX, "csv": Format.CSV, "tsv": Format.TSV,
-                "py": Format.PYTHON, "go": Format.CODE, "json": Format.JSON}
+    expected = {
+        "md": Format.MARKDOWN,
+        "html": Format.HTML,
+        "txt": Format.TEXT,
+        "pdf": Format.PDF,
+        "docx": Format.DOCX,
+        "csv": Format.CSV,
+        "tsv": Format.TSV,
+        "py": Format.PYTHON,
+        "go": Format.CODE,
+        "json": Format.JSON,
+    }
     for path in FIXTURES.iterdir():
         ext = path.name.rsplit(".", 1)[-1]
         if ext not in expected or path.name.endswith(".expected.json"):

@@ -29,8 +29,10 @@ def _expected_path(p: Path) -> Path:
 
 
 def _dump(doc: ParsedDocument) -> str:
-    return json.dumps(doc.model_dump(mode="json", exclude_defaults=True), indent=2,
-                      ensure_ascii=False) + "\n"
+    return (
+        json.dumps(doc.model_dump(mode="json", exclude_defaults=True), indent=2, ensure_ascii=False)
+        + "\n"
+    )
 
 
 def test_every_format_has_a_fixture() -> None:
@@ -48,8 +50,11 @@ def test_golden(path: Path) -> None:
     assert expected_path.exists(), f"missing {expected_path.name}: run with UPDATE_GOLDEN=1"
     expected = expected_path.read_text(encoding="utf-8")
     if actual != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
-                                            "expected", "actual"))
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True), actual.splitlines(True), "expected", "actual"
+            )
+        )
         pytest.fail(f"{path.name} parses differently from its golden file:\n{diff}")
     # the golden file itself is a valid ParsedDocument
     ParsedDocument.model_validate_json(expected)

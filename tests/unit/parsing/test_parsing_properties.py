@@ -15,8 +15,19 @@ from ragline.events import BlockKind, ParsedDocument
 from ragline.parsing.textutil import clean_text
 
 _FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-_TEXT_NAMES = ["a.txt", "a.md", "a.html", "a.csv", "a.tsv", "a.json", "a.transcript.json",
-               "a.py", "a.go", "a.yaml", "noext"]
+_TEXT_NAMES = [
+    "a.txt",
+    "a.md",
+    "a.html",
+    "a.csv",
+    "a.tsv",
+    "a.json",
+    "a.transcript.json",
+    "a.py",
+    "a.go",
+    "a.yaml",
+    "noext",
+]
 _ALL_NAMES = [*_TEXT_NAMES, "a.pdf", "a.docx"]
 
 
@@ -63,8 +74,10 @@ def test_arbitrary_bytes_only_ever_quarantine(data: bytes, name: str) -> None:
 
 
 @_FAST
-@given(prefix=st.sampled_from([b"%PDF-1.4\n", b"PK\x03\x04", b"\xef\xbb\xbf", b"\xff\xfe", b"[{"]),
-       tail=st.binary(max_size=400))
+@given(
+    prefix=st.sampled_from([b"%PDF-1.4\n", b"PK\x03\x04", b"\xef\xbb\xbf", b"\xff\xfe", b"[{"]),
+    tail=st.binary(max_size=400),
+)
 def test_magic_prefixed_garbage_only_ever_quarantines(prefix: bytes, tail: bytes) -> None:
     with contextlib.suppress(QuarantineError):
         parse(prefix + tail, "upload")
@@ -114,8 +127,13 @@ def test_markdown_paragraphs_lose_no_word(source: str) -> None:
     # every paragraph's section path is the chain of headings above it
     for b in doc.blocks:
         if b.kind is BlockKind.PARAGRAPH and b.line_start is not None:
-            above = [h for h in doc.blocks if h.kind is BlockKind.HEADING
-                     and h.line_start is not None and h.line_start < b.line_start]
+            above = [
+                h
+                for h in doc.blocks
+                if h.kind is BlockKind.HEADING
+                and h.line_start is not None
+                and h.line_start < b.line_start
+            ]
             assert b.section_path == (above[-1].section_path if above else ())
 
 

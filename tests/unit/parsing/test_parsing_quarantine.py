@@ -169,8 +169,14 @@ def test_binary_content_declared_as_text_is_invalid_encoding() -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    [b"{not json", b'{"turns": 3}', b"[1, 2]", b'[{"text": "a", "speaker": 7}]',
-     b'[{"text": "a", "timestamp": true}]', b'[{"text": "a"}] trailing'],
+    [
+        b"{not json",
+        b'{"turns": 3}',
+        b"[1, 2]",
+        b'[{"text": "a", "speaker": 7}]',
+        b'[{"text": "a", "timestamp": true}]',
+        b'[{"text": "a"}] trailing',
+    ],
 )
 def test_invalid_transcripts(payload: bytes) -> None:
     with pytest.raises(QuarantineError) as info:

@@ -29,8 +29,12 @@ def _fetched(name: str, data: bytes, **meta: object) -> DocFetched:
         content_hash=content_hash(data),
         source_seq=7,
         traceparent=TRACEPARENT,
-        meta=DocumentMeta(source_type="filesystem", uri=f"file:///srv/docs/{name}",
-                          acl_groups=("eng", "ops"), **meta),  # type: ignore[arg-type]
+        meta=DocumentMeta(
+            source_type="filesystem",
+            uri=f"file:///srv/docs/{name}",
+            acl_groups=("eng", "ops"),
+            **meta,
+        ),  # type: ignore[arg-type]
         content_b64=base64.b64encode(data).decode(),
         size_bytes=len(data),
         change="content",
@@ -62,8 +66,15 @@ async def test_handle_emits_doc_parsed_with_the_envelope_copied() -> None:
     assert out.topic == Topics.DOC_PARSED == "doc.parsed"
     parsed = out.event
     assert isinstance(parsed, DocParsed)
-    for field in ("tenant_id", "document_id", "content_hash", "source_seq", "traceparent",
-                  "meta", "change"):
+    for field in (
+        "tenant_id",
+        "document_id",
+        "content_hash",
+        "source_seq",
+        "traceparent",
+        "meta",
+        "change",
+    ):
         assert getattr(parsed, field) == getattr(event, field), field
     assert parsed.event_id != event.event_id
     assert parsed.document == parse_document(data, event.meta, ParserSettings())
@@ -123,8 +134,10 @@ async def test_process_pool_parses_quarantines_and_survives_a_timeout() -> None:
         doc = await executor.parse((FIXTURES / "report.pdf").read_bytes(), meta)
         assert doc.format == "pdf" and doc.page_count == 3
         with pytest.raises(QuarantineError) as info:  # crosses the process boundary intact
-            await executor.parse((FIXTURES / "bad" / "zip_bomb.docx").read_bytes(),
-                                 DocumentMeta(uri="file:///x/bomb.docx"))
+            await executor.parse(
+                (FIXTURES / "bad" / "zip_bomb.docx").read_bytes(),
+                DocumentMeta(uri="file:///x/bomb.docx"),
+            )
         assert info.value.reason_code == "zip_bomb"
         # a document slower than the timeout: the worker is killed, the doc quarantined
         executor.settings = ParserSettings(workers=1, timeout_s=0.2, max_bytes=64 * 2**20)

@@ -1,0 +1,96 @@
+"""``stage_lag`` / ``ragline lag`` against the real broker: a record published to a stage's
+input topic is backlog until the stage's group commits past it; asking never joins the
+group."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from ragline.events import Topics
+from ragline.ops.lag import stage_lag
+from ragline.runtime.settings import Settings
+from ragline.runtime.topology import consumer_group
+
+pytestmark = pytest.mark.integration
+
+STAGE = "cache_invalidator"
+TOPIC = Topics.DOC_INDEXED.value
+
+
+async def _commit_to_end(settings: Settings) -> None:
+    c = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap,
+        group_id=consumer_group(STAGE),
+        enable_auto_commit=False,
+    )
+    await c.start()
+    try:
+        tps = [TopicPartition(TOPIC, p) for p in c.partitions_for_topic(TOPIC) or ()]
+        c.assign(tps)
+        ends = await c.end_offsets(tps)
+        await c.commit({tp: off for tp, off in ends.items()})
+    finally:
+        await c.stop()
+
+
+async def test_backlog_counts_records_past_the_committed_offset(stack: Settings) -> None:
+    await _commit_to_end(stack)
+    (before,) = await stage_lag(stack, [STAGE])
+    assert before.stage == STAGE and before.group == "ragline-cache_invalidator"
+    assert before.per_topic == {TOPIC: 0}
+
+    producer = AIOKafkaProducer(bootstrap_servers=stack.kafka_bootstrap)
+    await producer.start()
+    try:
+        for key in (b"doc-a", b"doc-b", b"doc-c"):
+            await producer.send_and_wait(TOPIC, b"{}", key=key)
+    finally:
+        await producer.stop()
+    (after,) = await stage_lag(stack, [STAGE])
+    assert after.total == 3
+
+    await _commit_to_end(stack)
+    (done,) = await stage_lag(stack, [STAGE])
+    assert done.total == 0
+
+
+async def test_every_stage_is_reported_and_unknown_stages_refused(stack: Settings) -> None:
+    lags = await stage_lag(stack)
+    assert [x.stage for x in lags][:2] == ["connector", "parser"]
+    assert {x.stage for x in lags} >= {"indexer", "cache_invalidator"}
+    assert set(next(x for x in lags if x.stage == "indexer").per_topic) == {
+        Topics.DOC_EMBEDDED.value,
+        Topics.DOC_CONTROL.value,
+        Topics.DOC_QUARANTINED.value,
+    }
+    with pytest.raises(ValueError, match="unknown stage"):
+        await stage_lag(stack, ["nope"])
+
+
+def test_cli_reports_json_and_wait_fails_while_behind(stack: Settings) -> None:
+    env = {**os.environ}
+    ok = subprocess.run(
+        [sys.executable, "-m", "ragline.cli", "lag", "--stage", "parser", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ok.returncode == 0, ok.stderr
+    report = json.loads(ok.stdout)
+    assert report["parser"]["group"] == "ragline-parser"
+    assert Topics.DOC_FETCHED.value in report["parser"]
+    bad = subprocess.run(
+        [sys.executable, "-m", "ragline.cli", "lag", "--stage", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "unknown stage" in bad.stderr
