@@ -83,6 +83,7 @@ _TERM_FIELDS: tuple[tuple[str, str], ...] = (
 class Terms:
     column: str
     values: tuple[str, ...]
+    or_missing: bool = False  # rows without a value also pass
 
 
 @dataclass(frozen=True)
@@ -113,15 +114,18 @@ def compile_predicates(
     *,
     include_superseded: bool,
     effective_at: date | None,
+    unversioned_ok: bool = False,
 ) -> list[Predicate]:
     """The filters plus the default scope. ``effective_at=None`` skips the date check
-    (history searches)."""
+    (history searches); ``unversioned_ok`` lets documents without a version pass a
+    version restriction (one inferred from the query text)."""
     preds: list[Predicate] = []
     f = filters or SearchFilters()
     for field, column in _TERM_FIELDS:
         values = getattr(f, field)
         if values is not None:
-            preds.append(Terms(column, tuple(str(v) for v in values)))
+            or_missing = unversioned_ok and field == "versions"
+            preds.append(Terms(column, tuple(str(v) for v in values), or_missing=or_missing))
     if f.effective_from is not None or f.effective_to is not None:
         preds.append(Range("effective_date", gte=f.effective_from, lte=f.effective_to))
     if not include_superseded:
@@ -141,7 +145,10 @@ def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list
 
     for p in preds:
         if isinstance(p, Terms):
-            parts.append(sql.SQL("{} = ANY(%s::text[])").format(col(p.column)))
+            term = sql.SQL("{} = ANY(%s::text[])").format(col(p.column))
+            if p.or_missing:
+                term = sql.SQL("{} OR {} IS NULL").format(term, col(p.column))
+            parts.append(term)
             params.append(list(p.values))
         elif isinstance(p, Range):
             if p.gte is not None:
@@ -174,7 +181,10 @@ def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for p in preds:
         if isinstance(p, Terms):
-            out.append({"terms": {p.column: list(p.values)}})
+            terms: dict[str, Any] = {"terms": {p.column: list(p.values)}}
+            if p.or_missing:
+                terms = {"bool": {"should": [terms, _missing(p.column)], "minimum_should_match": 1}}
+            out.append(terms)
         elif isinstance(p, Range):
             rng: dict[str, str] = {}
             if p.gte is not None:

@@ -50,6 +50,9 @@ class SubSearch:
     query_index: int
     versions: tuple[str, ...] | None  # restrict to these version values
     label: str | None  # the version label for comparisons
+    # a version read from the query text narrows versioned documents only: a document with
+    # no version at all may still answer (a client's ``filters.versions`` is strict)
+    unversioned_ok: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,15 +118,22 @@ def parse_intent(
             )
         else:
             allowed = tuple(dict.fromkeys(x for v in versions for x in version_variants(v)))
+            inferred = v_source == "query"
             subs = tuple(
-                SubSearch(query=q, query_index=i, versions=allowed, label=None)
+                SubSearch(
+                    query=q, query_index=i, versions=allowed, label=None, unversioned_ok=inferred
+                )
                 for i, q in enumerate(queries)
             )
             scope = VersionScope(
                 mode="explicit",
                 versions=versions,
                 source=v_source,
-                note="restricted to the named version(s) before ranking",
+                note=(
+                    "restricted to the named version(s) and unversioned documents before ranking"
+                    if inferred
+                    else "restricted to the named version(s) before ranking"
+                ),
             )
         # a named version is wanted even if it was superseded or is no longer in force
         return Intent(

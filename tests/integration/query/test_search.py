@@ -130,10 +130,15 @@ async def test_superseded_only_when_asked(client: httpx.AsyncClient, corpus: Cor
     history = await _search(client, corpus, {**q, "include_history": True})
     assert {"pol:travel-v1", "pol:travel-v2"} <= set(_docs(history))
     named = await _search(client, corpus, {**q, "query": "travel hotel limit in version 1.0"})
-    assert _docs(named) == ["pol:travel-v1"]
+    assert _docs(named)[0] == "pol:travel-v1" and "pol:travel-v2" not in _docs(named)
     assert named["version_scope"]["mode"] == "explicit"
     by_filter = await _search(client, corpus, {**q, "filters": {"versions": ["1.0"]}})
     assert _docs(by_filter) == ["pol:travel-v1"]
+    # a version read from the text keeps unversioned documents; a client filter does not
+    disk = {"query": "how often are disk quotas reviewed in version 1.0", "top_k": 5}
+    assert "ops:disk" in _docs(await _search(client, corpus, disk))
+    strict = await _search(client, corpus, {**disk, "filters": {"versions": ["1.0"]}})
+    assert "ops:disk" not in _docs(strict)
     compare = await _search(client, corpus, {**q, "query": "compare travel hotel v1.0 vs v2.0"})
     assert compare["version_scope"]["mode"] == "compare"
     labels = {r["document_id"]: r["version_label"] for r in compare["results"]}

@@ -89,3 +89,28 @@ def test_values_never_reach_the_sql_text() -> None:
     where, params = to_sql(compile_predicates(f, include_superseded=True, effective_at=None), "c")
     assert evil not in where.as_string(None)
     assert params == [[evil]]
+
+
+def test_inferred_version_lets_unversioned_rows_pass() -> None:
+    f = SearchFilters(versions=("4.2",), document_ids=("kb:1",))
+    strict = compile_predicates(f, include_superseded=True, effective_at=None)
+    loose = compile_predicates(f, include_superseded=True, effective_at=None, unversioned_ok=True)
+    assert Terms("version", ("4.2",)) in strict
+    assert Terms("version", ("4.2",), or_missing=True) in loose
+    assert Terms("document_id", ("kb:1",)) in loose  # only the version term loosens
+    where, params = to_sql(loose, "c")
+    text = where.as_string(None)
+    assert '("c"."version" = ANY(%s::text[]) OR "c"."version" IS NULL)' in text
+    assert '"c"."document_id" = ANY(%s::text[])' in text and 'document_id" IS NULL' not in text
+    assert text.count("%s") == len(params)
+    clauses = to_opensearch(loose)
+    assert {
+        "bool": {
+            "should": [
+                {"terms": {"version": ["4.2"]}},
+                {"bool": {"must_not": [{"exists": {"field": "version"}}]}},
+            ],
+            "minimum_should_match": 1,
+        }
+    } in clauses
+    assert {"terms": {"version": ["4.2"]}} in to_opensearch(strict)
