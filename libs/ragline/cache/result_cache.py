@@ -30,6 +30,7 @@ from ragline.errors import RaglineError
 from ragline.retrieval.api_models import SearchResponse
 from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
 from ragline.retrieval.scope import rls_transaction
+from ragline.retrieval.settings import QuerySettings
 
 __all__ = ["PgResultCache", "answer_cache_factory", "build_result_cache"]
 
@@ -135,12 +136,17 @@ def build_result_cache(
 
 
 def answer_cache_factory(
-    settings: CacheSettings | None = None, *, model_path: Path | None = None
+    settings: CacheSettings | None = None,
+    *,
+    model_path: Path | None = None,
+    query_settings: QuerySettings | None = None,
 ) -> Callable[[AsyncConnectionPool], ResultCache]:
     """The query service's ``cache_factory``: called with the query pool in its lifespan.
 
     The index version is derived from the configured query model (``model_path``, else
-    ``RAGLINE_QUERY_EMBEDDING_MODEL_PATH``, else the embedder's model) plus the epoch.
+    ``RAGLINE_QUERY_EMBEDDING_MODEL_PATH``, else the embedder's model), the epoch and the
+    fingerprint of the ranking settings (RRF k, weights, ef_search, abstain thresholds,
+    reranker), so a retuned query service never serves answers ranked the old way.
     """
     cs = settings or CacheSettings()
 
@@ -148,10 +154,10 @@ def answer_cache_factory(
         if not cs.enabled:
             _log.info("answer cache disabled (RAGLINE_CACHE_ENABLED=false)")
             return NoCache()
-        from ragline.retrieval.settings import QuerySettings
-
-        path = model_path if model_path is not None else QuerySettings().embedding_model_path
+        qs = query_settings or QuerySettings()
+        path = model_path if model_path is not None else qs.embedding_model_path
         version = configured_index_version(path, epoch=cs.index_epoch)
+        version = f"{version}+r{qs.ranking_fingerprint()}"
         return PgResultCache(pool, cs, index_version=version)
 
     return make

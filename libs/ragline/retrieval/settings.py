@@ -4,19 +4,69 @@ policy, rate limit. Connection settings (DSNs, OpenSearch URL) stay in ``Setting
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.auth.jwt import JwtConfig
+from ragline.hashing import sha256_hex
 
 __all__ = ["QuerySettings"]
 
 
 class QuerySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_QUERY_", extra="ignore", frozen=True)
+
+    # Every field is one or the other (a unit test enforces it): a field that can change
+    # which results a request returns, or their order, is part of the answer cache's key.
+    RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "overfetch",
+            "rrf_k",
+            "weight_dense",
+            "weight_lexical",
+            "weight_exact",
+            "hnsw_ef_search",
+            "hnsw_max_scan_tuples",
+            "max_top_k",
+            "max_queries",
+            "default_max_per_document",
+            "embedding_model_path",
+            "abstain_min_similarity",
+            "abstain_min_rerank",
+            "rerank_model_path",
+            "rerank_top_n",
+        }
+    )
+    NON_RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "jwt_secret",
+            "jwt_public_key",
+            "jwt_public_key_file",
+            "jwt_jwks_file",
+            "jwt_jwks_url",
+            "jwt_issuer",
+            "jwt_audience",
+            "jwt_leeway_s",
+            "tenant_claim",
+            "groups_claim",
+            "subject_claim",
+            "embedding_cache_size",
+            "torch_threads",
+            "rerank_timeout_s",
+            "backend_timeout_s",
+            "pool_min_size",
+            "pool_max_size",
+            "audit_enabled",
+            "audit_store_query",
+            "audit_retention_days",
+            "rate_limit_per_minute",
+            "rate_limit_burst",
+        }
+    )
 
     # ---- auth
     jwt_secret: SecretStr | None = Field(default=None, description="HS256 secret (local use)")
@@ -76,6 +126,13 @@ class QuerySettings(BaseSettings):
     # ---- rate limit (per subject, per replica)
     rate_limit_per_minute: int = Field(default=600, ge=0, description="0 disables it")
     rate_limit_burst: int = Field(default=60, ge=1)
+
+    def ranking_fingerprint(self) -> str:
+        """A short hash of the ranking settings: retuning RRF, ef_search, the abstain
+        threshold or the reranker orphans every cached answer built under the old ones."""
+        values = {f: getattr(self, f) for f in sorted(self.RANKING_FIELDS)}
+        text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+        return sha256_hex(text)[:12]
 
     def jwt_config(self) -> JwtConfig:
         key = self.jwt_public_key.get_secret_value() if self.jwt_public_key else None

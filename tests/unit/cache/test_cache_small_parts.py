@@ -96,3 +96,22 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGLINE_CACHE_SIMILARITY_THRESHOLD", "0.2")
     with pytest.raises(ValueError):
         CacheSettings()
+
+
+def test_factory_keys_entries_by_model_epoch_and_ranking_settings(tmp_path: Any) -> None:
+    from ragline.cache.result_cache import answer_cache_factory
+    from ragline.retrieval.settings import QuerySettings
+
+    pool = cast(Any, object())
+    model = tmp_path / "my-model"  # not a directory: the name is the location, unversioned
+    cs = CacheSettings(index_epoch="3")
+
+    def version(qs: QuerySettings) -> str:
+        cache = answer_cache_factory(cs, model_path=model, query_settings=qs)(pool)
+        assert isinstance(cache, PgResultCache)
+        return cache.index_version
+
+    base = version(QuerySettings())
+    assert base == f"{model}@unversioned#3+r{QuerySettings().ranking_fingerprint()}"
+    assert version(QuerySettings(rrf_k=20)) != base  # retuned ranking: old entries orphaned
+    assert version(QuerySettings(pool_max_size=40)) == base
