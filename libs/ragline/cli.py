@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.evaluation.cli",
     "ragline.indexing.cli",
     "ragline.ops.cli",
+    "ragline.ops.retention_cli",
     "ragline.cache.cli",
     "ragline.retrieval.cli",
     "ragline.scanning.cli",

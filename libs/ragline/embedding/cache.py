@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Protocol
 
 import numpy as np
@@ -12,9 +13,24 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.store.embedding_cache import get_cached, put_cached
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["MemoryVectorCache", "PgVectorCache", "VectorCache"]
+__all__ = ["TOUCH_AFTER", "MemoryVectorCache", "PgVectorCache", "VectorCache"]
 
 Vector = NDArray[np.float32]
+
+# `last_used_at` (0008) is refreshed on a hit only when older than this: `ragline gc`
+# needs day precision, and a write per hit would double the cost of a warm cache
+TOUCH_AFTER = timedelta(days=1)
+
+# SKIP LOCKED: two embedders touching overlapping rows never wait on (or deadlock with)
+# each other; a row one of them skips is being touched by the other anyway
+_TOUCH = (
+    "UPDATE embedding_cache SET last_used_at = now()"
+    " WHERE (model, revision, text_hash) IN ("
+    "  SELECT model, revision, text_hash FROM embedding_cache"
+    "  WHERE model = %s AND revision = %s AND text_hash = ANY(%s)"
+    "   AND last_used_at < now() - %s"
+    "  FOR UPDATE SKIP LOCKED)"
+)
 
 
 class VectorCache(Protocol):
@@ -34,9 +50,14 @@ class PgVectorCache:
     async def get(self, keys: Sequence[str]) -> dict[str, Vector]:
         with pg_errors():
             async with self.pool.connection() as conn:
-                return await get_cached(
+                hits = await get_cached(
                     conn, model=self.model, revision=self.revision, text_hashes=keys
                 )
+                if hits:
+                    await conn.execute(
+                        _TOUCH, (self.model, self.revision, sorted(hits), TOUCH_AFTER)
+                    )
+                return hits
 
     async def put(self, vectors: Mapping[str, Vector]) -> None:
         with pg_errors():

@@ -40,8 +40,12 @@ class ClaimCheckStore:
         conn = await self._connection()
         try:
             await conn.execute(
+                # a re-put (the same body published again) refreshes created_at, so
+                # `ragline gc` counts a row's age from its newest reference (stale by at
+                # most an hour: most re-puts then write nothing)
                 "INSERT INTO claim_checks (key, body, size_bytes) VALUES (%s, %s, %s)"
-                " ON CONFLICT (key) DO NOTHING",
+                " ON CONFLICT (key) DO UPDATE SET created_at = now()"
+                " WHERE claim_checks.created_at < now() - interval '1 hour'",
                 (key, body, len(body)),
             )
         except psycopg.OperationalError as exc:
