@@ -139,6 +139,7 @@ class ConnectorStage(Stage):
         fetched = await self._fetch_all(need)
         view = dict(stored)  # the stored state as this batch's earlier events left it
         accepts: dict[_Key, tuple[int, str | None]] = {}
+        acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
         waiting: list[tuple[int, _Key, Decision, Output]] = []
         for i, ev in changes.items():
             key = _key(ev)
@@ -175,12 +176,14 @@ class ConnectorStage(Stage):
                 results[i] = self._nothing(ev, decision, ctx)
                 continue
             _note(accepts, key, ev.source_seq, chash)
+            if key not in acls or acls[key][1] <= ev.source_seq:
+                acls[key] = (meta.acl_groups, ev.source_seq)
             view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash)
             doc = fetched_event(ev, meta=meta, data=got.data, content_hash=chash, change=decision)
             waiting.append((i, key, decision, Output(topic=Topics.DOC_FETCHED.value, event=doc)))
         if waiting:
             try:
-                written = await self.state.record_accepted_many(accepts)
+                written = await self.state.record_accepted_many(accepts, acls=acls)
             except Exception as exc:
                 for i, *_ in waiting:
                     results[i] = exc

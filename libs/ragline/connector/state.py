@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
 
 from ragline.connector.intake import StoredState
@@ -44,21 +45,39 @@ _LIST_SOURCE = sql.SQL(
     "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
 ).format(cols=_COLUMNS)
 
-# a row is only overwritten by an event whose source_seq is >= the stored one
+# a row is only overwritten by an event whose source_seq is >= the stored one. The row's
+# ACL (read by the query role, migration 0007) is the newest of: the upsert's meta ACL at
+# its seq, the documents row's, a parked ACL change's; never older than the stored one. A
+# delete brings no ACL and keeps the last known.
 _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
-    "  (tenant_id, document_id, source_seq, content_hash, stage, status, updated_at) "
-    "SELECT t, d, q, h, 'connector', 'accepted', now() "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[]) AS x(t, d, q, h) "
+    "  (tenant_id, document_id, source_seq, content_hash, stage, status, acl_groups, "
+    "   acl_seq, updated_at) "
+    "SELECT x.t, x.d, x.q, x.h, 'connector', 'accepted', a.g, a.s, now() "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[]) "
+    "  AS x(t, d, q, h, g, gs) "
+    "LEFT JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
+    "LEFT JOIN pending_acl p ON p.tenant_id = x.t AND p.document_id = x.d "
+    "LEFT JOIN LATERAL ("
+    "  SELECT c.g, c.s FROM (VALUES "
+    "    (1, CASE WHEN x.g IS NOT NULL "
+    "            THEN ARRAY(SELECT jsonb_array_elements_text(x.g)) END, x.gs), "
+    "    (2, doc.acl_groups, doc.acl_seq), (3, p.acl_groups, p.acl_seq)) AS c(i, g, s) "
+    "  WHERE c.g IS NOT NULL AND c.s IS NOT NULL ORDER BY c.s DESC, c.i LIMIT 1"
+    ") a ON true "
     "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
-    "  findings = NULL, updated_at = EXCLUDED.updated_at "
+    "  findings = NULL, updated_at = EXCLUDED.updated_at, "
+    "  acl_groups = CASE WHEN EXCLUDED.acl_seq >= coalesce(ds.acl_seq, -1) "
+    "    THEN EXCLUDED.acl_groups ELSE ds.acl_groups END, "
+    "  acl_seq = greatest(ds.acl_seq, EXCLUDED.acl_seq) "
     "WHERE ds.source_seq <= EXCLUDED.source_seq "
     "RETURNING ds.tenant_id, ds.document_id"
 )
 
 Key = tuple[str, str]  # (tenant_id, document_id)
+Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
@@ -133,27 +152,40 @@ class StateStore:
         return out
 
     async def record_accepted(
-        self, tenant_id: str, document_id: str, source_seq: int, content_hash: str | None
+        self,
+        tenant_id: str,
+        document_id: str,
+        source_seq: int,
+        content_hash: str | None,
+        acl: Acl | None = None,
     ) -> bool:
         """Record intake; False if a newer event already moved the status on."""
+        key = (tenant_id, document_id)
         written = await self.record_accepted_many(
-            {(tenant_id, document_id): (source_seq, content_hash)}
+            {key: (source_seq, content_hash)}, acls={key: acl} if acl is not None else None
         )
-        return (tenant_id, document_id) in written
+        return key in written
 
     async def record_accepted_many(
-        self, accepted: Mapping[Key, tuple[int, str | None]]
+        self,
+        accepted: Mapping[Key, tuple[int, str | None]],
+        *,
+        acls: Mapping[Key, Acl] | None = None,
     ) -> set[Key]:
         """One statement for a batch (one entry per key: seq, content hash or None for a
-        delete); the keys actually written."""
+        delete; ``acls``: the source's ACL per key, absent for a delete); the keys actually
+        written."""
         if not accepted:
             return set()
         keys = sorted(accepted)
+        acl = [(acls or {}).get(k) for k in keys]
         params = (
             [k[0] for k in keys],
             [k[1] for k in keys],
             [accepted[k][0] for k in keys],
             [accepted[k][1] for k in keys],
+            [Jsonb(list(a[0])) if a is not None else None for a in acl],
+            [a[1] if a is not None else None for a in acl],
         )
         async with self._conn() as conn:
             cur = await conn.execute(_ACCEPT, params)

@@ -5,6 +5,11 @@ Order rules (docs/indexing.md): content and deletes share ``source_seq``; ACL ch
 have ``acl_seq``. An upsert with seq s applies iff s > source_seq; a delete likewise (its
 seq becomes the tombstone's source_seq); an ACL change with seq a applies iff a > acl_seq,
 and an upsert never overwrites an ACL stamped by a newer acl_seq.
+
+``document_status`` carries the newest ACL known too (0007): the indexed ACL on an
+upsert, the event's meta ACL (or a newer stored one) on a quarantine, every applied or
+parked ACL change; a delete keeps the last known. The query role reads the status of a
+never-indexed (e.g. quarantined) document through it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from ragline.store.pending_acl import (
     get_pending_acl,
     put_pending_acl,
 )
-from ragline.store.status import reassert_status, write_status
+from ragline.store.status import newest_acl, reassert_status, set_status_acl, write_status
 from ragline.store.supersession import mark_superseded, release_superseded, superseding_document
 
 __all__ = ["IndexWriter"]
@@ -147,6 +152,7 @@ class IndexWriter:
             stage="indexer",
             content_hash=ev.content_hash,
             findings=ev.findings.model_dump(mode="json"),
+            acl=(acl, acl_seq),
         )
         live_before = state is not None and state.status == "indexed"
         return Outcome(
@@ -213,6 +219,9 @@ class IndexWriter:
         groups = tuple(sorted(set(ev.acl.acl_groups)))
         cls = ev.acl.classification.value if ev.acl.classification is not None else None
         state = await doc_store.get_state(conn, t, d)
+        # the status row (say, of a document quarantined before it was ever indexed) is
+        # read through its own ACL: it follows every change, guarded by its own acl_seq
+        await set_status_acl(conn, t, d, acl_seq=ev.source_seq, acl_groups=groups)
         if state is None:  # overtook the first upsert: keep it for that upsert
             await put_pending_acl(
                 conn, t, d, acl_seq=ev.source_seq, acl_groups=groups, classification=cls
@@ -259,12 +268,22 @@ class IndexWriter:
     # ------------------------------------------------------------------ quarantine
     async def apply_quarantine(self, conn: AsyncConnection, ev: DocQuarantined) -> None:
         """Record why the document was stopped (guarded by seq; idempotent by nature)."""
+        t, d = ev.tenant_id, ev.document_id
         async with conn.transaction():
-            await doc_store.lock_document(conn, ev.tenant_id, ev.document_id)
+            await doc_store.lock_document(conn, t, d)
+            # the ACL the status is read through: the event's, unless an ACL change
+            # already applied to the document row (or parked) is newer
+            state = await doc_store.get_state(conn, t, d)
+            pending = await get_pending_acl(conn, t, d)
+            acl = newest_acl(
+                (ev.meta.acl_groups, ev.source_seq) if ev.meta is not None else None,
+                (state.acl_groups, state.acl_seq) if state is not None else None,
+                (pending.acl_groups, pending.acl_seq) if pending is not None else None,
+            )
             await write_status(
                 conn,
-                ev.tenant_id,
-                ev.document_id,
+                t,
+                d,
                 source_seq=ev.source_seq,
                 status="quarantined",
                 stage=ev.stage,
@@ -272,5 +291,6 @@ class IndexWriter:
                 reason_code=ev.reason_code,
                 reason=ev.reason,
                 findings=ev.findings.model_dump(mode="json") if ev.findings else None,
+                acl=acl,
             )
         DOCUMENTS_APPLIED.labels("quarantine", "applied").inc()

@@ -160,6 +160,10 @@ class DocumentStatusResponse(BaseModel):
     findings: dict[str, Any] | None = None
     source_seq: int | None = None
     updated_at: datetime | None = None
+    # the documents row as the caller sees it: null with never_indexed=true when the
+    # status is shown through its own ACL only (e.g. quarantined before first indexing)
+    doc_status: str | None = None
+    never_indexed: bool = False
 
 
 class Problem(BaseModel):

@@ -1,10 +1,10 @@
 """Document metadata and ingestion status, read under RLS.
 
-The status row has no ACL of its own (0003_core.sql), so it is shown only when the
-principal can see the document row too: a user must not learn the status, findings or
-quarantine reason of a document they cannot read. (A document quarantined before it
-was ever indexed has no document row and is therefore not visible here; see
-docs/query.md.)
+The database decides what is visible: a status row is readable when its own ACL
+(written by the pipeline from the source's ACL, 0007_status_acl.sql) or the document
+row admits the principal. So the owners of a document quarantined before it was ever
+indexed (no document row) see why it is not searchable, and everybody else gets the
+same "not found" as for a document that does not exist (docs/query.md).
 """
 
 from __future__ import annotations
@@ -52,19 +52,22 @@ async def get_status(
 ) -> DocumentStatusResponse | None:
     with pg_errors():
         cur = conn.cursor(row_factory=dict_row)
+        # either side may be hidden by RLS (or absent): at most one row each, joined on true
         await cur.execute(
-            "SELECT d.document_id, d.status AS doc_status, s.status, s.stage, s.reason_code,"
-            " s.reason, s.findings, s.source_seq, s.updated_at"
-            " FROM documents d LEFT JOIN document_status s"
-            " ON s.tenant_id = d.tenant_id AND s.document_id = d.document_id"
-            " WHERE d.tenant_id = %s AND d.document_id = %s",
-            (principal.tenant, document_id),
+            "SELECT coalesce(s.document_id, d.document_id) AS document_id,"
+            " d.status AS doc_status, s.status, s.stage, s.reason_code, s.reason, s.findings,"
+            " s.source_seq, s.updated_at"
+            " FROM (SELECT * FROM document_status"
+            "       WHERE tenant_id = %(t)s AND document_id = %(d)s) s"
+            " FULL JOIN (SELECT document_id, status FROM documents"
+            "            WHERE tenant_id = %(t)s AND document_id = %(d)s) d ON true",
+            {"t": principal.tenant, "d": document_id},
         )
         row = await cur.fetchone()
     if row is None:
         return None
-    doc_status = row.pop("doc_status")
     if row["status"] is None:
-        row["status"] = doc_status
+        row["status"] = row["doc_status"]
+    row["never_indexed"] = row["doc_status"] is None
     row["findings"] = _findings_summary(row["findings"])
     return DocumentStatusResponse(**row)

@@ -36,6 +36,7 @@ class MemoryState:
         self.lookups = 0
         self.down = False
         self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
+        self.acls: dict[tuple[str, str], tuple[tuple[str, ...], int]] = {}
 
     async def open(self) -> None: ...
 
@@ -50,7 +51,13 @@ class MemoryState:
         self.lookups += 1
         return {k: self.rows[k] for k in keys if k in self.rows}
 
-    async def record_accepted_many(self, accepted: dict[Key, tuple[int, str]]) -> set[Key]:
+    async def record_accepted_many(
+        self,
+        accepted: dict[Key, tuple[int, str]],
+        *,
+        acls: dict[Key, tuple[tuple[str, ...], int]] | None = None,
+    ) -> set[Key]:
+        self.acls.update(acls or {})
         written = set()
         for key, (seq, _) in accepted.items():
             old = self.rows.get(key)
@@ -200,6 +207,11 @@ async def test_batch_decides_in_order_with_one_lookup(stage: ConnectorStage) -> 
     assert isinstance(eight, list) and len(eight) == 1
     # one status write per document: the newest accepted seq
     assert sorted(stage.state.accepted) == [("wiki:other", 1), ("wiki:rb", 8)]  # type: ignore[attr-defined]
+    # the status row gets the source's ACL at the seq it was stated (0007)
+    assert stage.state.acls == {  # type: ignore[attr-defined]
+        ("acme", "wiki:other"): (("eng",), 1),
+        ("acme", "wiki:rb"): (("eng",), 8),
+    }
 
 
 async def test_batch_control_then_older_upsert_is_stale(stage: ConnectorStage) -> None:
@@ -220,6 +232,7 @@ async def test_a_forwarded_delete_is_recorded_as_accepted(stage: ConnectorStage)
     [out] = await stage.handle(delete, CTX)
     assert isinstance(out.event, DocControl) and out.event.action == "delete"
     assert stage.state.accepted == [("wiki:rb", 7)]  # type: ignore[attr-defined]
+    assert stage.state.acls == {}  # type: ignore[attr-defined]  # a delete keeps the stored ACL
     stage.state.newer_meanwhile.add("wiki:rb")  # type: ignore[attr-defined]
     again = SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=7)
     assert await stage.handle(again, CTX) == []  # the status moved on: stale
