@@ -157,6 +157,65 @@ valueFrom:
 {{- end }}
 {{- end -}}
 
+{{/* ----------------------------------------------------------------- kafka security */}}
+{{/* Workloads that talk to Kafka: every consumer (each also publishes), the topics Job
+     and the gc CronJob (it reads the dead-letter topics). The query service and the
+     migrate Job never do, so they get no Kafka credential. Args: root, name. */}}
+{{- define "ragline.talksToKafka" -}}
+{{- if or (include "ragline.isConsumer" .) (has .name (list "topics" "gc")) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "ragline.kafka.sasl" -}}
+{{- if hasPrefix "SASL_" .Values.kafka.security.protocol -}}true{{- end -}}
+{{- end -}}
+
+{{- define "ragline.kafka.tls" -}}
+{{- if hasSuffix "SSL" .Values.kafka.security.protocol -}}true{{- end -}}
+{{- end -}}
+
+{{/* Name of the Secret whose CA bundle is mounted, or "" (no TLS, or the system trust
+     store) */}}
+{{- define "ragline.kafka.caSecret" -}}
+{{- if include "ragline.kafka.tls" . -}}{{ .Values.kafka.security.tls.existingSecret }}{{- end -}}
+{{- end -}}
+
+{{- define "ragline.kafka.caDir" -}}/etc/ragline/kafka-tls{{- end -}}
+
+{{/* RAGLINE_KAFKA_* transport variables (runtime/settings.py, runtime/kafka_security.py);
+     nothing at all with PLAINTEXT, the runtime's default */}}
+{{- define "ragline.env.kafka" -}}
+{{- $s := .Values.kafka.security -}}
+{{- if ne $s.protocol "PLAINTEXT" }}
+- name: RAGLINE_KAFKA_SECURITY_PROTOCOL
+  value: {{ $s.protocol | quote }}
+{{- if include "ragline.kafka.sasl" . }}
+- name: RAGLINE_KAFKA_SASL_MECHANISM
+  value: {{ $s.sasl.mechanism | quote }}
+- name: RAGLINE_KAFKA_SASL_USERNAME
+  {{- include "ragline.secretRef" (dict "root" . "existing" $s.sasl.existingSecret "key" $s.sasl.usernameKey) | nindent 2 }}
+- name: RAGLINE_KAFKA_SASL_PASSWORD
+  {{- include "ragline.secretRef" (dict "root" . "existing" $s.sasl.existingSecret "key" $s.sasl.passwordKey) | nindent 2 }}
+{{- end }}
+{{- if include "ragline.kafka.caSecret" . }}
+- name: RAGLINE_KAFKA_SSL_CAFILE
+  value: {{ printf "%s/ca.crt" (include "ragline.kafka.caDir" .) | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* KEDA's names for the SASL mechanisms (kafka scaler `sasl` parameter) */}}
+{{- define "ragline.kafka.kedaSasl" -}}
+{{- get (dict "PLAIN" "plaintext" "SCRAM-SHA-256" "scram_sha256" "SCRAM-SHA-512" "scram_sha512") .Values.kafka.security.sasl.mechanism -}}
+{{- end -}}
+
+{{/* The TriggerAuthentication the ScaledObjects reference: rendered when there is a
+     credential or a CA to hand to KEDA */}}
+{{- define "ragline.kafka.kedaAuthName" -}}
+{{- if or (include "ragline.kafka.sasl" .) (include "ragline.kafka.caSecret" .) -}}
+{{- printf "%s-kafka" (include "ragline.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Secret variables of one service: least privilege (the query service never gets the
      admin DSN; only the connector gets the webhook secret). */}}
 {{- define "ragline.secretEnv" -}}
@@ -176,6 +235,9 @@ valueFrom:
 {{- end }}
 {{- if has .name (list "query" "indexer") }}
 {{- include "ragline.env.opensearch" $root }}
+{{- end }}
+{{- if include "ragline.talksToKafka" . }}
+{{- include "ragline.env.kafka" $root }}
 {{- end }}
 {{- end -}}
 
@@ -197,6 +259,13 @@ valueFrom:
 {{- end -}}
 {{- if and (not .Values.postgres.existingSecret) (not .Values.postgres.queryDsn) -}}
 {{- fail "postgres.queryDsn is required with an inline dsn: the query service connects as the RLS-bound role" -}}
+{{- end -}}
+{{- $ks := .Values.kafka.security -}}
+{{- if and (include "ragline.kafka.sasl" .) (not $ks.sasl.existingSecret) -}}
+{{- fail (printf "kafka.security.sasl.existingSecret is required with protocol %s: the SASL username and password only come from a Secret" $ks.protocol) -}}
+{{- end -}}
+{{- if and $ks.tls.existingSecret (not (include "ragline.kafka.tls" .)) -}}
+{{- fail (printf "kafka.security.tls.existingSecret is set but protocol %s does not use TLS (SSL or SASL_SSL)" $ks.protocol) -}}
 {{- end -}}
 {{- $a := .Values.auth -}}
 {{- if and .Values.services.query.enabled (not (or $a.existingSecret $a.jwtSecret $a.jwtPublicKey $a.jwksUrl)) -}}

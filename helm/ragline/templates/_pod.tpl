@@ -4,6 +4,8 @@
 {{- $root := .root -}}
 {{- $d := $root.Values.podDefaults -}}
 {{- $svc := .svc | default dict -}}
+{{- $kafkaCa := "" -}}
+{{- if include "ragline.talksToKafka" . }}{{ $kafkaCa = include "ragline.kafka.caSecret" $root }}{{ end -}}
 {{- if not (and .hook $root.Values.serviceAccount.create) }}
 {{- /* hook Jobs run before the release's ServiceAccount exists: they use the
   namespace's default one, with no token mounted either way */}}
@@ -125,6 +127,11 @@ containers:
         mountPath: /models
         readOnly: true
       {{- end }}
+      {{- if $kafkaCa }}
+      - name: kafka-tls
+        mountPath: {{ include "ragline.kafka.caDir" $root }}
+        readOnly: true
+      {{- end }}
 volumes:
   - name: tmp
     emptyDir:
@@ -135,5 +142,14 @@ volumes:
   {{- with $root.Values.models.volume }}
   - name: models
     {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if $kafkaCa }}
+  - name: kafka-tls
+    secret:
+      secretName: {{ $kafkaCa }}
+      items:  # only the CA: never the SASL password, even if it shares the Secret
+        - key: {{ $root.Values.kafka.security.tls.caKey }}
+          path: ca.crt
+      defaultMode: 0444
   {{- end }}
 {{- end -}}

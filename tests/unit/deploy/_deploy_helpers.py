@@ -37,13 +37,33 @@ def by_component(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, A
     return {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in kinds(docs, kind)}
 
 
+def pod_spec(doc: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec of a Deployment, Job or CronJob."""
+    spec = doc["spec"]
+    if doc["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    result: dict[str, Any] = spec["template"]["spec"]
+    return result
+
+
 def pod_specs(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(``Kind/name``, pod spec) of every Deployment and Job."""
+    """(``Kind/name``, pod spec) of every Deployment, Job and CronJob."""
     out = []
     for d in docs:
-        if d.get("kind") in ("Deployment", "Job"):
-            out.append((f"{d['kind']}/{d['metadata']['name']}", d["spec"]["template"]["spec"]))
+        if d.get("kind") in ("Deployment", "Job", "CronJob"):
+            out.append((f"{d['kind']}/{d['metadata']['name']}", pod_spec(d)))
     return out
+
+
+def container(spec: dict[str, Any]) -> dict[str, Any]:
+    (c,) = spec["containers"]
+    result: dict[str, Any] = c
+    return result
+
+
+def env_of(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The container's ``env`` entries by name."""
+    return {e["name"]: e for e in container(spec).get("env", [])}
 
 
 def settings_env_names() -> set[str]:

@@ -27,8 +27,10 @@ SECRET_ENV = {
     "RAGLINE_QUERY_JWT_SECRET",
     "RAGLINE_QUERY_JWT_PUBLIC_KEY",
     "RAGLINE_CONNECTOR_WEBHOOK_SECRET",
+    "RAGLINE_KAFKA_SASL_USERNAME",
+    "RAGLINE_KAFKA_SASL_PASSWORD",
 }
-CRDS = {"ServiceMonitor", "ScaledObject", "PrometheusRule"}
+CRDS = {"ServiceMonitor", "ScaledObject", "PrometheusRule", "TriggerAuthentication"}
 KEDA_ALL = {
     "services": {
         n: {"keda": {"enabled": True, "minReplicas": 1, "maxReplicas": 6, "lagThreshold": 10}}
@@ -206,7 +208,8 @@ def test_pods_are_locked_down(
 ) -> None:
     docs = default_docs if which == "default" else prod_docs
     specs = pod_specs(docs)
-    assert len(specs) == len(SERVICES) + 2  # + migrate and topics jobs
+    # + migrate and topics jobs (+ the gc CronJob, enabled in the production example)
+    assert len(specs) == len(SERVICES) + (2 if which == "default" else 3)
     for where, spec in specs:
         pod = spec["securityContext"]
         assert pod["runAsNonRoot"] is True and pod["runAsUser"] != 0, where
@@ -242,7 +245,7 @@ def test_pod_disruption_budgets(prod_docs: list[dict[str, Any]]) -> None:
 
 def test_network_policies(prod_docs: list[dict[str, Any]]) -> None:
     nps = by_component(prod_docs, "NetworkPolicy")
-    assert set(nps) == {_comp(s) for s in SERVICES} | {"migrate", "topics"}
+    assert set(nps) == {_comp(s) for s in SERVICES} | {"migrate", "topics", "gc"}
     for comp, np in nps.items():
         spec = np["spec"]
         assert spec["policyTypes"] == ["Ingress", "Egress"]
@@ -250,7 +253,7 @@ def test_network_policies(prod_docs: list[dict[str, Any]]) -> None:
         egress_ports = {(p["port"], p["protocol"]) for r in spec["egress"] for p in r["ports"]}
         assert (53, "UDP") in egress_ports and (5432, "TCP") in egress_ports
         assert (9092, "TCP") in egress_ports
-    assert nps["migrate"]["spec"]["ingress"] == []
+    assert nps["migrate"]["spec"]["ingress"] == [] and nps["gc"]["spec"]["ingress"] == []
     query_in = nps["query"]["spec"]["ingress"]
     assert all(r["ports"] == [{"port": "http", "protocol": "TCP"}] for r in query_in)
     assert any(
