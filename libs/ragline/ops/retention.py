@@ -207,7 +207,7 @@ _KEYS: dict[Table, tuple[str, ...]] = {
 
 
 def _cols(table: Table) -> sql.Composable:
-    return sql.SQL("({})").format(sql.SQL(", ").join(sql.Identifier(c) for c in _KEYS[table]))
+    return sql.SQL(", ").join(sql.Identifier(c) for c in _KEYS[table])
 
 
 def _count_sql(table: Table, where: sql.Composable) -> sql.Composed:
@@ -219,7 +219,7 @@ def _count_sql(table: Table, where: sql.Composable) -> sql.Composed:
 def _delete_sql(table: Table, where: sql.Composable, order: str | None) -> sql.Composed:
     """One batch: pick up to %(limit)s unlocked rows (oldest first with ``order``), delete."""
     return sql.SQL(
-        "DELETE FROM {t} WHERE {k} IN (SELECT {k} FROM {t} WHERE {w}{o}"
+        "DELETE FROM {t} WHERE ({k}) IN (SELECT {k} FROM {t} WHERE {w}{o}"
         " LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
     ).format(
         t=sql.Identifier(table.value),
