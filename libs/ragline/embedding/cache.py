@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.store.embedding_cache import get_cached, put_cached
+from ragline.store.embedding_cache import put_cached
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["TOUCH_AFTER", "MemoryVectorCache", "PgVectorCache", "VectorCache"]
@@ -18,9 +18,14 @@ __all__ = ["TOUCH_AFTER", "MemoryVectorCache", "PgVectorCache", "VectorCache"]
 Vector = NDArray[np.float32]
 
 # `last_used_at` (0008) is refreshed on a hit only when older than this: `ragline gc`
-# needs day precision, and a write per hit would double the cost of a warm cache
+# needs day precision, and a write per hit would double the cost of a warm cache. The
+# read says which hits are stale, so a warm cache pays no second round trip.
 TOUCH_AFTER = timedelta(days=1)
 
+_GET = (
+    "SELECT text_hash, embedding, last_used_at < now() - %s FROM embedding_cache"
+    " WHERE model = %s AND revision = %s AND text_hash = ANY(%s)"
+)
 # SKIP LOCKED: two embedders touching overlapping rows never wait on (or deadlock with)
 # each other; a row one of them skips is being touched by the other anyway
 _TOUCH = (
@@ -28,9 +33,14 @@ _TOUCH = (
     " WHERE (model, revision, text_hash) IN ("
     "  SELECT model, revision, text_hash FROM embedding_cache"
     "  WHERE model = %s AND revision = %s AND text_hash = ANY(%s)"
-    "   AND last_used_at < now() - %s"
     "  FOR UPDATE SKIP LOCKED)"
 )
+
+
+def _array(value: object) -> Vector:
+    # pgvector hands back a Vector for the unconstrained `vector` column
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if callable(to_numpy) else value, dtype=np.float32)
 
 
 class VectorCache(Protocol):
@@ -50,14 +60,16 @@ class PgVectorCache:
     async def get(self, keys: Sequence[str]) -> dict[str, Vector]:
         with pg_errors():
             async with self.pool.connection() as conn:
-                hits = await get_cached(
-                    conn, model=self.model, revision=self.revision, text_hashes=keys
+                if not keys:
+                    return {}
+                cur = await conn.execute(
+                    _GET, (TOUCH_AFTER, self.model, self.revision, sorted(set(keys)))
                 )
-                if hits:
-                    await conn.execute(
-                        _TOUCH, (self.model, self.revision, sorted(hits), TOUCH_AFTER)
-                    )
-                return hits
+                rows = await cur.fetchall()
+                stale = sorted(str(h) for h, _, old in rows if old)
+                if stale:
+                    await conn.execute(_TOUCH, (self.model, self.revision, stale))
+                return {str(h): _array(v) for h, v, _ in rows}
 
     async def put(self, vectors: Mapping[str, Vector]) -> None:
         with pg_errors():
