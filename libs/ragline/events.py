@@ -12,6 +12,7 @@ so nothing downstream of the parser has per-format paths.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -125,6 +126,12 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def derive_event_id(event_id: str, step: str) -> str:
+    """Deterministic id of what ``step`` (a stage, an output kind, a scanner version...)
+    emits for input ``event_id``."""
+    return hashlib.sha256(f"{step}\0{event_id}".encode()).hexdigest()[:32]
+
+
 def _new_id() -> str:
     return str(uuid.uuid4())
 
@@ -194,6 +201,21 @@ class EventBase(_Model):
     @property
     def source(self) -> str:
         return self.document_id.split(":", 1)[0]
+
+    def derived(self, step: str) -> dict[str, Any]:
+        """The envelope of the event ``step`` emits for this one: same tenant, document,
+        content hash, sequence, trace and ``occurred_at`` (when the source change
+        happened), and an id derived from this event's id, so a redelivered input yields
+        the same output event (consumers can deduplicate)."""
+        return {
+            "event_id": derive_event_id(self.event_id, step),
+            "occurred_at": self.occurred_at,
+            "tenant_id": self.tenant_id,
+            "document_id": self.document_id,
+            "content_hash": self.content_hash,
+            "source_seq": self.source_seq,
+            "traceparent": self.traceparent,
+        }
 
 
 # --------------------------------------------------------------------------- source.changes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 from ragline.events import DocFetched, DocParsed, Topics
@@ -13,7 +12,6 @@ from ragline.runtime.stage import Output, Stage, StageContext
 __all__ = ["ParserStage", "build"]
 
 # output event ids derive from the input's, so a replayed input yields the same event
-_EVENT_NS = uuid.UUID("6c1f0d4e-2b53-4c8e-9a51-3f0e5b7d2a10")
 
 
 class ParserStage(Stage):
@@ -35,12 +33,7 @@ class ParserStage(Stage):
         data = decode_payload(event.content_b64, self.parser_settings)
         document = await self._executor.parse(data, event.meta)
         parsed = DocParsed(
-            event_id=str(uuid.uuid5(_EVENT_NS, f"{self.name}:{event.event_id}")),
-            tenant_id=event.tenant_id,
-            document_id=event.document_id,
-            content_hash=event.content_hash,
-            source_seq=event.source_seq,
-            traceparent=event.traceparent,
+            **event.derived(self.name),
             meta=event.meta,
             document=document,
             change=event.change,

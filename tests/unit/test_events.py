@@ -157,3 +157,22 @@ def test_every_topic_has_a_contract_and_a_dlq() -> None:
     assert input_adapter("doc.parsed.dlq") is not None
     with pytest.raises(KeyError, match="no event contract"):
         input_adapter("nope")
+
+
+def test_derived_envelope_is_deterministic_and_carries_the_source_fields() -> None:
+    from ragline.events import DocIndexed, IndexAction, derive_event_id
+
+    src = _upsert(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
+    env = src.derived("doc.indexed")
+    assert env == src.derived("doc.indexed")  # a redelivered input yields the same output
+    assert env["event_id"] == derive_event_id(src.event_id, "doc.indexed") != src.event_id
+    assert src.derived("parser")["event_id"] != env["event_id"]  # each step its own id
+    assert len(env["event_id"]) == 32
+    out = DocIndexed(**env, action=IndexAction.UPSERT, generation=1, chunk_count=0)
+    assert (out.tenant_id, out.document_id, out.source_seq, out.traceparent) == (
+        src.tenant_id,
+        src.document_id,
+        src.source_seq,
+        src.traceparent,
+    )
+    assert out.occurred_at == src.occurred_at and out.content_hash == src.content_hash

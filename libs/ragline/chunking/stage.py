@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -22,14 +21,7 @@ from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 
-__all__ = ["ChunkerStage", "chunk_event", "derived_event_id"]
-
-_NAMESPACE = uuid.UUID("6f1d0c8e-3c1a-4d8e-9a55-2b7f0d7c9e41")
-
-
-def derived_event_id(event_id: str, stage: str) -> str:
-    """Deterministic id of the event ``stage`` emits for input ``event_id``."""
-    return str(uuid.uuid5(_NAMESPACE, f"{stage}:{event_id}"))
+__all__ = ["ChunkerStage", "chunk_event"]
 
 
 def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
@@ -44,12 +36,7 @@ def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
     CHUNK_SECONDS.observe(time.perf_counter() - started)
     _observe(chunks)
     return DocChunked(
-        event_id=derived_event_id(event.event_id, "chunker"),
-        tenant_id=event.tenant_id,
-        document_id=event.document_id,
-        content_hash=event.content_hash,
-        source_seq=event.source_seq,
-        traceparent=event.traceparent,
+        **event.derived("chunker"),
         meta=event.meta,
         chunks=tuple(chunks),
         findings=event.findings,

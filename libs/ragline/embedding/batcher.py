@@ -29,7 +29,6 @@ from ragline.embedding.model import Embedder
 from ragline.embedding.texts import embed_text, text_key
 from ragline.errors import ContractError, RaglineError, TransientError
 from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
-from ragline.hashing import chunk_id
 
 __all__ = ["BatchEmbedder", "EmbedStats", "round_vector"]
 
@@ -136,11 +135,12 @@ class BatchEmbedder:
                 else c.model_copy(update={"embedding": None})
                 for c in ev.chunks
             )
-            data = ev.model_dump(exclude={"event_type", "chunks", "event_id"})
             return DocEmbedded.model_validate(
                 {
-                    **data,
-                    "event_id": chunk_id("doc.embedded", ev.event_id),
+                    **ev.derived("doc.embedded"),
+                    "meta": ev.meta,
+                    "findings": ev.findings,
+                    "change": ev.change,
                     "chunks": chunks,
                     "embedding_model": self.embedder.name,
                     "embedding_revision": self.embedder.revision,

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragline.chunking.config import ChunkerSettings
-from ragline.chunking.stage import derived_event_id
 from ragline.chunking.tokenizer import load_token_counter
 from ragline.enrichment.enricher import Enricher
 from ragline.enrichment.metrics import CHUNKS, ENTITIES
@@ -29,12 +28,7 @@ def enrich_event(event: DocChunked, enricher: Enricher) -> DocEnriched:
         for kind, values in c.enrichment.entities.items():
             ENTITIES.labels(kind).inc(len(values))
     return DocEnriched(
-        event_id=derived_event_id(event.event_id, "enricher"),
-        tenant_id=event.tenant_id,
-        document_id=event.document_id,
-        content_hash=event.content_hash,
-        source_seq=event.source_seq,
-        traceparent=event.traceparent,
+        **event.derived("enricher"),
         meta=event.meta,
         chunks=tuple(chunks),
         findings=event.findings,

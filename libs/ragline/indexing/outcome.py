@@ -8,7 +8,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ragline.events import DocIndexed, EventBase, IndexAction
-from ragline.hashing import chunk_id
 
 __all__ = ["Outcome", "indexed_event"]
 
@@ -35,12 +34,7 @@ def indexed_event(
     """``doc.indexed`` for ``source``; its id is derived from the input event's id, so a
     redelivered input yields the same output id (consumers can deduplicate)."""
     return DocIndexed(
-        event_id=chunk_id("doc.indexed", source.event_id),
-        tenant_id=source.tenant_id,
-        document_id=source.document_id,
-        content_hash=source.content_hash,
-        source_seq=source.source_seq,
-        traceparent=source.traceparent,
+        **source.derived("doc.indexed"),
         action=outcome.action,
         generation=outcome.generation,
         chunk_count=outcome.chunk_count,

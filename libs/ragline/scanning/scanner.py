@@ -10,7 +10,6 @@ and the quarantine reason.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -37,7 +36,6 @@ __all__ = ["SCANNER_VERSION", "ScanBlocked", "Scanner", "apply_scan"]
 
 SCANNER_VERSION = "scanner-1"
 _log = logging.getLogger("ragline.scanning")
-_EVENT_NS = uuid.UUID("6c1b8f0e-3d5a-4c61-9a57-2f0c2e7f4b11")
 
 
 class ScanBlocked(QuarantineError):
@@ -175,13 +173,7 @@ def apply_scan(
     )  # fmt: skip
     metrics.DOCUMENTS.labels(outcome=outcome).inc()
     return DocScanned(
-        event_id=str(uuid.uuid5(_EVENT_NS, f"{event.event_id}/{version}")),
-        occurred_at=event.occurred_at,
-        tenant_id=event.tenant_id,
-        document_id=event.document_id,
-        content_hash=event.content_hash,
-        source_seq=event.source_seq,
-        traceparent=event.traceparent,
+        **event.derived(f"scanner/{version}"),  # a new scanner version is a new event
         meta=meta,
         document=document,
         findings=summary,
