@@ -10,6 +10,7 @@ from indexing_helpers import indexed, visible_chunks
 from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta
 from ragline.indexing.samples import embedded_event
 from ragline.runtime.stack.testing import unique_tenant
+from ragline.store.migrate import load_migrations
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -94,9 +95,7 @@ async def test_indexed_status_follows_the_document_acl_and_delete_keeps_it(
     gone = DocControl(tenant_id=tenant, document_id="wiki:s", source_seq=3, action="delete")
     indexed((await apply([gone]))[0])
     assert await status_acl(admin, tenant, "wiki:s") == ("deleted", ["ops"], 2)
-    assert [r[1] for r in await visible_chunks(query_conn, tenant, ["ops"], VISIBLE)] == [
-        "deleted"
-    ]
+    assert [r[1] for r in await visible_chunks(query_conn, tenant, ["ops"], VISIBLE)] == ["deleted"]
     assert await visible_chunks(query_conn, tenant, ["eng"], VISIBLE) == []
 
 
@@ -116,3 +115,14 @@ async def test_rows_without_an_acl_stay_visible_through_their_document(
     assert await visible_chunks(query_conn, tenant, ["sales"], VISIBLE) == []
     # no groups set: nothing (fails closed)
     assert await visible_chunks(query_conn, tenant, [], VISIBLE) == []
+
+
+async def test_migration_0007_is_idempotent(admin):
+    (m,) = [m for m in load_migrations() if m.version == 7]
+    async with admin.transaction(force_rollback=True):
+        await admin.execute(m.sql.encode("utf-8"))  # a second run: no error
+        cur = await admin.execute(
+            "SELECT count(*) FROM pg_policies WHERE tablename = 'document_status'"
+            " AND 'ragline_query' = ANY(roles)"
+        )
+        assert await cur.fetchone() == (1,)  # 0003's tenant-only policy is gone

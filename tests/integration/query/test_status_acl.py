@@ -72,9 +72,11 @@ def _same_404(a: httpx.Response, b: httpx.Response) -> bool:
     strip = {"trace_id", "instance"}
     ja = {k: v for k, v in a.json().items() if k not in strip}
     jb = {k: v for k, v in b.json().items() if k not in strip}
-    return a.status_code == b.status_code == 404 and ja == jb and a.headers.get(
-        "content-type"
-    ) == b.headers.get("content-type")
+    return (
+        a.status_code == b.status_code == 404
+        and ja == jb
+        and a.headers.get("content-type") == b.headers.get("content-type")
+    )
 
 
 async def test_quarantined_before_indexing_visible_to_its_groups_only(
