@@ -19,7 +19,7 @@ from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY, consumer_group
 
-__all__ = ["StageLag", "stage_lag"]
+__all__ = ["StageLag", "group_lag", "stage_lag"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +33,8 @@ class StageLag:
         return sum(self.per_topic.values())
 
 
-async def _group_lag(settings: Settings, group: str, topics: Iterable[str]) -> dict[str, int]:
+async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> dict[str, int]:
+    """Records of ``topics`` past ``group``'s committed offsets, per topic."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap,
         group_id=group,
@@ -74,7 +75,7 @@ async def stage_lag(settings: Settings, stages: Iterable[str] | None = None) -> 
             continue
         group = consumer_group(svc.name)
         try:
-            per_topic = await _group_lag(settings, group, [str(t) for t in svc.consumes])
+            per_topic = await group_lag(settings, group, [str(t) for t in svc.consumes])
         except KafkaError as exc:
             raise BackendUnavailable(
                 f"kafka at {settings.kafka_bootstrap}: cannot read offsets of {group}: "
