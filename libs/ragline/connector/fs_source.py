@@ -33,7 +33,6 @@ from ragline.connector.fs_meta import (
     load_policy,
     load_sidecar,
 )
-from ragline.connector.intake import derived_event_id
 from ragline.connector.source import SourceItem
 from ragline.errors import ConfigError
 from ragline.events import (
@@ -43,6 +42,7 @@ from ragline.events import (
     SourceAclChange,
     SourceDelete,
     SourceUpsert,
+    derive_event_id,
 )
 from ragline.hashing import content_hash, meta_hash
 
@@ -282,7 +282,7 @@ class FilesystemSource:
 
     def upsert_event_for(self, doc: FileDoc, data: bytes) -> SourceUpsert:
         common: dict[str, Any] = {
-            "event_id": derived_event_id(f"{doc.document_id}\0{doc.source_seq}", "source.upsert"),
+            "event_id": derive_event_id(f"{doc.document_id}\0{doc.source_seq}", "source.upsert"),
             "tenant_id": self.cfg.tenant_id,
             "document_id": doc.document_id,
             "source_seq": doc.source_seq,
@@ -297,7 +297,7 @@ class FilesystemSource:
     def delete_event(self, document_id: str, stored_seq: int | None) -> SourceDelete:
         seq = max(time.time_ns(), (stored_seq or 0) + 1)
         return SourceDelete(
-            event_id=derived_event_id(f"{document_id}\0{seq}", "source.delete"),
+            event_id=derive_event_id(f"{document_id}\0{seq}", "source.delete"),
             tenant_id=self.cfg.tenant_id,
             document_id=document_id,
             source_seq=seq,
@@ -305,7 +305,7 @@ class FilesystemSource:
 
     def acl_event(self, doc: FileDoc) -> SourceAclChange:
         return SourceAclChange(
-            event_id=derived_event_id(f"{doc.document_id}\0{doc.source_seq}", "source.acl"),
+            event_id=derive_event_id(f"{doc.document_id}\0{doc.source_seq}", "source.acl"),
             tenant_id=self.cfg.tenant_id,
             document_id=doc.document_id,
             source_seq=doc.source_seq,

@@ -19,7 +19,6 @@ from ragline.events import (
     SourceDelete,
     SourceUpsert,
 )
-from ragline.hashing import chunk_id
 
 __all__ = [
     "Decision",
@@ -28,7 +27,6 @@ __all__ = [
     "decide_before_fetch",
     "decide_control",
     "decide_upsert",
-    "derived_event_id",
     "fetched_event",
 ]
 
@@ -138,11 +136,6 @@ def decide_control(stored: StoredState | None, event: SourceDelete | SourceAclCh
     )
 
 
-def derived_event_id(source_event_id: str, kind: str) -> str:
-    """Deterministic id of an output, so a redelivered input yields the same event id."""
-    return chunk_id(source_event_id, kind)[:32]
-
-
 def fetched_event(
     event: SourceUpsert,
     *,
@@ -154,12 +147,7 @@ def fetched_event(
     if change not in (Decision.CONTENT, Decision.METADATA):
         raise ValueError(f"no doc.fetched for decision {change}")
     return DocFetched(
-        event_id=derived_event_id(event.event_id, "doc.fetched"),
-        tenant_id=event.tenant_id,
-        document_id=event.document_id,
-        source_seq=event.source_seq,
-        content_hash=content_hash,
-        traceparent=event.traceparent,
+        **{**event.derived("doc.fetched"), "content_hash": content_hash},
         meta=meta,
         content_b64=base64.b64encode(data).decode("ascii"),
         size_bytes=len(data),
@@ -169,20 +157,9 @@ def fetched_event(
 
 def control_event(event: SourceDelete | SourceAclChange) -> DocControl:
     if isinstance(event, SourceDelete):
-        return DocControl(
-            event_id=derived_event_id(event.event_id, "doc.control"),
-            tenant_id=event.tenant_id,
-            document_id=event.document_id,
-            source_seq=event.source_seq,
-            traceparent=event.traceparent,
-            action="delete",
-        )
+        return DocControl(**event.derived("doc.control"), action="delete")
     return DocControl(
-        event_id=derived_event_id(event.event_id, "doc.control"),
-        tenant_id=event.tenant_id,
-        document_id=event.document_id,
-        source_seq=event.source_seq,
-        traceparent=event.traceparent,
+        **event.derived("doc.control"),
         action="acl",
         acl=AclChange(acl_groups=event.acl_groups, classification=event.classification),
     )

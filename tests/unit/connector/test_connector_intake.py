@@ -15,10 +15,15 @@ from ragline.connector.intake import (
     decide_before_fetch,
     decide_control,
     decide_upsert,
-    derived_event_id,
     fetched_event,
 )
-from ragline.events import DocumentMeta, SourceAclChange, SourceDelete, SourceUpsert
+from ragline.events import (
+    DocumentMeta,
+    SourceAclChange,
+    SourceDelete,
+    SourceUpsert,
+    derive_event_id,
+)
 from ragline.hashing import content_hash, meta_hash
 
 H1 = content_hash(b"version one\n")
@@ -167,7 +172,7 @@ def test_fetched_event_is_deterministic_and_carries_the_bytes() -> None:
     data = b"version one"
     a = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
     b = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
-    assert a.event_id == b.event_id == derived_event_id(ev.event_id, "doc.fetched")
+    assert a.event_id == b.event_id == derive_event_id(ev.event_id, "doc.fetched")
     assert a.change == "metadata" and a.source_seq == 3 and a.size_bytes == len(data)
     assert base64.b64decode(a.content_b64) == data
     assert (a.tenant_id, a.document_id, a.content_hash) == ("acme", "wiki:a", H1)
