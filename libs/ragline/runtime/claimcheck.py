@@ -53,6 +53,19 @@ class ClaimCheckStore:
             raise BackendUnavailable("claim-check store: write failed") from exc
         return key
 
+    async def touch(self, key: str) -> bool:
+        """Restart the retention clock of a body that is referenced again (a replayed or
+        requeued stub); False when it is gone (swept by ``ragline gc``)."""
+        conn = await self._connection()
+        try:
+            cur = await conn.execute(
+                "UPDATE claim_checks SET created_at = now() WHERE key = %s", (key,)
+            )
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            raise BackendUnavailable("claim-check store: write failed") from exc
+        return cur.rowcount > 0
+
     async def get(self, key: str) -> bytes:
         conn = await self._connection()
         try:

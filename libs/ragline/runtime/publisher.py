@@ -13,7 +13,7 @@ from typing import Self
 from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker
 
-from ragline.errors import BackendUnavailable
+from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import EventBase
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import faststream_security
@@ -103,7 +103,14 @@ class EventPublisher:
     ) -> None:
         """Publish bytes as they are (claim-checked when too big); DLQ and replay use this."""
         headers = dict(headers)
-        if len(body) > self.settings.kafka_max_message_bytes and CLAIM_HEADER not in headers:
+        if CLAIM_HEADER in headers:
+            # a stub published again (replay, requeue) is a new reference to its body
+            if not await self._claims.touch(headers[CLAIM_HEADER]):
+                raise PermanentError(
+                    f"claim check {headers[CLAIM_HEADER][:12]}… is gone (older than "
+                    "RAGLINE_RETENTION_CLAIM_CHECK_DAYS); the message cannot be republished"
+                )
+        elif len(body) > self.settings.kafka_max_message_bytes:
             claim = await self._claims.put(body)
             headers[CLAIM_HEADER] = claim
             body = ClaimCheckStore.stub(claim)

@@ -268,3 +268,27 @@ async def test_cli_dry_run_then_sweep(stack: Settings, conn: Conn) -> None:
 
     bad = _cli("--batch-size", "0")
     assert bad.returncode == 2 and "invalid settings" in bad.stderr
+
+
+async def test_republished_stub_restarts_its_claim_clock(stack: Settings, conn: Conn) -> None:
+    """A replay/requeue publishes a stub again: its body's age restarts, so a sweep right
+    after never deletes what the replayed message needs; a swept body is a clear error."""
+    from ragline.errors import PermanentError
+    from ragline.runtime.publisher import EventPublisher
+
+    tag = uuid.uuid4().hex
+    old = await _claim(conn, f"{tag} replayed after three weeks".encode(), 21)
+    async with EventPublisher(stack, service="test") as pub:
+        await pub.publish_raw(
+            "doc.fetched", ClaimCheckStore.stub(old), key="d", headers={CLAIM_HEADER: old}
+        )
+        cur = await conn.execute(
+            "SELECT now() - created_at < interval '1 minute' FROM claim_checks WHERE key = %s",
+            (old,),
+        )
+        assert (await cur.fetchone()) == (True,)
+        gone = sha256_hex(f"{tag} never stored".encode())
+        with pytest.raises(PermanentError, match="is gone"):
+            await pub.publish_raw(
+                "doc.fetched", ClaimCheckStore.stub(gone), key="d", headers={CLAIM_HEADER: gone}
+            )
