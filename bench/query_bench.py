@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import jwt
 import numpy as np
+from _synthetic import CHUNKS_PER_DOC, synthetic_docs, synthetic_queries
 
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
@@ -241,30 +242,9 @@ async def bulk_seed(
 
 async def seed_synthetic(settings: Any, n_chunks: int) -> tuple[list[str], dict[str, Any]]:
     rng = np.random.default_rng(7)
-    vocab = [f"w{i:04d}" for i in range(5000)]
-    p = 1.0 / np.arange(1, len(vocab) + 1)
-    p /= p.sum()
-    per_doc = 8
-    docs = []
-    for d in range(n_chunks // per_doc):
-        words = rng.choice(len(vocab), size=(per_doc, 60), p=p)
-        vecs = rng.standard_normal((per_doc, 384)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        docs.append(
-            (
-                f"synth:{d}",
-                f"synthetic {d}",
-                [" ".join(vocab[w] for w in row) for row in words],
-                vecs,
-            )
-        )
+    docs = list(synthetic_docs(rng, n_chunks // CHUNKS_PER_DOC))
     info = await bulk_seed(settings, "synth", docs)
-    # query words from the mid-frequency range (ranks 50..5000), like real keyword queries:
-    # Zipf-sampled queries are mostly stopword-like terms that match every chunk
-    queries = [
-        " ".join(vocab[w] for w in rng.integers(50, len(vocab), size=4)) for _ in range(2000)
-    ]
-    return queries, info
+    return synthetic_queries(rng), info
 
 
 # ----------------------------------------------------------------------------- load
@@ -456,15 +436,15 @@ async def main(argv: list[str]) -> int:
                 rows = []
                 offset = 0  # fresh queries for every run: no run sees another's repeats
                 for mode, rr in runs:
-                    for c in clients:
-                        n = max(a.requests, 2 * c)
+                    for n_clients in clients:
+                        n = max(a.requests, 2 * n_clients)
                         r = await run_load(
                             proc.http_url,
                             "scifact" if corpus == "scifact" else "synth",
                             qsets[corpus],
                             mode,
                             rr,
-                            c,
+                            n_clients,
                             n,
                             offset,
                         )

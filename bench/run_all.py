@@ -49,6 +49,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
         "query/report.json",
     ),
     "cache": ("cache_bench.py", [], [], "cache.json"),
+    "growth": ("growth_bench.py", [], ["--quick"], "growth.json"),
 }
 
 
@@ -96,7 +97,7 @@ def main() -> int:
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     names = [n for n in (args.only.split(",") if args.only else BENCHES) if n]
-    summary = {
+    summary: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "command": " ".join(["make bench", *(["--quick"] if args.quick else [])]),
