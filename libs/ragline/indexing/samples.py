@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from ragline.events import (
+    AclChange,
     Chunk,
     ChunkLevel,
     Classification,
+    DocControl,
     DocEmbedded,
     DocEnriched,
     DocumentMeta,
@@ -24,7 +26,13 @@ from ragline.events import (
 )
 from ragline.hashing import chunk_id, sha256_hex
 
-__all__ = ["SAMPLE_STRATEGY", "embedded_event", "enriched_event", "pseudo_embedding"]
+__all__ = [
+    "SAMPLE_STRATEGY",
+    "acl_event",
+    "embedded_event",
+    "enriched_event",
+    "pseudo_embedding",
+]
 
 SAMPLE_STRATEGY = "sample-v1"
 _CHILDREN_PER_PARENT = 4
@@ -141,4 +149,15 @@ def embedded_event(*, dim: int = 384, **kwargs: Any) -> DocEmbedded:
             "embedding_revision": "0",
             "embedding_dim": dim,
         }
+    )
+
+
+def acl_event(tenant: str, doc: str, seq: int, *groups: str) -> DocControl:
+    """An ACL change of ``doc`` to ``groups`` at ``seq``."""
+    return DocControl(
+        tenant_id=tenant,
+        document_id=doc,
+        source_seq=seq,
+        action="acl",
+        acl=AclChange(acl_groups=groups),
     )

@@ -9,20 +9,11 @@ import pytest
 from indexing_helpers import indexed, os_hits, pg_chunk_texts
 
 from ragline.errors import PermanentError
-from ragline.events import AclChange, DocControl, DocQuarantined
+from ragline.events import DocControl, DocQuarantined
+from ragline.indexing.samples import acl_event as acl
 from ragline.indexing.samples import embedded_event
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-
-
-def acl(tenant: str, doc: str, seq: int, *groups: str) -> DocControl:
-    return DocControl(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=seq,
-        action="acl",
-        acl=AclChange(acl_groups=groups),
-    )
 
 
 async def doc_row(admin, tenant: str, doc: str) -> tuple:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from indexing_helpers import indexed, visible_chunks
 
-from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta
+from ragline.events import DocControl, DocQuarantined, DocumentMeta
+from ragline.indexing.samples import acl_event as acl
 from ragline.indexing.samples import embedded_event
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.migrate import load_migrations
@@ -26,16 +27,6 @@ def quarantined(tenant: str, doc: str, seq: int, *groups: str) -> DocQuarantined
         stage="scanner",
         reason_code="secret_found",
         reason="1 secret (aws_access_key)",
-    )
-
-
-def acl(tenant: str, doc: str, seq: int, *groups: str) -> DocControl:
-    return DocControl(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=seq,
-        action="acl",
-        acl=AclChange(acl_groups=groups),
     )
 
 
