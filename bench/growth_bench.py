@@ -261,6 +261,8 @@ def write_report(out: Path, report: dict[str, Any]) -> None:
     ax2.set_ylabel("p95 latency (ms)")
     for ax in (ax1, ax2):
         ax.set_xscale("log")
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+        ax.minorticks_off()
         ax.set_xlabel("child chunks in the index")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
