@@ -1,4 +1,4 @@
-"""Kafka transport security (TLS, SASL PLAIN / SCRAM) from settings, for FastStream
+"""Kafka transport security (TLS, mutual TLS, SASL PLAIN / SCRAM) from settings, for FastStream
 brokers and raw aiokafka clients alike, so managed Kafka needs only variables."""
 
 from __future__ import annotations
@@ -20,9 +20,36 @@ __all__ = ["aiokafka_options", "faststream_security"]
 
 
 def _ssl_context(settings: Settings) -> ssl.SSLContext | None:
-    if not settings.kafka_security_protocol.endswith("SSL"):
+    """The TLS context: the CA bundle (or the system trust store) and, for mutual TLS,
+    the client certificate and key."""
+    s = settings
+    client = s.kafka_ssl_certfile or s.kafka_ssl_keyfile
+    if not s.kafka_security_protocol.endswith("SSL"):
+        if client or s.kafka_ssl_cafile:
+            raise ConfigError(
+                "RAGLINE_KAFKA_SSL_* files are set but RAGLINE_KAFKA_SECURITY_PROTOCOL is "
+                f"{s.kafka_security_protocol}: use SSL or SASL_SSL"
+            )
         return None
-    return ssl.create_default_context(cafile=settings.kafka_ssl_cafile)
+    if s.kafka_ssl_keyfile and not s.kafka_ssl_certfile:
+        raise ConfigError("RAGLINE_KAFKA_SSL_KEYFILE needs RAGLINE_KAFKA_SSL_CERTFILE")
+    try:
+        ctx = ssl.create_default_context(cafile=s.kafka_ssl_cafile)
+        if s.kafka_ssl_certfile:
+            password = s.kafka_ssl_key_password
+            ctx.load_cert_chain(
+                s.kafka_ssl_certfile,
+                s.kafka_ssl_keyfile,
+                password=password.get_secret_value() if password else None,
+            )
+    except (OSError, ssl.SSLError) as exc:
+        # the message names the file kind, never key material
+        raise ConfigError(
+            f"Kafka TLS files unusable (CA {s.kafka_ssl_cafile or 'system'}, client cert "
+            f"{s.kafka_ssl_certfile or '-'}, key {s.kafka_ssl_keyfile or '-'}): "
+            f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc.args[-1]}"
+        ) from exc
+    return ctx
 
 
 def _credentials(settings: Settings) -> tuple[str, str]:
@@ -53,10 +80,10 @@ def faststream_security(settings: Settings) -> BaseSecurity | None:
 def aiokafka_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments for AIOKafkaConsumer/Producer/AdminClient."""
     proto = settings.kafka_security_protocol
+    ctx = _ssl_context(settings)
     if proto == "PLAINTEXT":
         return {}
     opts: dict[str, Any] = {"security_protocol": proto}
-    ctx = _ssl_context(settings)
     if ctx is not None:
         opts["ssl_context"] = ctx
     if proto.startswith("SASL"):

@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     kafka_sasl_username: str | None = None
     kafka_sasl_password: SecretStr | None = None
     kafka_ssl_cafile: str | None = Field(default=None, description="CA bundle for TLS")
+    kafka_ssl_certfile: str | None = Field(
+        default=None, description="client certificate (PEM) for mutual TLS"
+    )
+    kafka_ssl_keyfile: str | None = Field(
+        default=None, description="client private key (PEM); omit if in the certfile"
+    )
+    kafka_ssl_key_password: SecretStr | None = None
     kafka_partitions: int = Field(default=6, ge=1)
     kafka_max_message_bytes: int = Field(
         default=900_000, description="bodies above this go through the claim check"
