@@ -181,6 +181,14 @@ valueFrom:
 
 {{- define "ragline.kafka.caDir" -}}/etc/ragline/kafka-tls{{- end -}}
 
+{{/* Name of the Secret whose client certificate and key are mounted (mutual TLS), or ""
+     (no client certificate; never the CA's Secret by default) */}}
+{{- define "ragline.kafka.clientSecret" -}}
+{{- if include "ragline.kafka.tls" . -}}{{ .Values.kafka.security.tls.clientSecret }}{{- end -}}
+{{- end -}}
+
+{{- define "ragline.kafka.clientDir" -}}/etc/ragline/kafka-client-tls{{- end -}}
+
 {{/* RAGLINE_KAFKA_* transport variables (runtime/settings.py, runtime/kafka_security.py);
      nothing at all with PLAINTEXT, the runtime's default */}}
 {{- define "ragline.env.kafka" -}}
@@ -200,6 +208,16 @@ valueFrom:
 - name: RAGLINE_KAFKA_SSL_CAFILE
   value: {{ printf "%s/ca.crt" (include "ragline.kafka.caDir" .) | quote }}
 {{- end }}
+{{- with include "ragline.kafka.clientSecret" . }}
+- name: RAGLINE_KAFKA_SSL_CERTFILE
+  value: {{ printf "%s/client.crt" (include "ragline.kafka.clientDir" $) | quote }}
+- name: RAGLINE_KAFKA_SSL_KEYFILE
+  value: {{ printf "%s/client.key" (include "ragline.kafka.clientDir" $) | quote }}
+{{- if $s.tls.keyPasswordKey }}
+- name: RAGLINE_KAFKA_SSL_KEY_PASSWORD
+  {{- include "ragline.secretRef" (dict "root" $ "existing" . "key" $s.tls.keyPasswordKey) | nindent 2 }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -209,9 +227,9 @@ valueFrom:
 {{- end -}}
 
 {{/* The TriggerAuthentication the ScaledObjects reference: rendered when there is a
-     credential or a CA to hand to KEDA */}}
+     credential, a CA or a client certificate to hand to KEDA */}}
 {{- define "ragline.kafka.kedaAuthName" -}}
-{{- if or (include "ragline.kafka.sasl" .) (include "ragline.kafka.caSecret" .) -}}
+{{- if or (include "ragline.kafka.sasl" .) (include "ragline.kafka.caSecret" .) (include "ragline.kafka.clientSecret" .) -}}
 {{- printf "%s-kafka" (include "ragline.fullname" .) -}}
 {{- end -}}
 {{- end -}}
@@ -266,6 +284,12 @@ valueFrom:
 {{- end -}}
 {{- if and $ks.tls.existingSecret (not (include "ragline.kafka.tls" .)) -}}
 {{- fail (printf "kafka.security.tls.existingSecret is set but protocol %s does not use TLS (SSL or SASL_SSL)" $ks.protocol) -}}
+{{- end -}}
+{{- if and $ks.tls.clientSecret (not (include "ragline.kafka.tls" .)) -}}
+{{- fail (printf "kafka.security.tls.clientSecret (mutual TLS) is set but protocol %s does not use TLS (SSL or SASL_SSL)" $ks.protocol) -}}
+{{- end -}}
+{{- if and $ks.tls.keyPasswordKey (not $ks.tls.clientSecret) -}}
+{{- fail "kafka.security.tls.keyPasswordKey is set without kafka.security.tls.clientSecret: the key password is read from the client certificate's Secret" -}}
 {{- end -}}
 {{- $a := .Values.auth -}}
 {{- if and .Values.services.query.enabled (not (or $a.existingSecret $a.jwtSecret $a.jwtPublicKey $a.jwksUrl)) -}}

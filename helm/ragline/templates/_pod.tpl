@@ -5,7 +5,11 @@
 {{- $d := $root.Values.podDefaults -}}
 {{- $svc := .svc | default dict -}}
 {{- $kafkaCa := "" -}}
-{{- if include "ragline.talksToKafka" . }}{{ $kafkaCa = include "ragline.kafka.caSecret" $root }}{{ end -}}
+{{- $kafkaClient := "" -}}
+{{- if include "ragline.talksToKafka" . }}
+{{- $kafkaCa = include "ragline.kafka.caSecret" $root }}
+{{- $kafkaClient = include "ragline.kafka.clientSecret" $root }}
+{{- end -}}
 {{- if not (and .hook $root.Values.serviceAccount.create) }}
 {{- /* hook Jobs run before the release's ServiceAccount exists: they use the
   namespace's default one, with no token mounted either way */}}
@@ -132,6 +136,11 @@ containers:
         mountPath: {{ include "ragline.kafka.caDir" $root }}
         readOnly: true
       {{- end }}
+      {{- if $kafkaClient }}
+      - name: kafka-client-tls
+        mountPath: {{ include "ragline.kafka.clientDir" $root }}
+        readOnly: true
+      {{- end }}
 volumes:
   - name: tmp
     emptyDir:
@@ -150,6 +159,21 @@ volumes:
       items:  # only the CA: never the SASL password, even if it shares the Secret
         - key: {{ $root.Values.kafka.security.tls.caKey }}
           path: ca.crt
+      defaultMode: 0444
+  {{- end }}
+  {{- if $kafkaClient }}
+  {{- $tls := $root.Values.kafka.security.tls }}
+  - name: kafka-client-tls
+    secret:
+      secretName: {{ $kafkaClient }}
+      items:  # only the certificate and the key: never the key password or anything else
+        - key: {{ $tls.certKey }}
+          path: client.crt
+        - key: {{ $tls.keyKey }}
+          path: client.key
+          {{- if $d.podSecurityContext.fsGroup }}
+          mode: 0440  # owner root, group fsGroup: readable by the pod's user only
+          {{- end }}
       defaultMode: 0444
   {{- end }}
 {{- end -}}
