@@ -1,16 +1,20 @@
 """Kafka TLS/SASL in the chart: the RAGLINE_KAFKA_* variables of the runtime reach every
 workload that talks to Kafka (and only those), credentials only by Secret reference, the
-CA bundle mounted read-only, and KEDA's triggers authenticated with the same Secrets."""
+CA bundle and the mutual-TLS client certificate mounted read-only, and KEDA's triggers
+authenticated with the same Secrets."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import kubernetes_validate
 import pytest
 from _deploy_helpers import Render, by_component, container, env_of, kinds, pod_spec, pod_specs
 
+from ragline.errors import ConfigError
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY
@@ -24,7 +28,11 @@ TRANSPORT_ENV = {
     "RAGLINE_KAFKA_SASL_USERNAME",
     "RAGLINE_KAFKA_SASL_PASSWORD",
     "RAGLINE_KAFKA_SSL_CAFILE",
+    "RAGLINE_KAFKA_SSL_CERTFILE",
+    "RAGLINE_KAFKA_SSL_KEYFILE",
+    "RAGLINE_KAFKA_SSL_KEY_PASSWORD",
 }
+MTLS_ENV = {"RAGLINE_KAFKA_SSL_CERTFILE", "RAGLINE_KAFKA_SSL_KEYFILE"}
 SASL_SSL: dict[str, Any] = {
     "kafka": {
         "security": {
@@ -244,3 +252,234 @@ def test_misconfigurations_are_refused(
 ) -> None:
     (err,) = render(values={"kafka": {"security": security}}, fail=True)
     assert message in err["error"]
+
+
+# ------------------------------------------------------------------ mutual TLS
+# a Strimzi KafkaUser (authentication: tls) Secret: user.crt / user.key (+ user.p12,
+# user.password and ca.crt, which must never reach the pods through this mount)
+MTLS_TLS: dict[str, Any] = {
+    "existingSecret": "mk-ca",
+    "caKey": "bundle.pem",
+    "clientSecret": "mk-user",
+    "certKey": "user.crt",
+    "keyKey": "user.key",
+    "keyPasswordKey": "user.key-password",
+}
+
+
+def _mtls(protocol: str, **tls: Any) -> dict[str, Any]:
+    security: dict[str, Any] = {"protocol": protocol, "tls": {**MTLS_TLS, **tls}}
+    if protocol.startswith("SASL_"):
+        security["sasl"] = {"existingSecret": "mk-sasl"}
+    return {"kafka": {"security": security}, "gc": {"enabled": True}, **KEDA_ALL}
+
+
+@pytest.fixture(scope="module")
+def mtls_docs(render: Render) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = render(values=_mtls("SSL"))
+    return docs
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
+def test_mutual_tls_reaches_every_kafka_workload(render: Render, protocol: str) -> None:
+    docs = render(values=_mtls(protocol))
+    workloads = _workloads(docs)
+    assert set(workloads) == KAFKA_WORKLOADS | NO_KAFKA
+    for where in KAFKA_WORKLOADS:
+        spec = workloads[where]
+        env = env_of(spec)
+        assert env["RAGLINE_KAFKA_SECURITY_PROTOCOL"]["value"] == protocol, where
+        assert ("RAGLINE_KAFKA_SASL_PASSWORD" in env) == (protocol == "SASL_SSL"), where
+        # the certificate and the key: one read-only mount of exactly those two keys
+        mounts = {m["name"]: m for m in container(spec)["volumeMounts"]}
+        mount = mounts["kafka-client-tls"]
+        assert mount["readOnly"] is True, where
+        assert mount["mountPath"] != mounts["kafka-tls"]["mountPath"]
+        vol = {v["name"]: v for v in spec["volumes"]}["kafka-client-tls"]["secret"]
+        assert vol["secretName"] == "mk-user"
+        assert vol["items"] == [
+            {"key": "user.crt", "path": "client.crt"},
+            {"key": "user.key", "path": "client.key", "mode": 0o440},  # root:fsGroup
+        ]
+        assert vol["defaultMode"] == 0o444
+        assert env["RAGLINE_KAFKA_SSL_CERTFILE"] == {
+            "name": "RAGLINE_KAFKA_SSL_CERTFILE",
+            "value": f"{mount['mountPath']}/client.crt",
+        }
+        assert env["RAGLINE_KAFKA_SSL_KEYFILE"]["value"] == f"{mount['mountPath']}/client.key"
+        # the key password: a reference into the same Secret, never a value
+        assert env["RAGLINE_KAFKA_SSL_KEY_PASSWORD"] == {
+            "name": "RAGLINE_KAFKA_SSL_KEY_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "mk-user", "key": "user.key-password"}},
+        }
+        # the CA is still its own Secret and mount
+        assert env["RAGLINE_KAFKA_SSL_CAFILE"]["value"] == (
+            f"{mounts['kafka-tls']['mountPath']}/ca.crt"
+        )
+    for where in NO_KAFKA:
+        spec = workloads[where]
+        assert not TRANSPORT_ENV & set(env_of(spec)), where
+        assert not {"kafka-tls", "kafka-client-tls"} & {v["name"] for v in spec["volumes"]}
+    for d in docs:
+        if d["kind"] in ("Deployment", "Job", "CronJob"):
+            kubernetes_validate.validate(d, "1.30", strict=True)
+
+
+def test_mutual_tls_options(render: Render) -> None:
+    # an unencrypted key (the usual case): no password variable at all; the client Secret
+    # need not be the CA's, and the system trust store still works without a private CA
+    docs = render(values=_mtls("SSL", keyPasswordKey="", existingSecret=""))
+    env = env_of(_workloads(docs)["Deployment/indexer"])
+    assert set(env) >= MTLS_ENV
+    assert "RAGLINE_KAFKA_SSL_KEY_PASSWORD" not in env
+    assert "RAGLINE_KAFKA_SSL_CAFILE" not in env
+    (ta,) = kinds(docs, "TriggerAuthentication")  # the client certificate alone makes one
+    assert {r["parameter"] for r in ta["spec"]["secretTargetRef"]} == {"cert", "key"}
+    # one Secret for CA and client certificate: two mounts, each with only its keys
+    docs = render(values=_mtls("SSL", existingSecret="mk-user", caKey="ca.crt"))
+    spec = _workloads(docs)["Job/topics"]
+    vols = {v["name"]: v["secret"] for v in spec["volumes"] if "secret" in v}
+    assert vols["kafka-tls"]["secretName"] == vols["kafka-client-tls"]["secretName"] == "mk-user"
+    assert [i["key"] for i in vols["kafka-tls"]["items"]] == ["ca.crt"]
+    assert [i["key"] for i in vols["kafka-client-tls"]["items"]] == ["user.crt", "user.key"]
+    # without an fsGroup the key file could not be group-readable by the pod's user:
+    # it falls back to the volume's defaultMode rather than an unreadable key
+    values = _mtls("SSL")
+    values["podDefaults"] = {"podSecurityContext": {"fsGroup": None}}
+    spec = _workloads(render(values=values))["CronJob/gc"]
+    vol = {v["name"]: v for v in spec["volumes"]}["kafka-client-tls"]["secret"]
+    assert all("mode" not in i for i in vol["items"]) and vol["defaultMode"] == 0o444
+
+
+def test_no_client_key_material_can_enter_the_rendered_output(
+    render: Render, mtls_docs: list[dict[str, Any]]
+) -> None:
+    assert not kinds(mtls_docs, "Secret")  # only references, no Secret of the chart's
+    for _, spec in pod_specs(mtls_docs):
+        for e in container(spec)["env"]:
+            if e["name"] == "RAGLINE_KAFKA_SSL_KEY_PASSWORD":
+                assert set(e) == {"name", "valueFrom"}
+    text = json.dumps(mtls_docs)
+    assert "BEGIN" not in text and "user.p12" not in text and "user.password" not in text
+    # no value can carry a certificate, a key or its password inline
+    sentinel = "SENTINEL-KAFKA-KEY-PASSWORD"
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+    for bad in (
+        {"kafka": {"security": {"tls": {"keyPassword": sentinel}}}},
+        {"kafka": {"security": {"tls": {"clientKey": pem}}}},
+        {"kafka": {"security": {"tls": {"clientCert": pem}}}},
+        {"env": {"RAGLINE_KAFKA_SSL_KEY_PASSWORD": sentinel}},
+        {"services": {"parser": {"env": {"RAGLINE_KAFKA_SSL_KEY_PASSWORD": sentinel}}}},
+        {"gc": {"env": {"RAGLINE_KAFKA_SSL_KEY_PASSWORD": sentinel}}},
+    ):
+        (err,) = render(values=bad, fail=True)
+        assert sentinel not in err["error"] and "MIIE" not in err["error"]
+
+
+def test_keda_gets_the_client_certificate(mtls_docs: list[dict[str, Any]]) -> None:
+    (ta,) = kinds(mtls_docs, "TriggerAuthentication")
+    refs = {r["parameter"]: (r["name"], r["key"]) for r in ta["spec"]["secretTargetRef"]}
+    assert refs == {
+        "ca": ("mk-ca", "bundle.pem"),
+        "cert": ("mk-user", "user.crt"),
+        "key": ("mk-user", "user.key"),
+        "keyPassword": ("mk-user", "user.key-password"),
+    }
+    # `tls` stays trigger metadata only: KEDA refuses it in both places
+    objs = by_component(mtls_docs, "ScaledObject")
+    assert set(objs) == CONSUMERS
+    for so in objs.values():
+        for t in so["spec"]["triggers"]:
+            assert t["metadata"]["tls"] == "enable" and "sasl" not in t["metadata"]
+            assert t["authenticationRef"] == {"name": ta["metadata"]["name"]}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"kafka": {"security": {"tls": {"clientSecret": "mk-user"}}}},
+            "kafka.security.tls.clientSecret (mutual TLS) is set but protocol PLAINTEXT",
+        ),
+        (
+            {
+                "kafka": {
+                    "security": {
+                        "protocol": "SASL_PLAINTEXT",
+                        "sasl": {"existingSecret": "s"},
+                        "tls": {"clientSecret": "mk-user"},
+                    }
+                }
+            },
+            "protocol SASL_PLAINTEXT does not use TLS",
+        ),
+        (
+            {"kafka": {"security": {"protocol": "SSL", "tls": {"keyPasswordKey": "pw"}}}},
+            "keyPasswordKey is set without kafka.security.tls.clientSecret",
+        ),
+        (
+            {
+                "kafka": {
+                    "security": {"protocol": "SSL", "tls": {"clientSecret": "x", "keyKey": ""}}
+                }
+            },
+            "keyKey",
+        ),
+    ],
+)
+def test_mutual_tls_misconfigurations_are_refused(
+    render: Render, values: dict[str, Any], message: str
+) -> None:
+    (err,) = render(values=values, fail=True)
+    assert message in err["error"]
+
+
+def _self_signed(cert: Path, key: Path, key_password: str) -> None:
+    cmd = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-days", "1", "-subj", "/CN=svc"]
+    cmd += ["-keyout", str(key), "-out", str(cert), "-passout", f"pass:{key_password}"]
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("password", ["k3y-pass", "wrong"])
+def test_rendered_mutual_tls_configures_the_runtime(
+    mtls_docs: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    password: str,
+) -> None:
+    """The rendered variables, set in the environment as the pod would see them (the
+    files at the rendered file names, the key password from the Secret), give the real
+    Settings + aiokafka_options a mutual-TLS client; a wrong key password is the runtime's
+    ConfigError, so the password variable is the one the runtime reads."""
+    env = env_of(_workloads(mtls_docs)["Deployment/parser"])
+    files = {
+        n: PurePosixPath(e["value"])
+        for n, e in env.items()
+        if n in {"RAGLINE_KAFKA_SSL_CAFILE", *MTLS_ENV}
+    }
+    assert set(files) == {"RAGLINE_KAFKA_SSL_CAFILE", *MTLS_ENV}
+    # the pod's directories only exist in the pod: the same file names in tmp_path
+    local = {n: tmp_path / p.parent.name / p.name for n, p in files.items()}
+    for path in local.values():
+        path.parent.mkdir(exist_ok=True)
+    cert = local["RAGLINE_KAFKA_SSL_CERTFILE"]
+    _self_signed(cert, local["RAGLINE_KAFKA_SSL_KEYFILE"], "k3y-pass")
+    local["RAGLINE_KAFKA_SSL_CAFILE"].write_bytes(cert.read_bytes())  # trust itself
+    for name in TRANSPORT_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(
+        "RAGLINE_KAFKA_SECURITY_PROTOCOL", env["RAGLINE_KAFKA_SECURITY_PROTOCOL"]["value"]
+    )
+    for name, path in local.items():
+        monkeypatch.setenv(name, str(path))
+    assert "valueFrom" in env["RAGLINE_KAFKA_SSL_KEY_PASSWORD"]
+    monkeypatch.setenv("RAGLINE_KAFKA_SSL_KEY_PASSWORD", password)
+    settings = Settings()
+    assert settings.kafka_ssl_keyfile == str(local["RAGLINE_KAFKA_SSL_KEYFILE"])
+    if password == "wrong":
+        with pytest.raises(ConfigError, match="Kafka TLS files unusable") as exc:
+            aiokafka_options(settings)
+        assert "wrong" not in str(exc.value) and "k3y-pass" not in str(exc.value)
+        return
+    opts = aiokafka_options(settings)
+    assert opts["security_protocol"] == "SSL" and "ssl_context" in opts
