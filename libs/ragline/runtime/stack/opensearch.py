@@ -5,6 +5,7 @@ opensearch-py's cluster health, so a real cluster passes it the same way.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -48,8 +49,22 @@ def _health(settings: Settings, timeout_s: float) -> Health:
     return Health(ok=status in {"green", "yellow"}, detail=f"cluster {status}")
 
 
+class _QuietHealthPolls(logging.Filter):
+    """opensearch-py logs every refused connection as a WARNING with a traceback; a
+    health probe of a server that is still starting refuses by design."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "/_cluster/health" not in record.getMessage()
+
+
+_QUIET = _QuietHealthPolls()
+
+
 def opensearch_probe(settings: Settings) -> Probe:
     """Healthy when ``GET /_cluster/health`` answers green or yellow."""
+    logger = logging.getLogger("opensearch")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
 
     async def probe(timeout_s: float) -> Health:
         return await asyncio.to_thread(_health, settings, timeout_s)
