@@ -9,7 +9,7 @@ lexical and the Postgres re-read therefore filter by exactly the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -83,7 +83,6 @@ _TERM_FIELDS: tuple[tuple[str, str], ...] = (
 class Terms:
     column: str
     values: tuple[str, ...]
-    or_missing: bool = False  # rows without a value also pass
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,16 @@ class Effective:
     at: date
 
 
-Predicate = Terms | Range | BoolEquals | Effective
+@dataclass(frozen=True)
+class VersionsOrCurrentUnversioned:
+    """One of ``versions``, or no version at all and current on ``at`` (not superseded,
+    in force): the scope of a version read from the question text (ADR 0005)."""
+
+    versions: tuple[str, ...]
+    at: date
+
+
+Predicate = Terms | Range | BoolEquals | Effective | VersionsOrCurrentUnversioned
 
 
 def compile_predicates(
@@ -114,18 +122,21 @@ def compile_predicates(
     *,
     include_superseded: bool,
     effective_at: date | None,
-    unversioned_ok: bool = False,
+    unversioned_at: date | None = None,
 ) -> list[Predicate]:
     """The filters plus the default scope. ``effective_at=None`` skips the date check
-    (history searches); ``unversioned_ok`` lets documents without a version pass a
-    version restriction (one inferred from the query text)."""
+    (history searches); with ``unversioned_at`` a version restriction also lets through
+    documents that have no version and are current on that date (ADR 0005)."""
     preds: list[Predicate] = []
     f = filters or SearchFilters()
     for field, column in _TERM_FIELDS:
         values = getattr(f, field)
         if values is not None:
-            or_missing = unversioned_ok and field == "versions"
-            preds.append(Terms(column, tuple(str(v) for v in values), or_missing=or_missing))
+            strs = tuple(str(v) for v in values)
+            if field == "versions" and unversioned_at is not None:
+                preds.append(VersionsOrCurrentUnversioned(strs, unversioned_at))
+            else:
+                preds.append(Terms(column, strs))
     if f.effective_from is not None or f.effective_to is not None:
         preds.append(Range("effective_date", gte=f.effective_from, lte=f.effective_to))
     if not include_superseded:
@@ -145,11 +156,15 @@ def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list
 
     for p in preds:
         if isinstance(p, Terms):
-            term = sql.SQL("{} = ANY(%s::text[])").format(col(p.column))
-            if p.or_missing:
-                term = sql.SQL("{} OR {} IS NULL").format(term, col(p.column))
-            parts.append(term)
+            parts.append(sql.SQL("{} = ANY(%s::text[])").format(col(p.column)))
             params.append(list(p.values))
+        elif isinstance(p, VersionsOrCurrentUnversioned):
+            parts.append(
+                sql.SQL(
+                    "{v} = ANY(%s::text[]) OR ({v} IS NULL AND {s} = false AND {current})"
+                ).format(v=col("version"), s=col("superseded"), current=_in_force_sql(col))
+            )
+            params.extend([list(p.versions), p.at, p.at])
         elif isinstance(p, Range):
             if p.gte is not None:
                 parts.append(sql.SQL("{} >= %s").format(col(p.column)))
@@ -161,19 +176,40 @@ def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list
             parts.append(sql.SQL("{} = %s").format(col(p.column)))
             params.append(p.value)
         else:
-            parts.append(
-                sql.SQL("({e} IS NULL OR {e} <= %s) AND ({x} IS NULL OR {x} > %s)").format(
-                    e=col("effective_date"), x=col("expiry_date")
-                )
-            )
+            parts.append(_in_force_sql(col))
             params.extend([p.at, p.at])
     if not parts:
         return sql.SQL("TRUE"), params
     return sql.SQL(" AND ").join(sql.SQL("({})").format(x) for x in parts), params
 
 
+def _in_force_sql(col: Callable[[str], sql.Identifier]) -> sql.Composable:
+    """In force on a date (two ``%s``): already effective and not yet expired."""
+    return sql.SQL("({e} IS NULL OR {e} <= %s) AND ({x} IS NULL OR {x} > %s)").format(
+        e=col("effective_date"), x=col("expiry_date")
+    )
+
+
 def _missing(field: str) -> dict[str, Any]:
     return {"bool": {"must_not": [{"exists": {"field": field}}]}}
+
+
+def _in_force_os(at: date) -> list[dict[str, Any]]:
+    day = at.isoformat()
+    return [
+        {
+            "bool": {
+                "should": [_missing("effective_date"), {"range": {"effective_date": {"lte": day}}}],
+                "minimum_should_match": 1,
+            }
+        },
+        {
+            "bool": {
+                "should": [_missing("expiry_date"), {"range": {"expiry_date": {"gt": day}}}],
+                "minimum_should_match": 1,
+            }
+        },
+    ]
 
 
 def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
@@ -181,10 +217,20 @@ def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for p in preds:
         if isinstance(p, Terms):
-            terms: dict[str, Any] = {"terms": {p.column: list(p.values)}}
-            if p.or_missing:
-                terms = {"bool": {"should": [terms, _missing(p.column)], "minimum_should_match": 1}}
-            out.append(terms)
+            out.append({"terms": {p.column: list(p.values)}})
+        elif isinstance(p, VersionsOrCurrentUnversioned):
+            unversioned = [_missing("version"), {"term": {"superseded": False}}]
+            out.append(
+                {
+                    "bool": {
+                        "should": [
+                            {"terms": {"version": list(p.versions)}},
+                            {"bool": {"filter": unversioned + _in_force_os(p.at)}},
+                        ],
+                        "minimum_should_match": 1,
+                    }
+                }
+            )
         elif isinstance(p, Range):
             rng: dict[str, str] = {}
             if p.gte is not None:
@@ -195,27 +241,5 @@ def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
         elif isinstance(p, BoolEquals):
             out.append({"term": {p.column: p.value}})
         else:
-            at = p.at.isoformat()
-            out.append(
-                {
-                    "bool": {
-                        "should": [
-                            _missing("effective_date"),
-                            {"range": {"effective_date": {"lte": at}}},
-                        ],
-                        "minimum_should_match": 1,
-                    }
-                }
-            )
-            out.append(
-                {
-                    "bool": {
-                        "should": [
-                            _missing("expiry_date"),
-                            {"range": {"expiry_date": {"gt": at}}},
-                        ],
-                        "minimum_should_match": 1,
-                    }
-                }
-            )
+            out.extend(_in_force_os(p.at))
     return out

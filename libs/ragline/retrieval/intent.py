@@ -51,8 +51,9 @@ class SubSearch:
     versions: tuple[str, ...] | None  # restrict to these version values
     label: str | None  # the version label for comparisons
     # a version read from the query text narrows versioned documents only: a document with
-    # no version at all may still answer (a client's ``filters.versions`` is strict)
-    unversioned_ok: bool = False
+    # no version at all may still answer if it is current on this date (ADR 0005); a
+    # client's ``filters.versions`` is strict (None)
+    unversioned_at: date | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +122,11 @@ def parse_intent(
             inferred = v_source == "query"
             subs = tuple(
                 SubSearch(
-                    query=q, query_index=i, versions=allowed, label=None, unversioned_ok=inferred
+                    query=q,
+                    query_index=i,
+                    versions=allowed,
+                    label=None,
+                    unversioned_at=(as_of or today) if inferred else None,
                 )
                 for i, q in enumerate(queries)
             )

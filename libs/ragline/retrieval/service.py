@@ -271,7 +271,7 @@ class SearchService:
             _sub_filters(req.filters, sub),
             include_superseded=intent.include_superseded,
             effective_at=intent.effective_at,
-            unversioned_ok=sub.unversioned_ok,
+            unversioned_at=sub.unversioned_at,
         )
         res = await retrieve(
             pool=self._b.pool,

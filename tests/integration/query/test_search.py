@@ -139,6 +139,9 @@ async def test_superseded_only_when_asked(client: httpx.AsyncClient, corpus: Cor
     assert "ops:disk" in _docs(await _search(client, corpus, disk))
     strict = await _search(client, corpus, {**disk, "filters": {"versions": ["1.0"]}})
     assert "ops:disk" not in _docs(strict)
+    # ... but only current ones: an unversioned document not yet in force stays out
+    future = {"query": "FUTURECANARY remote work days in version 1.0", "top_k": 5}
+    assert "pol:future" not in _docs(await _search(client, corpus, future))
     compare = await _search(client, corpus, {**q, "query": "compare travel hotel v1.0 vs v2.0"})
     assert compare["version_scope"]["mode"] == "compare"
     labels = {r["document_id"]: r["version_label"] for r in compare["results"]}

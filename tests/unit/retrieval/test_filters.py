@@ -14,6 +14,7 @@ from ragline.retrieval.filters import (
     Range,
     SearchFilters,
     Terms,
+    VersionsOrCurrentUnversioned,
     compile_predicates,
     to_opensearch,
     to_sql,
@@ -91,26 +92,28 @@ def test_values_never_reach_the_sql_text() -> None:
     assert params == [[evil]]
 
 
-def test_inferred_version_lets_unversioned_rows_pass() -> None:
+def test_inferred_version_lets_current_unversioned_rows_pass() -> None:
+    day = date(2026, 3, 1)
     f = SearchFilters(versions=("4.2",), document_ids=("kb:1",))
     strict = compile_predicates(f, include_superseded=True, effective_at=None)
-    loose = compile_predicates(f, include_superseded=True, effective_at=None, unversioned_ok=True)
+    loose = compile_predicates(f, include_superseded=True, effective_at=None, unversioned_at=day)
     assert Terms("version", ("4.2",)) in strict
-    assert Terms("version", ("4.2",), or_missing=True) in loose
+    assert VersionsOrCurrentUnversioned(("4.2",), day) in loose
     assert Terms("document_id", ("kb:1",)) in loose  # only the version term loosens
+    assert not any(isinstance(p, Terms) and p.column == "version" for p in loose)
     where, params = to_sql(loose, "c")
     text = where.as_string(None)
-    assert '("c"."version" = ANY(%s::text[]) OR "c"."version" IS NULL)' in text
-    assert '"c"."document_id" = ANY(%s::text[])' in text and 'document_id" IS NULL' not in text
-    assert text.count("%s") == len(params)
-    clauses = to_opensearch(loose)
-    assert {
-        "bool": {
-            "should": [
-                {"terms": {"version": ["4.2"]}},
-                {"bool": {"must_not": [{"exists": {"field": "version"}}]}},
-            ],
-            "minimum_should_match": 1,
-        }
-    } in clauses
+    assert (
+        '("c"."version" = ANY(%s::text[]) OR ("c"."version" IS NULL AND "c"."superseded" = false'
+        ' AND ("c"."effective_date" IS NULL OR "c"."effective_date" <= %s)'
+        ' AND ("c"."expiry_date" IS NULL OR "c"."expiry_date" > %s)))'
+    ) in text
+    assert text.count("%s") == len(params) and params.count(day) == 2
+    (clause,) = [c for c in to_opensearch(loose) if "bool" in c]
+    should = clause["bool"]["should"]
+    assert should[0] == {"terms": {"version": ["4.2"]}}
+    unversioned = should[1]["bool"]["filter"]
+    assert {"bool": {"must_not": [{"exists": {"field": "version"}}]}} in unversioned
+    assert {"term": {"superseded": False}} in unversioned
+    assert len(unversioned) == 4  # + effective and expiry checks
     assert {"terms": {"version": ["4.2"]}} in to_opensearch(strict)

@@ -32,8 +32,8 @@ def test_version_in_query_restricts() -> None:
     assert i.scope.mode == "explicit" and i.scope.versions == ["4.2"]
     assert set(i.searches[0].versions or ()) == {"4.2", "v4.2", "V4.2"}
     assert i.include_superseded and i.effective_at is None
-    # inferred from the text: documents without any version still qualify
-    assert i.searches[0].unversioned_ok and "unversioned" in i.scope.note
+    # inferred from the text: documents without any version still qualify when current
+    assert i.searches[0].unversioned_at == TODAY and "unversioned" in i.scope.note
 
 
 def test_comparison_fans_out_per_version() -> None:
@@ -41,13 +41,13 @@ def test_comparison_fans_out_per_version() -> None:
     assert i.scope.mode == "compare"
     assert [s.label for s in i.searches] == ["3.9", "4.2"]
     assert "v3.9" in (i.searches[0].versions or ())
-    assert not any(s.unversioned_ok for s in i.searches)  # each side is exactly its version
+    assert all(s.unversioned_at is None for s in i.searches)  # each side is exactly its version
 
 
 def test_filters_win_over_text() -> None:
     i = _intent("rate limits in v1", filters=SearchFilters(versions=("2.0",)))
     assert i.scope.versions == ["2.0"] and i.scope.source == "filters"
-    assert not i.searches[0].unversioned_ok  # a client's filter is strict
+    assert i.searches[0].unversioned_at is None  # a client's filter is strict
 
 
 def test_as_of_from_text_and_request() -> None:
