@@ -79,8 +79,8 @@ def stage(tmp_path: Path) -> ConnectorStage:
     return ConnectorStage(
         Settings(),
         cfg,
-        state=MemoryState(),
-        fetcher=ContentFetcher(cfg),  # type: ignore[arg-type]
+        state=MemoryState(),  # type: ignore[arg-type]
+        fetcher=ContentFetcher(cfg),
     )
 
 
@@ -186,7 +186,7 @@ async def test_source_hash_skips_the_fetch_when_unchanged(stage: ConnectorStage)
 
 def test_webhook_only_with_a_secret(stage: ConnectorStage) -> None:
     assert stage.http_app() is None
-    cfg = ConnectorSettings(webhook_secret="x")  # type: ignore[arg-type]
+    cfg = ConnectorSettings(webhook_secret="x")
     assert ConnectorStage(Settings(), cfg, state=MemoryState()).http_app() is not None  # type: ignore[arg-type]
 
 
