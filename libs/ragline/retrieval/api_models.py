@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ragline.retrieval.filters import SearchFilters
 
 __all__ = [
+    "AbstainEvidence",
     "Citation",
     "DocumentResponse",
     "DocumentStatusResponse",
@@ -114,10 +115,30 @@ class VersionScope(BaseModel):
     note: str
 
 
+class AbstainEvidence(BaseModel):
+    """What the abstention rule looked at. An abstention returns no results, so without
+    this a caller cannot tell a near miss from no evidence at all, nor replay the rule at
+    another threshold (the evaluation harness's sweep)."""
+
+    signal: Literal["no_results", "identifier", "rerank", "similarity", "none"] = Field(
+        description="the rule that decided: similarity/rerank compare the best score with "
+        "the threshold; identifier = an exact identifier of the query matched (answered); "
+        "none = no calibrated score (lexical search, answered); no_results (abstained)"
+    )
+    best_similarity: float | None = Field(
+        default=None, description="best dense cosine similarity over the candidate results"
+    )
+    best_rerank: float | None = Field(default=None, description="best rerank score, if reranked")
+    threshold: float | None = Field(
+        default=None, description="the threshold the deciding score was compared with"
+    )
+
+
 class SearchResponse(BaseModel):
     results: list[Result]
     abstained: bool
     abstain_reason: str | None = None
+    evidence: AbstainEvidence | None = None
     version_scope: VersionScope
     timings_ms: dict[str, float]
     cache: CacheState = "off"

@@ -17,8 +17,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
-from ragline.retrieval.abstain import AbstainPolicy, Evidence, decide
+from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess
 from ragline.retrieval.api_models import (
+    AbstainEvidence,
     Citation,
     Flags,
     Result,
@@ -192,7 +193,7 @@ class SearchService:
         parents: dict[str, str] = {}
         results: list[Result] = []
         with t.stage("abstain"):
-            reason = decide(
+            assessment = assess(
                 [
                     Evidence(text=c.row.text, similarity=c.row.similarity, rerank=c.rerank)
                     for c in final
@@ -200,6 +201,7 @@ class SearchService:
                 req.query_texts,
                 self._policy,
             )
+            reason = assessment.reason
         with t.stage("finalize"):
             async with rls_transaction(self._b.pool, principal) as conn:
                 if reason is None and req.expand_parents:
@@ -217,6 +219,12 @@ class SearchService:
             results=results,
             abstained=reason is not None,
             abstain_reason=reason,
+            evidence=AbstainEvidence(
+                signal=assessment.signal,
+                best_similarity=assessment.best_similarity,
+                best_rerank=assessment.best_rerank,
+                threshold=assessment.threshold,
+            ),
             version_scope=intent.scope,
             timings_ms=t.finish(),
             cache="miss" if self._b.cache.state == "on" else "off",
