@@ -158,6 +158,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         load_report,
         render_categories,
         render_table,
+        sweep_summary,
     )
 
     tpath = _thresholds_path(args)
@@ -168,11 +169,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         report = asyncio.run(_produce(args))
         out = _out_dir(args, report.meta.dataset)
-        write_outputs(report, out, baseline)
-        print(f"report written to {out}/report.json, report.txt, report.png")
+        written = write_outputs(report, out, baseline)
+        print(f"report written to {out}/: {', '.join(p.name for p in written)}")
     print(render_table(report))
     print()
     print(render_categories(report))
+    sweep = sweep_summary(report)
+    if sweep:
+        print()
+        print("\n".join(sweep))
     for note in report.meta.notes:
         print(f"note: {note}")
     for f in case_failures(report):

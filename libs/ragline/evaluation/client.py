@@ -21,6 +21,7 @@ from ragline.errors import BackendUnavailable, ConfigError, PermanentError
 from ragline.evaluation.settings import EvalSettings
 
 __all__ = [
+    "AbstainEvidence",
     "Identity",
     "QueryClient",
     "QueryServiceError",
@@ -66,10 +67,20 @@ class SearchHit(_Tolerant):
     flags: dict[str, Any] = Field(default_factory=dict)
 
 
+class AbstainEvidence(_Tolerant):
+    """What the service's abstention rule looked at (absent from older services)."""
+
+    signal: str | None = None
+    best_similarity: float | None = None
+    best_rerank: float | None = None
+    threshold: float | None = None
+
+
 class SearchResponse(_Tolerant):
     results: list[SearchHit] = Field(default_factory=list)
     abstained: bool = False
     abstain_reason: str | None = None
+    evidence: AbstainEvidence | None = None
     timings_ms: dict[str, Any] = Field(default_factory=dict)
     cache: str | None = None
     trace_id: str | None = None
@@ -79,6 +90,15 @@ class SearchResponse(_Tolerant):
     def server_ms(self) -> float | None:
         total = self.timings_ms.get("total")
         return float(total) if isinstance(total, int | float) else None
+
+    def best_similarity(self) -> float | None:
+        """The service's own figure, else the best ``dense_score`` returned (a service
+        without ``evidence``; its abstentions then carry none)."""
+        if self.evidence is not None:
+            return self.evidence.best_similarity
+        scores = [h.scores.get("dense_score") for h in self.results]
+        vals = [float(v) for v in scores if isinstance(v, int | float)]
+        return max(vals) if vals else None
 
     def rerank_applied(self) -> bool:
         return any(h.scores.get("rerank") is not None for h in self.results)

@@ -83,13 +83,16 @@ async def evaluate(
 
 
 def write_outputs(report: Report, out: Path, baseline: Report | None = None) -> list[Path]:
-    """``report.json``, ``report.txt`` (the tables) and ``report.png`` under ``out``."""
-    from ragline.evaluation.plot import plot_report
-    from ragline.evaluation.report import save_report
+    """``report.json``, ``report.txt`` (the tables), ``report.png`` and, when a mode has
+    similarity-decided cases, ``abstention.png`` (the threshold sweep) under ``out``."""
+    from ragline.evaluation.plot import plot_report, plot_sweep
+    from ragline.evaluation.report import render_sweep, save_report
 
     out.mkdir(parents=True, exist_ok=True)
     json_path = save_report(report, out / "report.json")
     txt = out / "report.txt"
-    txt.write_text(render_table(report) + "\n\n" + render_categories(report) + "\n")
+    tables = [render_table(report), render_categories(report), render_sweep(report)]
+    txt.write_text("\n\n".join(t for t in tables if t) + "\n")
     png = plot_report(report, out / "report.png", baseline)
-    return [json_path, txt, png]
+    sweep_png = plot_sweep(report, out / "abstention.png")
+    return [json_path, txt, png, *([sweep_png] if sweep_png is not None else [])]

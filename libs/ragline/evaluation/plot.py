@@ -13,7 +13,7 @@ from ragline.evaluation.report import Report
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["QUALITY_METRICS", "plot_report"]
+__all__ = ["QUALITY_METRICS", "plot_report", "plot_sweep"]
 
 QUALITY_METRICS: tuple[str, ...] = (
     "recall@1",
@@ -103,6 +103,49 @@ def plot_report(report: Report, path: Path, baseline: Report | None = None) -> P
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_sweep(report: Report, path: Path) -> Path | None:
+    """Abstention precision / recall / F1 and the false-abstain rate against the similarity
+    threshold, one panel per mode with a similarity-decided case; the configured threshold
+    dashed, the suggested one dotted. ``None`` (no file) when no mode has such a case."""
+    sweeps = {m: sw for m, sw in report.abstention_sweep.items() if sw.n_sweepable}
+    if not sweeps:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.4), squeeze=False)
+    try:
+        for ax, (mode, sw) in zip(axes[0], sweeps.items(), strict=True):
+            xs = [p.threshold for p in sw.points]
+            series = {
+                "precision": [p.abstention_precision for p in sw.points],
+                "recall": [p.abstention_recall for p in sw.points],
+                "F1": [p.abstention_f1 for p in sw.points],
+                "answerable abstained": [p.false_abstain_rate for p in sw.points],
+            }
+            for label, ys in series.items():
+                style = "--" if label == "answerable abstained" else "-"
+                ax.plot(xs, [float("nan") if y is None else y for y in ys], style, label=label)
+            if sw.configured is not None:
+                ax.axvline(sw.configured, color="grey", ls="--", lw=1, label="configured")
+            if sw.best is not None:
+                ax.axvline(sw.best, color="green", ls=":", lw=1.5, label="suggested")
+            ax.set_ylim(-0.02, 1.05)
+            ax.set_xlabel("min similarity")
+            ax.set_title(f"{mode} ({sw.n_sweepable}/{sw.n_cases} by similarity)", fontsize=9)
+            ax.grid(alpha=0.3)
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"{report.meta.dataset}: abstention vs threshold", fontsize=10)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
     return path

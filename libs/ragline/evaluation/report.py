@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragline.errors import ConfigError
 from ragline.evaluation.datasets import EvalDataset
 from ragline.evaluation.summary import CaseResult, CaseRun, summarize_mode
+from ragline.evaluation.sweep import AbstentionSweep, SweepPoint, sweep_mode
 
 __all__ = [
     "TABLE_METRICS",
@@ -26,8 +27,10 @@ __all__ = [
     "host_info",
     "load_report",
     "render_categories",
+    "render_sweep",
     "render_table",
     "save_report",
+    "sweep_summary",
 ]
 
 TABLE_METRICS: tuple[str, ...] = (
@@ -85,6 +88,8 @@ class Report(_Model):
     meta: ReportMeta
     modes: dict[str, ModeReport]
     cases: list[CaseResult]
+    # per mode: abstention at other similarity thresholds, replayed (``sweep.py``)
+    abstention_sweep: dict[str, AbstentionSweep] = Field(default_factory=dict)
 
     def value(self, mode: str, metric: str, category: str | None = None) -> float | None:
         m = self.modes.get(mode)
@@ -138,10 +143,12 @@ def build_report(
         notes.append(f"top_k={top_k} < 100: recall@100 is recall@{top_k}")
     modes: dict[str, ModeReport] = {}
     cases: list[CaseResult] = []
+    sweeps: dict[str, AbstentionSweep] = {}
     for mode, runs in runs_by_mode.items():
         s = summarize_mode(dataset, runs)
         modes[mode] = ModeReport(overall=s.overall, by_category=s.by_category)
         cases.extend(s.cases)
+        sweeps[mode] = sweep_mode(s.cases)
     meta = ReportMeta(
         dataset=dataset.name,
         kind=dataset.kind,
@@ -158,7 +165,7 @@ def build_report(
         ingest=ingest,
         notes=list(notes),
     )
-    return Report(meta=meta, modes=modes, cases=cases)
+    return Report(meta=meta, modes=modes, cases=cases, abstention_sweep=sweeps)
 
 
 def save_report(report: Report, path: Path) -> Path:
@@ -227,6 +234,88 @@ def render_categories(report: Report, metric: str = "recall@10") -> str:
             ]
         )
     return _grid([f"category ({metric})", "n", *modes], rows)
+
+
+def _sweep_table(sw: AbstentionSweep) -> str:
+    rows = []
+    for p in sw.points:
+        marks = []
+        if sw.configured is not None and abs(p.threshold - sw.configured) < 1e-9:
+            marks.append("configured")
+        if sw.best is not None and abs(p.threshold - sw.best) < 1e-9:
+            marks.append("best")
+        if sw.best_unconstrained not in (None, sw.best) and (
+            abs(p.threshold - (sw.best_unconstrained or 0.0)) < 1e-9
+        ):
+            marks.append("best at any cost")
+        rows.append(
+            [
+                f"{p.threshold:.3f}",
+                fmt("p", p.abstention_precision),
+                fmt("r", p.abstention_recall),
+                fmt("f1", p.abstention_f1),
+                str(p.abstained),
+                str(p.false_abstains),
+                fmt("rate", p.false_abstain_rate),
+                fmt("lost", p.recall_lost),
+                str(p.recall_unknown),
+                ", ".join(marks),
+            ]
+        )
+    header = [
+        "threshold",
+        "precision",
+        "recall",
+        "f1",
+        "abstains",
+        "false",
+        "false rate",
+        "recall@10 lost",
+        "unknown",
+        "",
+    ]
+    return _grid(header, rows)
+
+
+def render_sweep(report: Report) -> str:
+    """Per mode, abstention precision/recall/F1 and the cost on answerable cases at each
+    similarity threshold, replayed from the run (modes without a similarity-decided case
+    are one line: the threshold changes nothing there)."""
+    parts: list[str] = []
+    for mode, sw in report.abstention_sweep.items():
+        if sw.n_sweepable == 0:
+            parts.append(f"abstention sweep ({mode}): no similarity-decided case, nothing moves")
+            continue
+        budget = f"{sw.max_false_abstain_rate:.0%}"
+        head = (
+            f"abstention sweep ({mode}): {sw.n_sweepable} of {sw.n_cases} cases decided by "
+            f"similarity, {sw.n_answerable} answerable; best = highest F1 with at most "
+            f"{budget} answerable cases abstained"
+        )
+        if sw.best_range is not None:
+            head += f" (as good from {sw.best_range[0]:.3f} to {sw.best_range[1]:.3f})"
+        parts.append(head + "\n" + _sweep_table(sw))
+    return "\n\n".join(parts)
+
+
+def sweep_summary(report: Report) -> list[str]:
+    """One line per mode: the configured and the suggested threshold, side by side."""
+    lines = []
+    for mode, sw in report.abstention_sweep.items():
+        if sw.n_sweepable == 0:
+            continue
+        cur, best = sw.point(sw.configured), sw.point(sw.best)
+
+        def show(p: SweepPoint | None) -> str:
+            if p is None:
+                return "n/a"
+            return (
+                f"{p.threshold:.3f} (P {fmt('p', p.abstention_precision)}, "
+                f"R {fmt('r', p.abstention_recall)}, {p.false_abstains} answerable abstained)"
+            )
+
+        lines.append(f"abstention ({mode}): configured {show(cur)}, suggested {show(best)}")
+    return lines
 
 
 def case_failures(report: Report) -> list[dict[str, Any]]:

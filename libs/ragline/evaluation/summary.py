@@ -67,6 +67,10 @@ class CaseRun:
     hits: Sequence[Hit] = ()
     abstained: bool = False
     abstain_reason: str | None = None
+    # the evidence strength the abstention rule saw (``evidence`` of the response)
+    abstain_signal: str | None = None
+    best_similarity: float | None = None
+    abstain_threshold: float | None = None
     latency_ms: float | None = None
     server_ms: float | None = None
     cache: str | None = None
@@ -102,6 +106,10 @@ class CaseResult(BaseModel):
     error: str | None
     degraded: list[str] = []
     timings_ms: dict[str, float] = {}
+    # evidence strength (reports written before these existed load with None)
+    abstain_signal: str | None = None
+    best_similarity: float | None = None
+    abstain_threshold: float | None = None
 
 
 def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
@@ -147,6 +155,9 @@ def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
         error=run.error,
         degraded=list(run.degraded),
         timings_ms=dict(run.timings_ms),
+        abstain_signal=run.abstain_signal,
+        best_similarity=run.best_similarity,
+        abstain_threshold=run.abstain_threshold,
     )
 
 

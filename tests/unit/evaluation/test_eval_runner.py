@@ -144,3 +144,24 @@ async def test_a_dead_service_aborts_the_mode(tiny: EvalDataset) -> None:
     with pytest.raises(BackendUnavailable, match="stopped answering"):
         await run_modes(client, ds, ["hybrid"], top_k=5, concurrency=1, warmup=0, progress=False)
     assert len(client.calls) < 30
+
+
+async def test_the_evidence_strength_is_recorded(tiny: EvalDataset) -> None:
+    class Evidential(FakeClient):
+        async def search(self, *args: Any, **kwargs: Any) -> tuple[SearchResponse, float]:
+            await super().search(*args, **kwargs)
+            body = {
+                "results": [],
+                "abstained": True,
+                "abstain_reason": "below_similarity_threshold",
+                "evidence": {"signal": "similarity", "best_similarity": 0.21, "threshold": 0.3},
+            }
+            return SearchResponse.model_validate(body), 5.0
+
+    runs = await run_modes(Evidential({}), tiny, ["dense"], top_k=10, warmup=1, progress=False)
+    run = runs["dense"][0]
+    assert (run.abstain_signal, run.best_similarity, run.abstain_threshold) == (
+        "similarity",
+        0.21,
+        0.3,
+    )
