@@ -3,6 +3,7 @@ category, every case's ids and numbers) and its readable text tables."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -11,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.errors import ConfigError
 from ragline.evaluation.datasets import EvalDataset
@@ -31,6 +32,7 @@ __all__ = [
     "render_table",
     "save_report",
     "sweep_summary",
+    "with_sweep",
 ]
 
 TABLE_METRICS: tuple[str, ...] = (
@@ -168,6 +170,13 @@ def build_report(
     return Report(meta=meta, modes=modes, cases=cases, abstention_sweep=sweeps)
 
 
+def with_sweep(report: Report) -> Report:
+    """The report with its abstention sweep recomputed from its cases (a report saved
+    before the sweep existed, or by an older rule, gets the current one; no re-query)."""
+    sweeps = {m: sweep_mode([c for c in report.cases if c.mode == m]) for m in report.modes}
+    return report.model_copy(update={"abstention_sweep": sweeps})
+
+
 def save_report(report: Report, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
@@ -175,11 +184,16 @@ def save_report(report: Report, path: Path) -> Path:
 
 
 def load_report(path: Path) -> Report:
+    """The report, its abstention sweep recomputed from its cases: the sweep is derived
+    data, so a report saved before it existed or under another rule loads all the same."""
     try:
-        return Report.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(raw, dict):
+            raw.pop("abstention_sweep", None)
+        return with_sweep(Report.model_validate(raw))
     except OSError as exc:
         raise ConfigError(f"report {path}: {exc.strerror}") from None
-    except ValidationError as exc:
+    except ValueError as exc:  # JSON or validation (pydantic's ValidationError is one)
         raise ConfigError(f"report {path} is not an evaluation report: {exc}") from None
 
 
@@ -286,11 +300,11 @@ def render_sweep(report: Report) -> str:
         if sw.n_sweepable == 0:
             parts.append(f"abstention sweep ({mode}): no similarity-decided case, nothing moves")
             continue
-        budget = f"{sw.max_false_abstain_rate:.0%}"
+        budget = f"{sw.max_added_false_abstain_rate:.0%}"
         head = (
             f"abstention sweep ({mode}): {sw.n_sweepable} of {sw.n_cases} cases decided by "
-            f"similarity, {sw.n_answerable} answerable; best = highest F1 with at most "
-            f"{budget} answerable cases abstained"
+            f"similarity, {sw.n_answerable} answerable; best = highest F1 abstaining on at "
+            f"most {budget} more answerable cases than the configured threshold"
         )
         if sw.best_range is not None:
             head += f" (as good from {sw.best_range[0]:.3f} to {sw.best_range[1]:.3f})"

@@ -14,8 +14,10 @@ run (a case the run answered and ``t`` silences loses the recall it had).
 they returned nothing, so what they would have found is not known.
 
 The suggested threshold (``best``) has the highest abstention F1 among the thresholds that
-wrongly abstain on at most ``max_false_abstain_rate`` of the answerable cases (default 0:
-not one); ties go to the threshold closest to the configured one (the smallest change).
+wrongly abstain on at most ``max_added_false_abstain_rate`` of the answerable cases *more*
+than the configured threshold does (default 0: not one more; absolute when the configured
+threshold is unknown); ties go to the threshold closest to the configured one (the
+smallest change).
 ``best_range`` is the run of neighbouring thresholds scoring as well (the margin);
 ``best_unconstrained`` is the same choice at any cost to answerable cases.
 """
@@ -88,7 +90,7 @@ class AbstentionSweep(_Model):
     n_answerable: int
     n_sweepable: int
     configured: float | None
-    max_false_abstain_rate: float
+    max_added_false_abstain_rate: float
     best: float | None
     best_range: tuple[float, float] | None
     best_unconstrained: float | None
@@ -161,10 +163,15 @@ def _configured(thresholds: Iterable[float | None]) -> float | None:
 def _best(
     points: Sequence[SweepPoint], configured: float | None, budget: float
 ) -> tuple[float | None, tuple[float, float] | None]:
+    base = next(
+        (p for p in points if configured is not None and abs(p.threshold - configured) < _EPS),
+        None,
+    )
+    allowed = budget + ((base.false_abstain_rate or 0.0) if base is not None else 0.0)
     ok = [
         p
         for p in points
-        if p.abstention_f1 is not None and (p.false_abstain_rate or 0.0) <= budget + _EPS
+        if p.abstention_f1 is not None and (p.false_abstain_rate or 0.0) <= allowed + _EPS
     ]
     if not ok:
         return None, None
@@ -189,12 +196,12 @@ def sweep(
     *,
     configured: float | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
-    max_false_abstain_rate: float = 0.0,
+    max_added_false_abstain_rate: float = 0.0,
 ) -> AbstentionSweep:
     extra = [configured] if configured is not None else []
     grid = sorted({round(t, 6) for t in (*thresholds, *extra)})
     points = [_point(cases, t) for t in grid]
-    best, best_range = _best(points, configured, max_false_abstain_rate)
+    best, best_range = _best(points, configured, max_added_false_abstain_rate)
     any_cost, _ = _best(points, configured, 1.0)
     return AbstentionSweep(
         n_cases=len(cases),
@@ -202,7 +209,7 @@ def sweep(
         n_answerable=sum(c.answerable for c in cases),
         n_sweepable=sum(c.sweepable and c.best_similarity is not None for c in cases),
         configured=configured,
-        max_false_abstain_rate=max_false_abstain_rate,
+        max_added_false_abstain_rate=max_added_false_abstain_rate,
         best=best,
         best_range=best_range,
         best_unconstrained=any_cost,
@@ -211,7 +218,7 @@ def sweep(
 
 
 def sweep_mode(
-    results: Sequence[CaseResult], *, max_false_abstain_rate: float = 0.0
+    results: Sequence[CaseResult], *, max_added_false_abstain_rate: float = 0.0
 ) -> AbstentionSweep:
     """The sweep of one mode's scored cases; the configured threshold is the one the
     service reported for its similarity decisions."""
@@ -220,5 +227,5 @@ def sweep_mode(
         configured=_configured(
             r.abstain_threshold for r in results if r.abstain_signal == "similarity"
         ),
-        max_false_abstain_rate=max_false_abstain_rate,
+        max_added_false_abstain_rate=max_added_false_abstain_rate,
     )

@@ -18,6 +18,7 @@ from ragline.evaluation.report import (
     render_sweep,
     save_report,
     sweep_summary,
+    with_sweep,
 )
 from ragline.evaluation.summary import CaseResult, CaseRun
 from ragline.evaluation.sweep import THRESHOLDS, Strength, f1, strengths, sweep
@@ -109,8 +110,19 @@ def test_best_respects_the_budget_and_prefers_the_configured_side() -> None:
     assert sw.point(sw.best).abstention_f1 == pytest.approx(6 / 7)  # type: ignore[union-attr]
     # at any cost, .425 gets all four expected abstentions for one wrong one (F1 .889)
     assert sw.best_unconstrained == 0.425
-    loose = sweep(CASES, configured=0.30, max_false_abstain_rate=0.2)
-    assert loose.best == 0.425 and loose.max_false_abstain_rate == 0.2
+    loose = sweep(CASES, configured=0.30, max_added_false_abstain_rate=0.2)
+    assert loose.best == 0.425 and loose.max_added_false_abstain_rate == 0.2
+
+
+def test_the_budget_counts_answerable_cases_lost_beyond_the_configured_threshold() -> None:
+    # the configured threshold already silences one answerable case (.29): going higher
+    # is free as long as no further one is lost
+    cases = [*CASES, s("a0", 0.29, expect=False, abstained=True)]
+    sw = sweep(cases, configured=0.30)
+    assert sw.point(0.30).false_abstains == 1  # type: ignore[union-attr]
+    assert sw.best == 0.35
+    # without a configured threshold the budget is absolute: only below .29 costs nothing
+    assert sweep(cases, configured=None).best == 0.275
 
 
 def test_plateau_ties_go_to_the_configured_threshold() -> None:
@@ -196,7 +208,14 @@ def test_report_carries_the_sweep(tiny: EvalDataset, tmp_path: Path) -> None:
         for k in ("abstain_signal", "best_similarity", "abstain_threshold"):
             del c[k]
     (tmp_path / "old.json").write_text(json.dumps(old))
-    assert load_report(tmp_path / "old.json").abstention_sweep == {}
+    # the sweep is recomputed from the cases: without recorded strengths nothing moves
+    assert load_report(tmp_path / "old.json").abstention_sweep["dense"].n_sweepable == 0
+    assert with_sweep(r).abstention_sweep == r.abstention_sweep
+    # a sweep stored under another rule does not make the report unreadable
+    stale = r.model_dump(mode="json")
+    stale["abstention_sweep"]["dense"]["retired_field"] = 1
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    assert load_report(tmp_path / "stale.json").abstention_sweep == r.abstention_sweep
 
     text = render_sweep(r)
     assert "abstention sweep (lexical): no similarity-decided case" in text
