@@ -18,10 +18,11 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from ragline.auth.principal import Principal
+from ragline.enrichment.header import title_from_uri
 from ragline.retrieval.filters import Predicate, to_sql
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["ChunkRow", "hydrate"]
+__all__ = ["ChunkRow", "citation_title", "hydrate"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,13 @@ _COLUMNS = sql.SQL(
     " c.trust, c.version, c.series_id, c.effective_date,"
     " coalesce(d.title, c.title) AS title, coalesce(d.uri, c.uri) AS uri"
 )
+
+
+def citation_title(title: str | None, uri: str | None, document_id: str) -> str:
+    """What a citation calls a document: its title, else its file name, else its id. The
+    stored metadata stays the source's (change detection compares it), so the fallback is
+    applied here, when evidence is read."""
+    return title or title_from_uri(uri) or document_id
 
 
 def _as_array(value: Any) -> npt.NDArray[np.float32]:
@@ -104,6 +112,7 @@ async def hydrate(
         out[r["chunk_id"]] = ChunkRow(
             **{
                 **r,
+                "title": citation_title(r["title"], r["uri"], r["document_id"]),
                 "section_path": tuple(r["section_path"] or ()),
                 "pii_types": tuple(r["pii_types"] or ()),
             },

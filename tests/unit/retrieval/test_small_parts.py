@@ -108,3 +108,12 @@ def test_lexical_query_always_scoped() -> None:
     assert body["size"] == 7
     with pytest.raises(PermanentError):
         build_query(None, "x", [], limit=1)  # type: ignore[arg-type]
+
+
+def test_citation_title_falls_back_to_file_name_then_id() -> None:
+    from ragline.retrieval.hydrate import citation_title
+
+    assert citation_title("Gateway guide", "/kb/g.md", "fs:g.md") == "Gateway guide"
+    assert citation_title(None, "/kb/reference/retry.py", "fs:reference/retry.py") == "retry.py"
+    assert citation_title("", "https://wiki.example/pages/On%20call", "wiki:1") == "On call"
+    assert citation_title(None, None, "tickets:SUP-1") == "tickets:SUP-1"
