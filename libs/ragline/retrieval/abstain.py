@@ -27,7 +27,7 @@ _IDENT_RE = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z_-])[\w][\w.-]{2,}\b")
 
 @dataclass(frozen=True, kw_only=True)
 class AbstainPolicy:
-    min_similarity: float = 0.30
+    min_similarity: float = 0.325  # QuerySettings.abstain_min_similarity
     min_rerank: float | None = None
 
 

@@ -104,7 +104,9 @@ class QuerySettings(BaseSettings):
         description="torch intra-op threads for query encoding (None: torch default)",
     )
     abstain_min_similarity: float = Field(
-        default=0.30, description="best dense cosine similarity below this -> abstain"
+        default=0.325,
+        description="best dense cosine similarity below this -> abstain (tuned on the golden "
+        "set and SciFact, docs/evaluation.md 'Abstention sweep')",
     )
     abstain_min_rerank: float | None = Field(
         default=None, description="best rerank score below this -> abstain (model-specific)"
