@@ -332,22 +332,6 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
     return report
 
 
-def wait_ready(url: str, proc: Any, timeout_s: float = 300) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not proc.running():
-            raise RuntimeError(f"{proc.name} exited: {proc.log()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{proc.name}: {url} not ready")
-
-
 def lag_histogram(proc: Any) -> tuple[float, float]:
     """(count, sum) of the invalidator's ragline_cache_invalidation_lag_seconds."""
     text = proc.metrics()
@@ -396,7 +380,7 @@ def run_main(args: argparse.Namespace) -> dict[str, Any]:
         try:
             for name, p in procs.items():
                 if name == "query":  # serves /metrics on its HTTP port
-                    wait_ready(f"{p.http_url}/readyz", p)
+                    p.wait_ready()
                 else:
                     p.wait_metrics(timeout_s=300)
             report = {

@@ -35,7 +35,6 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 import psutil
 from _paths import OUT, REPO
@@ -296,20 +295,6 @@ def _summary(report: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- main
 
 
-async def _wait_ready(proc: Any) -> None:
-    async with httpx.AsyncClient(base_url=proc.http_url) as c:
-        for _ in range(600):
-            try:
-                if (await c.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if not proc.running():
-                raise RuntimeError(proc.log()[-3000:])
-            await asyncio.sleep(0.5)
-    raise RuntimeError("query service not ready after 300 s")
-
-
 async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
     from ragline.indexing.settings import IndexerSettings
     from ragline.indexing.stage import IndexerStage
@@ -358,7 +343,7 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
             http_port=free_port(),
             cwd=REPO,
         )
-        await _wait_ready(proc)  # the model loads before ingest starts, not during it
+        await proc.wait_ready_async()  # the model loads before ingest starts, not during it
         os_server = manager.servers[Component.OPENSEARCH]
         docs = synthetic_docs(np.random.default_rng(7))
         queries = synthetic_queries(np.random.default_rng(11), a.requests * len(modes) + 5)

@@ -421,16 +421,7 @@ async def main(argv: list[str]) -> int:
                 http_port=free_port(),
                 cwd=ROOT,
             )
-            async with httpx.AsyncClient(base_url=proc.http_url) as c:
-                for _ in range(600):
-                    try:
-                        if (await c.get("/readyz")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    if not proc.running():
-                        raise RuntimeError(proc.log()[-3000:])
-                    await asyncio.sleep(0.5)
+            await proc.wait_ready_async()
             runs = [(m, False) for m in modes] + ([("hybrid", True)] if a.rerank_model else [])
             for corpus in corpora:
                 rows = []

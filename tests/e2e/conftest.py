@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,20 +31,6 @@ class Pipeline:
         return "\n".join(p.log() for p in self.services.values())
 
 
-def _wait_http(url: str, proc: ServiceProcess, timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not proc.running():
-            raise RuntimeError(f"{proc.name} exited: {proc.log()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"{proc.name}: {url} not ready; {proc.log()[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     missing = {n: why for n, why in built_services().items() if why}
@@ -69,7 +53,7 @@ def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
             )
         for name, proc in pipe.services.items():
             if name == "query":
-                _wait_http(f"{proc.http_url}/readyz", proc)
+                proc.wait_ready(timeout_s=180)
             else:
                 proc.wait_metrics(timeout_s=180)
         yield pipe

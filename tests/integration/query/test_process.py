@@ -3,27 +3,11 @@ permission-scoped search over HTTP with OpenAPI and metrics, and stops on SIGTER
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import httpx
 import pytest
 from query_helpers import GROUP_A, GROUP_B, SECRET, Corpus, auth
 
 pytestmark = pytest.mark.integration
-
-
-async def _wait_ready(client: httpx.AsyncClient, proc, timeout_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert proc.running(), proc.log()[-4000:]
-        try:
-            if (await client.get("/readyz")).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        await asyncio.sleep(0.5)
-    raise TimeoutError(proc.log()[-4000:])
 
 
 async def test_ragline_run_query(service_process, corpus: Corpus) -> None:  # type: ignore[no-untyped-def]
@@ -32,7 +16,7 @@ async def test_ragline_run_query(service_process, corpus: Corpus) -> None:  # ty
         env={"RAGLINE_QUERY_JWT_SECRET": SECRET, "RAGLINE_QUERY_AUDIT_STORE_QUERY": "text"},
     )
     async with httpx.AsyncClient(base_url=proc.http_url, timeout=30) as client:
-        await _wait_ready(client, proc)
+        await proc.wait_ready_async(timeout_s=120)
         r = await client.post(
             "/v1/search",
             json={"query": "BCANARY payroll bonus vacation days", "top_k": 10},

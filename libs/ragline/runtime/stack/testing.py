@@ -148,6 +148,33 @@ class ServiceProcess:
     async def wait_metrics_async(self, timeout_s: float = 60.0) -> str:
         return await asyncio.to_thread(self.wait_metrics, timeout_s)
 
+    def wait_ready(self, path: str = "/readyz", timeout_s: float = 300.0) -> None:
+        """Block until ``GET <http_url><path>`` answers 200 (an HTTP service such as query
+        or the connector's webhook); fails fast, with the log, if the process exits."""
+        url = f"{self.http_url}{path}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not self.running():
+                raise RuntimeError(
+                    f"service {self.name} exited with {self.returncode} before {path} "
+                    f"answered; log {self.log_path}:\n{self.log()[-4000:]}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310
+                    if resp.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"service {self.name}: {url} not ready within {timeout_s:.0f} s; "
+                    f"log {self.log_path}:\n{self.log()[-4000:]}"
+                )
+            time.sleep(0.3)
+
+    async def wait_ready_async(self, path: str = "/readyz", timeout_s: float = 300.0) -> None:
+        await asyncio.to_thread(self.wait_ready, path, timeout_s)
+
     def send_signal(self, sig: signal.Signals) -> None:
         if self.running():
             self.proc.send_signal(sig)
