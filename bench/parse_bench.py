@@ -42,12 +42,15 @@ def _scifact(limit: int | None) -> list[bytes]:
     return docs
 
 
-def _row(label: str, n: int, nbytes: int, seconds: float, blocks: int,
-         cpu: float | None = None) -> str:
+def _row(
+    label: str, n: int, nbytes: int, seconds: float, blocks: int, cpu: float | None = None
+) -> str:
     """Wall-clock rates, plus rates per CPU-second (robust when the machine is shared)."""
     per_cpu = f"{n / cpu:,.0f} | {nbytes / 1e6 / cpu:.2f}" if cpu else "- | -"
-    return (f"| {label} | {n} | {nbytes / 1e6:.2f} | {seconds:.2f} | {n / seconds:,.0f} | "
-            f"{nbytes / 1e6 / seconds:.2f} | {per_cpu} | {blocks / max(n, 1):.1f} |")
+    return (
+        f"| {label} | {n} | {nbytes / 1e6:.2f} | {seconds:.2f} | {n / seconds:,.0f} | "
+        f"{nbytes / 1e6 / seconds:.2f} | {per_cpu} | {blocks / max(n, 1):.1f} |"
+    )
 
 
 def bench_scifact(docs: list[bytes], settings: ParserSettings) -> str:
@@ -57,8 +60,7 @@ def bench_scifact(docs: list[bytes], settings: ParserSettings) -> str:
     for data in docs:
         blocks += len(parse_document(data, meta, settings).blocks)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return _row("SciFact as text (1 process)", len(docs), sum(map(len, docs)), elapsed, blocks,
-                cpu)
+    return _row("SciFact as text (1 process)", len(docs), sum(map(len, docs)), elapsed, blocks, cpu)
 
 
 async def _pool(docs: list[bytes], workers: int) -> tuple[float, int]:
@@ -95,8 +97,12 @@ def bench_files(paths: list[Path], seconds: float, settings: ParserSettings) -> 
     rows = []
     groups = sorted(by_format.items())
     if len(groups) > 1:
-        groups.append((f"mixed: all {len(paths)} files round-robin",
-                       [it for _, items in groups for it in items]))
+        groups.append(
+            (
+                f"mixed: all {len(paths)} files round-robin",
+                [it for _, items in groups for it in items],
+            )
+        )
     for fmt, items in groups:
         n = nbytes = blocks = 0
         started, cpu = time.perf_counter(), time.process_time()
@@ -121,8 +127,10 @@ def main() -> None:
     args = ap.parse_args()
     settings = ParserSettings(workers=0)
     load = os.getloadavg()[0]
-    print(f"# parse benchmark — {os.cpu_count()} CPUs, load average {load:.1f}, "
-          f"Python {platform.python_version()}")
+    print(
+        f"# parse benchmark — {os.cpu_count()} CPUs, load average {load:.1f}, "
+        f"Python {platform.python_version()}"
+    )
     print("| input | docs | MB | wall s | docs/s | MB/s | docs/CPU-s | MB/CPU-s | blocks/doc |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     if SCIFACT.exists():
@@ -130,8 +138,11 @@ def main() -> None:
         print(bench_scifact(docs, settings), flush=True)
         if args.workers:
             print(bench_pool(docs, args.workers), flush=True)
-    inputs = sorted(p for p in FIXTURES.iterdir() if p.is_file()
-                    and not p.name.endswith(".expected.json") and p.name != "make_fixtures.py")
+    inputs = sorted(
+        p
+        for p in FIXTURES.iterdir()
+        if p.is_file() and not p.name.endswith(".expected.json") and p.name != "make_fixtures.py"
+    )
     for row in bench_files(inputs, args.seconds, settings):
         print(row, flush=True)
     if args.pdf:

@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
         model = SentenceTransformer(str(get_model_path()), device="cpu")
         model.encode(texts[:64], batch_size=64)
+
         def encode(xs: list[str]) -> Callable[[], Any]:
             return lambda: model.encode(xs, batch_size=64, normalize_embeddings=True)
 
