@@ -25,10 +25,9 @@ import psycopg
 import pytest
 
 from ragline.events import DocumentMeta, SourceAclChange, SourceUpsert, Topics
-from ragline.ops.lag import stage_lag
 from ragline.runtime.publisher import EventPublisher
 
-from .conftest import REPO_ROOT, Pipeline
+from .conftest import REPO_ROOT, Pipeline, quiesce
 
 pytestmark = pytest.mark.e2e
 
@@ -95,19 +94,6 @@ async def wait_indexed(pipe: Pipeline, tenant: str, n: int) -> None:
 
     await wait_for(pipe, f"{n} indexed documents", ok)
     await quiesce(pipe)
-
-
-async def quiesce(pipe: Pipeline) -> None:
-    """Every ``doc.indexed`` published and applied by the invalidator. Until then a late
-    fence may (correctly) refuse to store a search that read the index before it, so a
-    repeat would be a miss; waiting makes "first miss, then hit" exact on fast machines."""
-    for stage in ("indexer", "cache_invalidator"):
-
-        async def drained(stage: str = stage) -> bool:
-            (lag,) = await stage_lag(pipe.settings, [stage])
-            return lag.total == 0
-
-        await wait_for(pipe, f"the {stage} backlog to drain", drained, timeout_s=120)
 
 
 async def search(

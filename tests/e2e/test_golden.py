@@ -82,7 +82,7 @@ async def test_golden_set_end_to_end(
 
     dataset = load_golden(GOLDEN)
     ingest = await ingest_dataset(
-        dataset, stack, timeout_s=600, poll_interval_s=0.5, progress=False
+        dataset, stack, timeout_s=600, poll_interval_s=0.5, progress=False, drain=("indexer",)
     )
     assert not ingest.quarantined, f"golden documents quarantined: {ingest.quarantined}"
     assert not ingest.unexpected, f"ingest outcome differs from the manifest: {ingest.unexpected}"

@@ -25,7 +25,7 @@ from ragline.evaluation.client import mint_token
 from ragline.evaluation.datasets import Principal
 from ragline.store.os_index import index_name
 
-from .conftest import REPO_ROOT, Pipeline
+from .conftest import REPO_ROOT, Pipeline, quiesce
 
 pytestmark = pytest.mark.e2e
 
@@ -70,6 +70,7 @@ async def _wait_status(
     while time.monotonic() < deadline:
         got = await _statuses(pipe, tenant)
         if all(got.get(d, ("",))[0] == s for d, s in want.items()):
+            await quiesce(pipe)  # OpenSearch and the cache have caught up too
             return got
         await asyncio.sleep(1)
     raise AssertionError(f"timed out: want {want}, got {got}\n{pipe.logs()[-5000:]}")

@@ -53,6 +53,7 @@ async def evaluate(
             timeout_s=es.ingest_timeout_s,
             poll_interval_s=es.poll_interval_s,
             progress=progress,
+            drain=("indexer",),  # OpenSearch written too before the first query
         )
         ingest_info = res.as_dict()
         if res.quarantined:

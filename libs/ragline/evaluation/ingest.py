@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from ragline.errors import BackendUnavailable, RaglineError
 from ragline.evaluation.datasets import AfterIngest, EvalDataset, SourceDocument
 from ragline.events import EventBase, SourceAclChange, SourceDelete, SourceUpsert, Topics
+from ragline.runtime.lag import stage_lag
 from ragline.runtime.settings import Settings
 
 __all__ = ["IngestResult", "IngestTimeout", "Publisher", "ingest_dataset"]
@@ -227,8 +228,15 @@ async def ingest_dataset(
     poll_interval_s: float = 0.5,
     progress: bool = True,
     publisher: Publisher = _default_publisher,
+    drain: tuple[str, ...] = (),
+    drain_timeout_s: float = 60.0,
 ) -> IngestResult:
-    """Publish the dataset, wait for the pipeline, apply and wait for the follow-ups."""
+    """Publish the dataset, wait for the pipeline, apply and wait for the follow-ups.
+
+    A document row says ``indexed`` once Postgres has it; OpenSearch is written right
+    after, in the same batch. ``drain`` names stages (e.g. ``("indexer",)``) whose backlog
+    must reach 0 before returning, so lexical search sees every document too (a stage
+    commits only after its writes): bounded by ``drain_timeout_s``, then it goes on."""
     base = time.time_ns() // 1_000_000
     result = IngestResult(documents=len(dataset.documents))
     waiter = _Waiter(settings, poll_interval_s, timeout_s)
@@ -264,4 +272,21 @@ async def ingest_dataset(
         }
         await waiter.wait(follow, IngestResult(documents=0), desc="applied", progress=progress)
         result.after_ingest_s = time.perf_counter() - t0
+    if drain:
+        await _drain(settings, drain, drain_timeout_s)
     return result
+
+
+async def _drain(settings: Settings, stages: tuple[str, ...], timeout_s: float) -> bool:
+    """True once every named stage has no backlog; False after ``timeout_s`` (a busy
+    shared platform may never be idle: the caller goes on)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if sum(x.total for x in await stage_lag(settings, stages)) == 0:
+                return True
+        except RaglineError:
+            pass  # the broker is still reachable for publishing; lag is best effort
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.2)

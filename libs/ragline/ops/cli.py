@@ -186,7 +186,7 @@ def _topics(args: argparse.Namespace) -> int:
 def _lag(args: argparse.Namespace) -> int:
     import time
 
-    from ragline.ops.lag import stage_lag
+    from ragline.runtime.lag import stage_lag
 
     _quiet()
     deadline = time.monotonic() + (args.wait or 0.0)

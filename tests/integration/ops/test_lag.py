@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from ragline.events import Topics
-from ragline.ops.lag import group_lag, stage_lag
+from ragline.runtime.lag import group_lag, stage_lag
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.topics import ensure_topics
 
