@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from ragline.errors import BackendUnavailable, RaglineError
 from ragline.evaluation.datasets import AfterIngest, EvalDataset, SourceDocument
 from ragline.events import EventBase, SourceAclChange, SourceDelete, SourceUpsert, Topics
-from ragline.runtime.lag import stage_lag
+from ragline.runtime.lag import wait_drained
 from ragline.runtime.settings import Settings
 
 __all__ = ["IngestResult", "IngestTimeout", "Publisher", "ingest_dataset"]
@@ -280,13 +280,8 @@ async def ingest_dataset(
 async def _drain(settings: Settings, stages: tuple[str, ...], timeout_s: float) -> bool:
     """True once every named stage has no backlog; False after ``timeout_s`` (a busy
     shared platform may never be idle: the caller goes on)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if sum(x.total for x in await stage_lag(settings, stages)) == 0:
-                return True
-        except RaglineError:
-            pass  # the broker is still reachable for publishing; lag is best effort
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.2)
+    try:
+        lags = await wait_drained(settings, stages, timeout_s=timeout_s, poll_s=0.2)
+    except RaglineError:
+        return False  # lag is best effort: the documents are in Postgres already
+    return sum(x.total for x in lags) == 0

@@ -184,24 +184,17 @@ def _topics(args: argparse.Namespace) -> int:
 
 
 def _lag(args: argparse.Namespace) -> int:
-    import time
-
-    from ragline.runtime.lag import stage_lag
+    from ragline.runtime.lag import wait_drained
 
     _quiet()
-    deadline = time.monotonic() + (args.wait or 0.0)
     try:
-        while True:
-            lags = asyncio.run(stage_lag(Settings(), args.stage or None))
-            total = sum(x.total for x in lags)
-            if total == 0 or time.monotonic() >= deadline:
-                break
-            time.sleep(0.5)
+        lags = asyncio.run(wait_drained(Settings(), args.stage or None, timeout_s=args.wait or 0.0))
     except ValueError as exc:
         print(f"ragline lag: {exc}", file=sys.stderr)
         return 2
     except (RaglineError, ValidationError) as exc:
         return _fail(exc)
+    total = sum(x.total for x in lags)
     if args.json:
         print(json.dumps({x.stage: {"group": x.group, **x.per_topic} for x in lags}, indent=2))
     else:

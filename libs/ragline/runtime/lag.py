@@ -8,6 +8,8 @@ A stage whose group never committed on a partition counts that partition from it
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,7 +21,7 @@ from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY, consumer_group
 
-__all__ = ["StageLag", "group_lag", "stage_lag"]
+__all__ = ["StageLag", "group_lag", "stage_lag", "wait_drained"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,3 +85,20 @@ async def stage_lag(settings: Settings, stages: Iterable[str] | None = None) -> 
             ) from exc
         out.append(StageLag(stage=svc.name, group=group, per_topic=per_topic))
     return out
+
+
+async def wait_drained(
+    settings: Settings, stages: Iterable[str] | None, *, timeout_s: float, poll_s: float = 0.3
+) -> list[StageLag]:
+    """Poll ``stage_lag`` until every named stage's backlog is 0 or ``timeout_s`` passed;
+    returns the last reading (the caller decides whether "still behind" is an error).
+
+    One reading covers the stages in topology order, so "indexer 0, cache_invalidator 0"
+    means the invalidator had already seen every ``doc.indexed`` the indexer committed."""
+    names = list(stages) if stages is not None else None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lags = await stage_lag(settings, names)
+        if sum(x.total for x in lags) == 0 or time.monotonic() >= deadline:
+            return lags
+        await asyncio.sleep(poll_s)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ragline.errors import RaglineError
 from ragline.runtime import supervisor
-from ragline.runtime.lag import stage_lag
+from ragline.runtime.lag import wait_drained
 from ragline.runtime.service_main import SERVICES, http_port
 from ragline.runtime.settings import Settings
 
@@ -95,10 +95,8 @@ async def _wait_indexed(settings: Settings, tenant: str, expected: int, timeout_
     print()
     # a document row says indexed a moment before its OpenSearch copy exists: wait for the
     # indexer to commit (it does so after both writes) so the sample query sees BM25 too
-    while time.monotonic() < deadline and done >= expected:
-        if (await stage_lag(settings, ["indexer"]))[0].total == 0:
-            break
-        await asyncio.sleep(0.3)
+    if done >= expected:
+        await wait_drained(settings, ["indexer"], timeout_s=max(deadline - time.monotonic(), 0))
     return done
 
 
