@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
-import time
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from ragline.runtime.lag import stage_lag
+from ragline.runtime.lag import wait_drained
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import ServiceProcess, free_port
 from ragline.runtime.supervisor import built_services
@@ -34,18 +34,35 @@ class Pipeline:
         return "\n".join(p.log() for p in self.services.values())
 
 
+def sync_source(root: Path, tenant: str) -> None:
+    """``ragline sync`` of a folder into ``tenant`` (the filesystem source's way in)."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragline.cli",
+            "sync",
+            str(root),
+            "--tenant",
+            tenant,
+            "--no-progress",
+        ],
+        check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        timeout=120,
+    )
+
+
 async def quiesce(pipe: Pipeline, timeout_s: float = 120.0) -> None:
     """Every ``doc.indexed`` published (the indexer commits only after Postgres, OpenSearch
     and the event) and applied by the cache invalidator. A document row says ``indexed``
     a moment before its OpenSearch copy exists, and until the invalidator has caught up a
     late fence may (correctly) refuse to store a search; waiting makes such checks exact
     on fast machines."""
-    for stage in ("indexer", "cache_invalidator"):
-        deadline = time.monotonic() + timeout_s
-        while (await stage_lag(pipe.settings, [stage]))[0].total:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{stage} still behind after {timeout_s:.0f} s")
-            await asyncio.sleep(0.3)
+    lags = await wait_drained(pipe.settings, ["indexer", "cache_invalidator"], timeout_s=timeout_s)
+    behind = {x.stage: x.total for x in lags if x.total}
+    assert not behind, f"still behind after {timeout_s:.0f} s: {behind}"
 
 
 @pytest.fixture(scope="session")

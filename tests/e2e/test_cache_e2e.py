@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ import pytest
 from ragline.events import DocumentMeta, SourceAclChange, SourceUpsert, Topics
 from ragline.runtime.publisher import EventPublisher
 
-from .conftest import REPO_ROOT, Pipeline, quiesce
+from .conftest import Pipeline, quiesce, sync_source
 
 pytestmark = pytest.mark.e2e
 
@@ -47,25 +45,6 @@ def corpus(root: Path, files: dict[str, str], groups: tuple[str, ...] = ("all",)
     for name, text in {**FILLER, **files}.items():
         (root / name).write_text(text)
     return root
-
-
-def sync(root: Path, tenant: str) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ragline.cli",
-            "sync",
-            str(root),
-            "--tenant",
-            tenant,
-            "--no-progress",
-        ],
-        check=True,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        timeout=120,
-    )
 
 
 async def admin_row(pipe: Pipeline, query: str, *params: Any) -> Any:
@@ -141,7 +120,7 @@ async def test_updated_document_is_never_served_stale(
         tmp_path / "c",
         {"parking.md": f"# Visitor parking\n\nVisitors park in zone {old} behind building C.\n"},
     )
-    sync(root, tenant)
+    sync_source(root, tenant)
     await wait_indexed(pipeline, tenant, 4)
     q = "where do visitors park"
     first = await search(pipeline, tenant, ("all",), q)
@@ -209,7 +188,7 @@ async def test_deleted_document_leaves_cached_results(
         tmp_path / "c",
         {"canary.md": f"# Canary rotation\n\nTicket {marker} tracks the canary key rotation.\n"},
     )
-    sync(root, tenant)
+    sync_source(root, tenant)
     await wait_indexed(pipeline, tenant, 4)
     q = f"which ticket tracks the canary key rotation {marker}"
     first = await search(pipeline, tenant, ("all",), q)
@@ -219,7 +198,7 @@ async def test_deleted_document_leaves_cached_results(
 
     (root / "canary.md").unlink()
     t0 = time.monotonic()
-    sync(root, tenant)
+    sync_source(root, tenant)
 
     async def deleted() -> bool:
         row = await admin_row(
@@ -252,7 +231,7 @@ async def test_revoked_group_never_sees_the_document_through_the_cache(
     (fin / "budget.md").write_text(
         f"# Budget 2026\n\nThe travel budget code is {marker}; approvals go to the CFO office.\n"
     )
-    sync(root, tenant)
+    sync_source(root, tenant)
     await wait_indexed(pipeline, tenant, 4)
     q = "what is the travel budget code"
     g = ("finance",)
@@ -312,7 +291,7 @@ async def test_paraphrases_hit_other_filters_and_scopes_miss(
     pipeline: Pipeline, tmp_path: Path, tenant: str
 ) -> None:
     root = corpus(tmp_path / "c", {})
-    sync(root, tenant)
+    sync_source(root, tenant)
     await wait_indexed(pipeline, tenant, 3)
     first = await search(pipeline, tenant, ("all",), "how do I reset my password")
     assert first["cache"] == "miss" and "fs:password.md" in docs(first)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,32 +23,13 @@ from ragline.evaluation.client import mint_token
 from ragline.evaluation.datasets import Principal
 from ragline.store.os_index import index_name
 
-from .conftest import REPO_ROOT, Pipeline, quiesce
+from .conftest import REPO_ROOT, Pipeline, quiesce, sync_source
 
 pytestmark = pytest.mark.e2e
 
 AWS_KEY = "AKIAZ7QX3MPLE4R2T9VW"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8s2Lk3Mp"
 CANARY = "zebracanary-7781"
-
-
-def _sync(root: Path, tenant: str) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ragline.cli",
-            "sync",
-            str(root),
-            "--tenant",
-            tenant,
-            "--no-progress",
-        ],
-        check=True,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        timeout=120,
-    )
 
 
 async def _statuses(pipe: Pipeline, tenant: str) -> dict[str, tuple[str, str | None]]:
@@ -106,7 +85,7 @@ async def test_files_to_cited_answers_with_acl_quarantine_secrets_and_delete(
         f"before rotation. Ticket {CANARY} tracks the rotation.\n"
     )
     (corpus / "handbook" / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj garbage \xff\xfe")
-    _sync(corpus, tenant)
+    sync_source(corpus, tenant)
     docs = {
         "fs:handbook/remote-work.md": "indexed",
         "fs:handbook/onboarding.html": "indexed",
@@ -163,7 +142,7 @@ async def test_files_to_cited_answers_with_acl_quarantine_secrets_and_delete(
 
         # delete: the file disappears from the source -> gone from both stores and results
         (corpus / "handbook" / "vpn-setup.md").unlink()
-        _sync(corpus, tenant)
+        sync_source(corpus, tenant)
         await _wait_status(pipeline, tenant, {"fs:handbook/vpn-setup.md": "deleted"})
         await client.indices.refresh(index=index)
         hits = await client.search(index=index, body={"query": {"match": {"text": CANARY}}})
