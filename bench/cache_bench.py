@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "bench" / "out"
-SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", REPO.parent / "shared" / "eval" / "scifact"))
+from _paths import OUT, REPO, SCIFACT
+from pipeline_bench import upsert
+
 PAIRS = REPO / "bench" / "cache_pairs.json"
 TENANT = "cachebench"
 SECRET = secrets.token_urlsafe(32)  # signs the bench's own tokens only
@@ -138,20 +138,6 @@ def pick(n_docs: int, n_queries: int) -> tuple[list[dict[str, Any]], list[dict[s
     return [corpus[i] for i in ids], queries
 
 
-def upsert_event(doc: dict[str, Any], seq: int, note: str = "") -> Any:
-    from ragline.events import DocumentMeta, SourceUpsert
-
-    return SourceUpsert(
-        tenant_id=TENANT,
-        document_id=f"scifact:{doc['_id']}",
-        source_seq=seq,
-        meta=DocumentMeta(
-            title=doc["title"], mime_type="text/plain", acl_groups=("all",), source_type="bench"
-        ),
-        content_text=f"{doc['title']}\n\n{doc['text']}{note}",
-    )
-
-
 class Api:
     def __init__(self, url: str) -> None:
         import httpx
@@ -196,7 +182,7 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
     ):
         t0 = time.perf_counter()
         for d in tqdm(docs, desc="publish", unit="doc"):
-            await pub.publish(Topics.SOURCE_CHANGES, upsert_event(d, 1))
+            await pub.publish(Topics.SOURCE_CHANGES, upsert(TENANT, d, 1))
         bar = tqdm(total=len(docs), desc="indexed", unit="doc")
         done = 0
         while done < len(docs):
@@ -294,8 +280,8 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
                 await probe(
                     q,
                     doc_id,
-                    lambda i=i, d=doc_id: upsert_event(
-                        by_id[d], time.time_ns(), f" Revision note {i}."
+                    lambda i=i, d=doc_id: upsert(
+                        TENANT, by_id[d], time.time_ns(), note=f" Revision note {i}."
                     ),
                 )
             )

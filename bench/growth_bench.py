@@ -39,7 +39,7 @@ import numpy as np
 import psutil
 from _paths import OUT, REPO
 from _synthetic import CHUNKS_PER_DOC, DIM, SynthDoc, synthetic_docs, synthetic_queries
-from query_bench import GROUP, SECRET, run_load
+from query_bench import GROUP, retrieval_env, run_load
 from tqdm import tqdm
 
 if TYPE_CHECKING:
@@ -324,20 +324,9 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
     proc = None
     try:
         await stage.start()
-        qenv = dict(os.environ)
-        qenv.update(
-            {
-                "RAGLINE_QUERY_JWT_SECRET": SECRET,
-                "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
-                "RAGLINE_QUERY_EMBEDDING_CACHE_SIZE": "0",  # every request embeds: real cost
-                "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
-                "RAGLINE_QUERY_POOL_MAX_SIZE": "20",
-                "RAGLINE_CACHE_ENABLED": "false",  # retrieval, not the answer cache
-            }
-        )
         proc = ServiceProcess(
             "query",
-            env=qenv,
+            env=retrieval_env(),
             log_path=base / "query.log",
             metrics_port=free_port(),
             http_port=free_port(),

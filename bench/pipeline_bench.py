@@ -52,7 +52,10 @@ def load_docs(n: int) -> list[dict[str, Any]]:
     return docs
 
 
-def upsert(tenant: str, doc: dict[str, Any], seq: int = 1, suffix: str = "") -> SourceUpsert:
+def upsert(
+    tenant: str, doc: dict[str, Any], seq: int = 1, suffix: str = "", note: str = ""
+) -> SourceUpsert:
+    """A SciFact abstract as a source change (``suffix`` on the id, ``note`` on the text)."""
     return SourceUpsert(
         tenant_id=tenant,
         document_id=f"scifact:{doc['_id']}{suffix}",
@@ -60,7 +63,7 @@ def upsert(tenant: str, doc: dict[str, Any], seq: int = 1, suffix: str = "") -> 
         meta=DocumentMeta(
             title=doc["title"], mime_type="text/plain", acl_groups=("all",), source_type="bench"
         ),
-        content_text=f"{doc['title']}\n\n{doc['text']}",
+        content_text=f"{doc['title']}\n\n{doc['text']}{note}",
     )
 
 

@@ -51,6 +51,21 @@ def _args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def retrieval_env() -> dict[str, str]:
+    """The query service's environment for measuring retrieval itself: every request
+    embeds (no query-embedding cache), never abstains, no rate limit, no answer cache
+    (bench/cache_bench.py measures that)."""
+    return {
+        **os.environ,
+        "RAGLINE_QUERY_JWT_SECRET": SECRET,
+        "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
+        "RAGLINE_QUERY_EMBEDDING_CACHE_SIZE": "0",
+        "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
+        "RAGLINE_QUERY_POOL_MAX_SIZE": "20",
+        "RAGLINE_CACHE_ENABLED": "false",
+    }
+
+
 # ----------------------------------------------------------------------------- corpora
 
 
@@ -399,18 +414,7 @@ async def main(argv: list[str]) -> int:
                     qsets[corpus], info = await seed_synthetic(settings, a.synthetic_chunks)
                 report["corpora"][corpus] = info
                 print(f"  {info}", flush=True)
-            qenv = dict(os.environ)
-            qenv.update(
-                {
-                    "RAGLINE_QUERY_JWT_SECRET": SECRET,
-                    "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
-                    "RAGLINE_QUERY_EMBEDDING_CACHE_SIZE": "0",  # every request embeds: real cost
-                    "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
-                    "RAGLINE_QUERY_POOL_MAX_SIZE": "20",
-                    # measure retrieval, not the answer cache (bench/cache_bench.py does)
-                    "RAGLINE_CACHE_ENABLED": "false",
-                }
-            )
+            qenv = retrieval_env()
             if a.rerank_model:
                 qenv["RAGLINE_QUERY_RERANK_MODEL_PATH"] = str(a.rerank_model)
             proc = ServiceProcess(
