@@ -13,12 +13,14 @@ export TOKENIZERS_PARALLELISM := false
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@# the CPU build of torch first, or pip pulls a multi-GB CUDA build
 	$(BIN)/pip install -q -c constraints.txt torch
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	@# the client distribution (the API models' one home) in the same resolve, so the
+	@# `ragline-client` requirement is met by this checkout, never looked up on an index
+	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install everything

@@ -20,13 +20,6 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth import AuthError, JwtVerifier, Principal
 from ragline.cache import answer_cache_factory
 from ragline.errors import RaglineError, TransientError
-from ragline.retrieval.api_models import (
-    DocumentResponse,
-    DocumentStatusResponse,
-    Problem,
-    SearchRequest,
-    SearchResponse,
-)
 from ragline.retrieval.cache_seam import NoCache, ResultCache
 from ragline.retrieval.documents import get_document, get_status
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
@@ -42,6 +35,13 @@ from ragline.runtime.settings import Settings
 from ragline.runtime.tracing import new_traceparent, valid_traceparent
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
+from ragline_client.models import (
+    DocumentResponse,
+    DocumentStatusResponse,
+    Problem,
+    SearchRequest,
+    SearchResponse,
+)
 from services.query.problems import install_problem_handlers, problem
 
 __all__ = ["build", "create_app"]

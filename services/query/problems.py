@@ -12,9 +12,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragline.auth import AuthError, Forbidden
 from ragline.errors import RaglineError, TransientError
-from ragline.retrieval.api_models import Problem
 from ragline.retrieval.ratelimit import RateLimited
 from ragline.retrieval.service import InvalidRequest
+from ragline_client.models import Problem
 
 __all__ = ["install_problem_handlers", "problem"]
 

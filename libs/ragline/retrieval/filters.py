@@ -1,10 +1,11 @@
 """The search filter model and its ONE compilation into both backends.
 
-``SearchFilters`` is what a client may send (an unknown field is an error, never
-ignored). ``compile_predicates`` turns it plus the default scope (tenant and ACL are
-added by the callers; not deleted, not superseded unless asked, effective at a date)
-into backend-neutral predicates, which ``to_sql`` and ``to_opensearch`` render. Dense,
-lexical and the Postgres re-read therefore filter by exactly the same rules.
+``SearchFilters`` (defined once, in ``ragline_client.models``) is what a client may
+send (an unknown field is an error, never ignored). ``compile_predicates`` turns it plus
+the default scope (tenant and ACL are added by the callers; not deleted, not superseded
+unless asked, effective at a date) into backend-neutral predicates, which ``to_sql``
+and ``to_opensearch`` render. Dense, lexical and the Postgres re-read therefore filter
+by exactly the same rules.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from datetime import date
 from typing import Any
 
 from psycopg import sql
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragline.events import Classification
+from ragline_client.models import SearchFilters
 
 __all__ = [
     "BoolEquals",
@@ -30,41 +30,6 @@ __all__ = [
     "to_opensearch",
     "to_sql",
 ]
-
-_MAX_VALUES = 100
-
-
-class SearchFilters(BaseModel):
-    """Client filters. Lists mean "any of"; a single string is accepted as a one-item list."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    source_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    content_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    document_ids: tuple[str, ...] | None = Field(default=None, max_length=1000)
-    versions: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    series_ids: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    classification: tuple[Classification, ...] | None = Field(default=None, max_length=4)
-    language: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    trust: tuple[str, ...] | None = Field(default=None, max_length=3)
-    effective_from: date | None = Field(default=None, description="effective_date >= this")
-    effective_to: date | None = Field(default=None, description="effective_date <= this")
-
-    @field_validator(
-        "source_type",
-        "content_type",
-        "document_ids",
-        "versions",
-        "series_ids",
-        "classification",
-        "language",
-        "trust",
-        mode="before",
-    )
-    @classmethod
-    def _one_or_many(cls, v: Any) -> Any:
-        return (v,) if isinstance(v, str) else v
-
 
 # filter field -> column (Postgres chunks column == OpenSearch field)
 _TERM_FIELDS: tuple[tuple[str, str], ...] = (
