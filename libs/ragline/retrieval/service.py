@@ -143,13 +143,15 @@ class SearchService:
         self._validate(req)
         t = Timings()
         with t.stage("intent"):
+            vocab = await self._versions.get(principal)
             intent = parse_intent(
                 req.query_texts,
                 req.filters,
                 as_of=req.as_of,
                 include_history=req.include_history,
                 today=self._today(),
-                known_versions=await self._versions.get(principal),
+                known_versions=vocab.labels,
+                product_words=vocab.products,
             )
         vectors: dict[str, npt.NDArray[np.float32]] = {}
         if req.mode != "lexical":
@@ -185,7 +187,7 @@ class SearchService:
             *(self._sub_search(principal, req, intent, s, vectors, t) for s in intent.searches)
         )
         degraded = sorted({d for s in subs for d in s.degraded})
-        merged = self._merge(list(subs))
+        merged = self._merge(list(subs), by_side=intent.scope.mode == "compare")
         final = self._diversify(req, merged)
         for d in degraded:
             DEGRADED.labels(d).inc()
@@ -310,23 +312,29 @@ class SearchService:
                 res.degraded.append(why)
         for c in cands:
             c.query_index = sub.query_index
-            c.label = sub.label
+            # a comparison side's label; an unversioned document is about no one side
+            c.label = sub.label if c.row.version is not None else None
         return SubSearchResult(candidates=cands, degraded=res.degraded)
 
-    def _merge(self, subs: list[SubSearchResult]) -> list[Candidate]:
+    def _merge(self, subs: list[SubSearchResult], *, by_side: bool = False) -> list[Candidate]:
         """Fan-out: RRF over the sub-search orders (each sub-list counts equally); a chunk
-        found by several sub-searches is attributed to the one that ranked it best."""
+        found by several sub-searches is attributed to the one that ranked it best.
+        Comparison sides interleave by rank instead (best position, then side order): an
+        unversioned document that every side finds must not outrank each side's own
+        evidence just because it was found more than once."""
         if len(subs) == 1:
             return subs[0].candidates
-        best: dict[str, tuple[int, Candidate]] = {}
+        best: dict[str, tuple[int, int, Candidate]] = {}
         rankings: dict[str, list[str]] = {}
         for i, s in enumerate(subs):
             rankings[str(i)] = [c.row.chunk_id for c in s.candidates]
             for pos, c in enumerate(s.candidates):
                 cid = c.row.chunk_id
                 if cid not in best or pos < best[cid][0]:
-                    best[cid] = (pos, c)
-        return [best[h.key][1] for h in rrf(rankings, k=self._s.rrf_k)]
+                    best[cid] = (pos, i, c)
+        if by_side:
+            return [c for _, _, c in sorted(best.values(), key=lambda x: (x[0], x[1]))]
+        return [best[h.key][2] for h in rrf(rankings, k=self._s.rrf_k)]
 
     def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
         if req.mmr_lambda is not None and cands:

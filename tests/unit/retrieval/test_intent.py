@@ -17,6 +17,7 @@ def _intent(q: str, **kw):  # type: ignore[no-untyped-def]
         as_of=kw.get("as_of"),
         include_history=kw.get("include_history", False),
         today=TODAY,
+        known_versions=frozenset(kw.get("known", {"3.9", "4.2", "2.0"})),
     )
 
 
@@ -41,7 +42,14 @@ def test_comparison_fans_out_per_version() -> None:
     assert i.scope.mode == "compare"
     assert [s.label for s in i.searches] == ["3.9", "4.2"]
     assert "v3.9" in (i.searches[0].versions or ())
-    assert all(s.unversioned_at is None for s in i.searches)  # each side is exactly its version
+    # each side is its version plus the current unversioned documents (ADR 0005)
+    assert all(s.unversioned_at == TODAY for s in i.searches)
+
+
+def test_filter_comparison_is_strict() -> None:
+    i = _intent("compare rate limits", filters=SearchFilters(versions=("3.9", "4.2")))
+    assert i.scope.mode == "compare" and i.scope.source == "filters"
+    assert all(s.unversioned_at is None for s in i.searches)
 
 
 def test_filters_win_over_text() -> None:
@@ -69,7 +77,9 @@ def test_history() -> None:
 
 def test_no_false_versions() -> None:
     assert _intent("error 4711 in 2024 and 3.5 liters").scope.mode == "current"
-    assert _intent("the v8 engine is a version of ...").scope.mode == "explicit"
+    # a cued version the corpus lacks restricts nothing and is reported
+    i = _intent("the v8 engine is a version of ...")
+    assert i.scope.mode == "current" and i.scope.unresolved == ["8"]
 
 
 def test_variants() -> None:
@@ -100,4 +110,5 @@ def test_bare_number_is_a_version_only_when_the_corpus_has_it() -> None:
 
 def test_bare_versions_compare() -> None:
     i = _known("what changed between gateway 3.9 and 4.2?", {"v3.9", "4.2"})
-    assert i.scope.mode == "compare" and {s.label for s in i.searches} == {"3.9", "4.2"}
+    # labels come back as the corpus spells them
+    assert i.scope.mode == "compare" and {s.label for s in i.searches} == {"v3.9", "4.2"}

@@ -151,6 +151,11 @@ class VersionScope(BaseModel):
     versions: list[str] = Field(default_factory=list)
     as_of: date | None = None
     source: Literal["default", "query", "filters", "request"] = "default"
+    unresolved: list[str] = Field(
+        default_factory=list,
+        description="versions named in the question that match no release label the caller "
+        "can see; they restrict nothing",
+    )
     note: str
 
 
