@@ -63,6 +63,13 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The ServiceAccount of the pre-install/pre-upgrade hook Jobs: a hook itself (they run
+     before the release's own one exists); with serviceAccount.create=false, the named
+     one (the hooks then use it like every pod) */}}
+{{- define "ragline.hookServiceAccountName" -}}
+{{- printf "%s-hooks" (include "ragline.serviceAccountName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* The topics each consumer reads (libs/ragline/runtime/topology.py; a unit test
      keeps them equal). Its consumer group is "ragline-<service>". */}}
 {{- define "ragline.consumes" -}}
@@ -89,6 +96,11 @@ cache_invalidator: [doc.indexed]
 {{/* ----------------------------------------------------------------- credentials */}}
 {{- define "ragline.credentialsSecret" -}}
 {{- printf "%s-credentials" (include "ragline.fullname" .) -}}
+{{- end -}}
+
+{{/* the migrate hook's copy of the two DSNs (evaluation installs only, secret.yaml) */}}
+{{- define "ragline.hookCredentialsSecret" -}}
+{{- printf "%s-credentials-hook" (include "ragline.fullname" .) -}}
 {{- end -}}
 
 {{- define "ragline.secretRef" -}}
@@ -242,8 +254,12 @@ valueFrom:
 {{- include "ragline.env.pgQuery" $root }}
 {{- include "ragline.env.jwt" $root }}
 {{- else if eq .name "migrate" }}
-{{- include "ragline.env.pgAdmin" $root }}
-{{ include "ragline.env.pgQuery" $root }}
+{{- $p := $root.Values.postgres }}
+{{- $sec := default (include "ragline.hookCredentialsSecret" $root) $p.existingSecret }}
+- name: RAGLINE_PG_DSN
+  {{- include "ragline.secretRef" (dict "root" $root "existing" $sec "key" $p.dsnKey) | nindent 2 }}
+- name: RAGLINE_PG_QUERY_DSN
+  {{- include "ragline.secretRef" (dict "root" $root "existing" $sec "key" $p.queryDsnKey) | nindent 2 }}
 {{- else if eq .name "topics" }}
 {{- else }}
 {{- include "ragline.env.pgAdmin" $root }}

@@ -1,5 +1,8 @@
 {{/* The pod spec of a ragline service or job: one image, non-root, read-only root
-     filesystem, ConfigMap + least-privilege secret env. Args: root, name, svc, command. */}}
+     filesystem, ConfigMap + least-privilege secret env. Args: root, name, svc, command,
+     resources, probes (a long-running service), hook (a pre-install/upgrade Job).
+     Extension points (podDefaults.* then services.<name>.*, concatenated): extraEnv,
+     extraEnvFrom, extraVolumes, extraVolumeMounts, initContainers, sidecars. */}}
 {{- define "ragline.podSpec" -}}
 {{- $root := .root -}}
 {{- $d := $root.Values.podDefaults -}}
@@ -10,11 +13,9 @@
 {{- $kafkaCa = include "ragline.kafka.caSecret" $root }}
 {{- $kafkaClient = include "ragline.kafka.clientSecret" $root }}
 {{- end -}}
-{{- if not (and .hook $root.Values.serviceAccount.create) }}
-{{- /* hook Jobs run before the release's ServiceAccount exists: they use the
-  namespace's default one, with no token mounted either way */}}
-serviceAccountName: {{ include "ragline.serviceAccountName" $root }}
-{{- end }}
+{{- /* hook Jobs run before the release's ServiceAccount exists: they get their own,
+  itself a hook (serviceaccount.yaml), never the namespace's "default" one */}}
+serviceAccountName: {{ ternary (include "ragline.hookServiceAccountName" $root) (include "ragline.serviceAccountName" $root) (and (not (not .hook)) $root.Values.serviceAccount.create) }}
 automountServiceAccountToken: {{ $root.Values.serviceAccount.automountServiceAccountToken }}
 {{- with $root.Values.imagePullSecrets }}
 imagePullSecrets:
@@ -37,8 +38,21 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with (default $d.topologySpreadConstraints $svc.topologySpreadConstraints) }}
+{{- $spread := default $d.topologySpreadConstraints $svc.topologySpreadConstraints }}
+{{- if and (not $spread) (eq .name "query") .probes }}
+{{- /* the API's replicas on different nodes and zones unless told otherwise: one node
+  or zone going away must not take every query pod with it (ScheduleAnyway: a
+  single-node cluster still schedules them) */}}
+{{- $sel := fromYaml (include "ragline.selectorLabels" .) }}
+{{- $spread = list (dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" (dict "matchLabels" $sel)) (dict "maxSkew" 1 "topologyKey" "topology.kubernetes.io/zone" "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" (dict "matchLabels" $sel)) }}
+{{- end }}
+{{- with $spread }}
 topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $init := concat ($d.initContainers | default list) ($svc.initContainers | default list) }}
+{{- with $init }}
+initContainers:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 containers:
@@ -49,10 +63,16 @@ containers:
       {{- toYaml .command | nindent 6 }}
     securityContext:
       {{- toYaml $d.securityContext | nindent 6 }}
-    {{- if not .hook }}
+    {{- $envFrom := concat ($d.extraEnvFrom | default list) ($svc.extraEnvFrom | default list) }}
+    {{- if or (not .hook) $envFrom }}
     envFrom:
+      {{- if not .hook }}
       - configMapRef:
           name: {{ include "ragline.fullname" $root }}
+      {{- end }}
+      {{- with $envFrom }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
     {{- end }}
     env:
       {{- if .hook }}
@@ -75,6 +95,9 @@ containers:
       - name: {{ $k }}
         value: {{ $v | toString | quote }}
       {{- end }}
+      {{- with concat ($d.extraEnv | default list) ($svc.extraEnv | default list) }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
     {{- if .probes }}
     ports:
       {{- if $httpPort }}
@@ -82,11 +105,11 @@ containers:
         containerPort: {{ $httpPort }}
         protocol: TCP
       {{- end }}
-      {{- if ne .name "query" }}
+      {{- /* every service, the query one included, serves /metrics on its own port:
+        the NetworkPolicy opens it to the scrapers without opening the API */}}
       - name: metrics
         containerPort: {{ $root.Values.metrics.port }}
         protocol: TCP
-      {{- end }}
     {{- if eq .name "query" }}
     startupProbe:
       httpGet: {path: /healthz, port: http}
@@ -102,18 +125,27 @@ containers:
       periodSeconds: 10
       timeoutSeconds: 6
       failureThreshold: 3
+    lifecycle:
+      # keep serving while the endpoints controller and the ingress take the pod out of
+      # rotation; uvicorn then drains in-flight requests on SIGTERM
+      preStop:
+        exec:
+          command: ["python", "-c", "import time; time.sleep({{ $svc.preStopSleepSeconds | default 10 }})"]
     {{- else }}
+    {{- /* a consumer's probes are answered from its event loop's progress
+      (runtime/health.py): /metrics is served by a thread that stays up when the loop
+      is blocked or a handler hangs */}}
     startupProbe:
-      httpGet: {path: /metrics, port: metrics}
+      httpGet: {path: /healthz, port: metrics}
       periodSeconds: 5
       failureThreshold: 60
     livenessProbe:
-      httpGet: {path: /metrics, port: metrics}
+      httpGet: {path: /healthz, port: metrics}
       periodSeconds: 20
       timeoutSeconds: 5
       failureThreshold: 3
     readinessProbe:
-      httpGet: {path: /metrics, port: metrics}
+      httpGet: {path: /readyz, port: metrics}
       periodSeconds: 10
       timeoutSeconds: 5
       failureThreshold: 3
@@ -141,6 +173,12 @@ containers:
         mountPath: {{ include "ragline.kafka.clientDir" $root }}
         readOnly: true
       {{- end }}
+      {{- with concat ($d.extraVolumeMounts | default list) ($svc.extraVolumeMounts | default list) }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+  {{- with concat ($d.sidecars | default list) ($svc.sidecars | default list) }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 volumes:
   - name: tmp
     emptyDir:
@@ -175,5 +213,8 @@ volumes:
           mode: 0440  # owner root, group fsGroup: readable by the pod's user only
           {{- end }}
       defaultMode: 0444
+  {{- end }}
+  {{- with concat ($d.extraVolumes | default list) ($svc.extraVolumes | default list) }}
+  {{- toYaml . | nindent 2 }}
   {{- end }}
 {{- end -}}

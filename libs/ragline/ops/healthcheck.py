@@ -2,9 +2,10 @@
 HEALTHCHECK). Standard library only, so a probe costs milliseconds, not a second of
 imports. It reads which role the container runs from PID 1's command line
 (``ragline run <service>``) and asks that role's real endpoint: the query service's
-``/healthz``, every other service's ``/metrics``. One-shot commands (``ragline migrate``)
-have nothing to probe and count as healthy. Kubernetes ignores HEALTHCHECK and uses the
-chart's probes, which hit the same endpoints.
+``/healthz``, every other service's ``/healthz`` on its metrics port (answered from
+the consumer's event loop progress, runtime/health.py, not just the metrics thread).
+One-shot commands (``ragline migrate``) have nothing to probe and count as healthy.
+Kubernetes ignores HEALTHCHECK and uses the chart's probes, which hit the same endpoints.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SERVICE_ORDER: tuple[str, ...] = (
 )
 METRICS_BASE_PORT = 9400
 DEFAULT_HTTP_PORTS = {"query": 8080, "connector": 8081}
-_HTTP_SERVICES = frozenset({"query"})  # served by uvicorn: /healthz, metrics on the same port
+_HTTP_SERVICES = frozenset({"query"})  # served by uvicorn: /healthz on the API port
 
 
 def probe_url(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
@@ -48,7 +49,7 @@ def probe_url(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
         port = env.get("RAGLINE_HTTP_PORT") or str(DEFAULT_HTTP_PORTS[service])
         return f"http://127.0.0.1:{port}/healthz"
     port = env.get("RAGLINE_METRICS_PORT") or str(METRICS_BASE_PORT + SERVICE_ORDER.index(service))
-    return f"http://127.0.0.1:{port}/metrics"
+    return f"http://127.0.0.1:{port}/healthz"
 
 
 def _pid1_argv() -> list[str]:
@@ -59,17 +60,23 @@ def _pid1_argv() -> list[str]:
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
 
 
+def _healthy(target: str) -> bool:
+    try:
+        with urllib.request.urlopen(target, timeout=3) as resp:  # noqa: S310 - our URLs
+            return 200 <= int(resp.status) < 300
+    except OSError as exc:
+        print(f"unhealthy: {target}: {type(exc).__name__}", file=sys.stderr)
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """0 when every probed URL answers 2xx (``RAGLINE_HEALTHCHECK_URL`` may list several,
+    comma-separated: the chart's ``helm test`` Pod asks every service at once)."""
     target = probe_url(list(argv) if argv else _pid1_argv(), os.environ)
     if target is None:
         return 0
-    try:
-        with urllib.request.urlopen(target, timeout=3) as resp:  # noqa: S310 - loopback URL
-            ok = 200 <= int(resp.status) < 300
-    except OSError as exc:
-        print(f"unhealthy: {target}: {type(exc).__name__}", file=sys.stderr)
-        return 1
-    return 0 if ok else 1
+    results = [_healthy(u.strip()) for u in target.split(",") if u.strip()]
+    return 0 if results and all(results) else 1
 
 
 if __name__ == "__main__":

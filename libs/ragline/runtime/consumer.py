@@ -30,6 +30,7 @@ from ragline.errors import PermanentError, QuarantineError, RaglineError, Transi
 from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter
+from ragline.runtime.health import ConsumerHealth
 from ragline.runtime.metrics import (
     CONSUMED,
     CONSUMER_LAG,
@@ -103,6 +104,10 @@ class StageRunner:
         self.broker = make_broker(settings, f"ragline-{stage.name}", graceful_timeout=60.0)
         self.publisher = EventPublisher(settings, service=stage.name, broker=self.broker)
         self.fatal: BaseException | None = None
+        self.health = ConsumerHealth(
+            loop_stall_s=settings.health_loop_stall_s,
+            handler_timeout_s=settings.health_handler_timeout_s,
+        )
         self.stopping = asyncio.Event()
         self._subscribe()
 
@@ -153,6 +158,7 @@ class StageRunner:
         records = [_record(r) for r in (raw if isinstance(raw, tuple) else (raw,))]
         t0 = time.perf_counter()
         INFLIGHT.labels(self.stage.name).inc(len(records))
+        self.health.handling()
         try:
             await self.process(records)
         except FatalError as exc:
@@ -164,6 +170,7 @@ class StageRunner:
             self.stopping.set()
             return
         finally:
+            self.health.handled()
             INFLIGHT.labels(self.stage.name).dec(len(records))
         await msg.ack()
         HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)

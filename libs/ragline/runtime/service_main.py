@@ -55,7 +55,8 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, runner.stopping.set)
-    serve_metrics(metrics_port(stage.name, settings), settings.metrics_host)
+    serve_metrics(metrics_port(stage.name, settings), settings.metrics_host, runner.health)
+    beat_task = asyncio.create_task(runner.health.run())
     await stage.start()
     server = None
     server_task: asyncio.Task[None] | None = None
@@ -69,6 +70,7 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
     try:
         await runner.broker.start()
         SERVICE_UP.labels(stage.name).set(1)
+        runner.health.consuming(True)
         lag_task = asyncio.create_task(runner.report_lag())
         log.info("started", extra={"fields": {"topics": list(stage.input_topics)}})
         await runner.stopping.wait()
@@ -76,17 +78,23 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
         lag_task.cancel()
     finally:
         SERVICE_UP.labels(stage.name).set(0)
+        runner.health.consuming(False)
         await runner.broker.stop()  # waits for the in-flight message (graceful_timeout)
         if server is not None and server_task is not None:
             server.should_exit = True
             await server_task
         await stage.stop()
+        beat_task.cancel()
         log.info("stopped", extra={"fields": {"fatal": runner.fatal is not None}})
     return 1 if runner.fatal is not None else 0
 
 
 async def _run_http(svc: HttpService, settings: Settings) -> int:
     log = configure_logging(svc.name, settings.log_level)
+    # /metrics on its own port, as for the consumers: the NetworkPolicy can then let the
+    # scrapers reach the metrics without opening the API port (and the API's Ingress
+    # never publishes it)
+    metrics = serve_metrics(metrics_port(svc.name, settings), settings.metrics_host)
     server = make_server(
         svc.app, settings.http_host, http_port(svc.name, settings), own_signals=False
     )
@@ -98,6 +106,7 @@ async def _run_http(svc: HttpService, settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stop)
     await server.serve()  # returns after draining in-flight requests
+    metrics.shutdown()
     log.info("stopped")
     return 0
 

@@ -63,6 +63,16 @@ class Settings(BaseSettings):
         description="HTTP port (query 8080, connector 8081)",
     )
     http_host: str = "127.0.0.1"
+    health_loop_stall_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="consumer /healthz fails when its event loop is blocked this long",
+    )
+    health_handler_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="consumer /healthz fails when one message is handled this long",
+    )
     max_attempts: int = Field(default=4, ge=1, description="tries before the DLQ")
     retry_backoff_s: float = Field(default=0.5, ge=0)
     log_level: str = "INFO"

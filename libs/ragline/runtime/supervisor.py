@@ -51,7 +51,7 @@ def _alive(pid: int | None) -> bool:
 def _health_url(settings: Settings, name: str) -> str:
     if name == "query":
         return f"http://127.0.0.1:{http_port(name, settings)}/healthz"
-    return f"http://127.0.0.1:{metrics_port(name, settings)}/metrics"
+    return f"http://127.0.0.1:{metrics_port(name, settings)}/healthz"
 
 
 def _healthy(url: str) -> bool:

@@ -112,9 +112,9 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
     assert original.startswith(b'{"event_type": "doc.fetched"')
 
     metrics = parser.metrics()
-    assert 'ragline_messages_consumed_total{service="parser",topic="doc.fetched"}' in metrics
-    assert 'ragline_dlq_messages_total{service="parser",topic="doc.fetched"} 1.0' in metrics
-    assert 'ragline_messages_produced_total{service="parser",topic="doc.parsed"}' in metrics
+    assert 'ragline_messages_consumed_total{stage="parser",topic="doc.fetched"}' in metrics
+    assert 'ragline_dlq_messages_total{stage="parser",topic="doc.fetched"} 1.0' in metrics
+    assert 'ragline_messages_produced_total{stage="parser",topic="doc.parsed"}' in metrics
 
     assert await parser.terminate_async(timeout_s=60) == 0
     assert '"msg": "stopped"' in parser.log()

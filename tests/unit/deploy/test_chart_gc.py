@@ -121,7 +121,8 @@ def test_gc_schedule_arguments_and_inline_credentials(render: Render) -> None:
     assert cj["spec"]["schedule"] == "0 */6 * * *" and cj["spec"]["timeZone"] == "Etc/UTC"
     pod = pod_spec(cj)
     assert container(pod)["args"] == ["gc", "--dry-run", "--json"]
-    (secret,) = kinds(docs, "Secret")  # evaluation mode: the chart's hook Secret
+    # evaluation mode: the chart's Secret (the CronJob is no hook: never the hook copy)
+    (secret,) = [d for d in kinds(docs, "Secret") if "annotations" not in d["metadata"]]
     ref = env_of(pod)["RAGLINE_PG_DSN"]["valueFrom"]["secretKeyRef"]
     assert ref == {"name": secret["metadata"]["name"], "key": "dsn"}
     assert "SENTINEL" not in str(cj)

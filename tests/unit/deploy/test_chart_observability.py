@@ -177,7 +177,7 @@ def test_alert_thresholds_come_from_values(render: Render) -> None:
         for r in g["rules"]
         if r["alert"] == "RaglineConsumerLagHigh"
     )
-    assert "{{ $labels.service }}" in lag["annotations"]["summary"]
+    assert "{{ $labels.stage }}" in lag["annotations"]["summary"]
 
 
 def test_runbook_anchors_exist(rules: list[dict[str, Any]]) -> None:

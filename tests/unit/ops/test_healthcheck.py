@@ -34,13 +34,13 @@ def test_port_table_mirrors_the_runtime() -> None:
             {"RAGLINE_HTTP_PORT": "9000"},
             "http://127.0.0.1:9000/healthz",
         ),
-        (["python", "-m", "ragline.cli", "run", "parser"], {}, "http://127.0.0.1:9401/metrics"),
+        (["python", "-m", "ragline.cli", "run", "parser"], {}, "http://127.0.0.1:9401/healthz"),
         (
             ["ragline", "run", "indexer"],
             {"RAGLINE_METRICS_PORT": "9400"},
-            "http://127.0.0.1:9400/metrics",
+            "http://127.0.0.1:9400/healthz",
         ),
-        (["ragline", "run", "connector"], {}, "http://127.0.0.1:9400/metrics"),
+        (["ragline", "run", "connector"], {}, "http://127.0.0.1:9400/healthz"),
         (["ragline", "migrate"], {}, None),
         (["ragline", "run"], {}, None),
         (["ragline", "run", "nope"], {}, None),
@@ -53,7 +53,7 @@ def test_probe_url(argv: list[str], env: dict[str, str], url: str | None) -> Non
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200 if self.path == "/metrics" else 503)
+        self.send_response(200 if self.path == "/healthz" else 503)
         self.end_headers()
 
     def log_message(self, *args: object) -> None:
@@ -74,8 +74,9 @@ def test_main_probes(server: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGLINE_METRICS_PORT", str(server))
     monkeypatch.delenv("RAGLINE_HEALTHCHECK_URL", raising=False)
     assert main(["ragline", "run", "parser"]) == 0
-    monkeypatch.setenv("RAGLINE_HTTP_PORT", str(server))
-    assert main(["ragline", "run", "query"]) == 1  # /healthz answers 503 here
+    monkeypatch.setenv("RAGLINE_HEALTHCHECK_URL", f"http://127.0.0.1:{server}/metrics")
+    assert main(["ragline", "run", "query"]) == 1  # only /healthz answers 200 here
+    monkeypatch.delenv("RAGLINE_HEALTHCHECK_URL")
     assert main(["ragline", "migrate"]) == 0
 
 
