@@ -71,7 +71,8 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- end -}}
 
 {{/* The topics each consumer reads (libs/ragline/runtime/topology.py; a unit test
-     keeps them equal). Its consumer group is "ragline-<service>". */}}
+     keeps them equal). Its consumer group is "<kafka.topicPrefix>ragline-<service>", its
+     topics "<kafka.topicPrefix><topic>". */}}
 {{- define "ragline.consumes" -}}
 connector: [source.changes]
 parser: [doc.fetched]
@@ -322,6 +323,14 @@ valueFrom:
   "RAGLINE_KAFKA_PARTITIONS" (toString $v.kafka.partitions)
   "RAGLINE_KAFKA_MAX_MESSAGE_BYTES" (toString $v.kafka.maxMessageBytes)
   "RAGLINE_OPS_TOPIC_REPLICATION_FACTOR" (toString $v.kafka.replicationFactor)
+  "RAGLINE_KAFKA_TOPIC_PREFIX" $v.kafka.topicPrefix
+  "RAGLINE_KAFKA_COMPRESSION" $v.kafka.compression
+  "RAGLINE_TOPICS_RAW_RETENTION_HOURS" (toString $v.kafka.topics.rawRetentionHours)
+  "RAGLINE_TOPICS_RETENTION_HOURS" (toString $v.kafka.topics.retentionHours)
+  "RAGLINE_TOPICS_DLQ_RETENTION_HOURS" (toString $v.kafka.topics.dlqRetentionHours)
+  "RAGLINE_TOPICS_COMPRESSION" $v.kafka.topics.compression
+  "RAGLINE_RETENTION_KAFKA_RETENTION_DAYS" (toString (divf (max $v.kafka.topics.rawRetentionHours $v.kafka.topics.retentionHours) 24))
+  "RAGLINE_RETENTION_DLQ_RETENTION_DAYS" (toString (divf $v.kafka.topics.dlqRetentionHours 24))
   "RAGLINE_OPENSEARCH_URL" $v.opensearch.url
   "RAGLINE_OPENSEARCH_INDEX_PREFIX" $v.opensearch.indexPrefix
   "RAGLINE_METRICS_HOST" "0.0.0.0"
@@ -331,6 +340,7 @@ valueFrom:
   "HF_HUB_OFFLINE" "1"
   "TRANSFORMERS_OFFLINE" "1"
 -}}
+{{- with $v.kafka.topics.minInsyncReplicas }}{{ $_ := set $data "RAGLINE_TOPICS_MIN_INSYNC_REPLICAS" (toString .) }}{{ end -}}
 {{- with $v.auth.jwksUrl }}{{ $_ := set $data "RAGLINE_QUERY_JWT_JWKS_URL" . }}{{ end -}}
 {{- with $v.auth.issuer }}{{ $_ := set $data "RAGLINE_QUERY_JWT_ISSUER" . }}{{ end -}}
 {{- with $v.auth.audience }}{{ $_ := set $data "RAGLINE_QUERY_JWT_AUDIENCE" . }}{{ end -}}

@@ -145,30 +145,27 @@ def _dlq(args: argparse.Namespace) -> int:
 def _topics(args: argparse.Namespace) -> int:
     from ragline.events import ALL_TOPICS
     from ragline.ops.settings import OpsSettings
-    from ragline.runtime.stack.topics import ensure_topics, topic_partitions
+    from ragline.runtime.stack.topics import ensure_pipeline_topics, topic_partitions
+    from ragline.runtime.topology import physical_topic
 
     _quiet()
     try:
         settings = Settings()
         if args.topics_command == "list":
+            names = [physical_topic(t, settings.kafka_topic_prefix) for t in ALL_TOPICS]
             counts = asyncio.run(
                 topic_partitions(
-                    settings.kafka_bootstrap, ALL_TOPICS, options=aiokafka_options(settings)
+                    settings.kafka_bootstrap, names, options=aiokafka_options(settings)
                 )
             )
-            for t in ALL_TOPICS:
+            for t in names:
                 print(f"{t:<24} {counts.get(t, 'MISSING')}")
             return 0 if len(counts) == len(ALL_TOPICS) else 1
         partitions = args.partitions or settings.kafka_partitions
         rf = args.replication_factor or OpsSettings().topic_replication_factor
         report = asyncio.run(
-            ensure_topics(
-                settings.kafka_bootstrap,
-                ALL_TOPICS,
-                partitions=partitions,
-                replication_factor=rf,
-                timeout_s=args.timeout,
-                options=aiokafka_options(settings),
+            ensure_pipeline_topics(
+                settings, partitions=partitions, replication_factor=rf, timeout_s=args.timeout
             )
         )
     except (RaglineError, ValidationError) as exc:

@@ -4,6 +4,8 @@ The partitions are assigned by hand (no group membership, so no rebalance wait) 
 group is used only to store offsets: what lies before its committed offset was replayed
 or purged; what lies after is pending. A run reads up to the high watermarks taken at
 its start, so records dead-lettered meanwhile (or requeued by the run) wait for the next.
+Topic names are logical (``doc.parsed.dlq``); the install's prefix
+(``RAGLINE_KAFKA_TOPIC_PREFIX``) is added to topics and the group at the broker only.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ragline.ops.dlq_select import UNREADABLE
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
+from ragline.runtime.topology import logical_topic, physical_topic
 
 __all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]
 
@@ -109,7 +112,8 @@ class DlqReader:
 
     def __init__(self, settings: Settings, *, group: str, read_timeout_s: float = 30.0) -> None:
         self._settings = settings
-        self._group = group
+        self._prefix = prefix = settings.kafka_topic_prefix
+        self._group = group = f"{prefix}{group}"
         self._timeout = read_timeout_s
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.kafka_bootstrap,
@@ -141,13 +145,16 @@ class DlqReader:
         """The requested .dlq topics that exist (all known ones when none is requested)."""
         names = [normalize_topic(t) for t in wanted] or list(DLQ_TOPICS)
         present = set(await self._consumer.topics())
-        return [t for t in dict.fromkeys(names) if t in present]
+        return [t for t in dict.fromkeys(names) if self._physical(t) in present]
+
+    def _physical(self, topic: str) -> str:
+        return physical_topic(topic, self._prefix)
 
     async def ranges(self, topics: Iterable[str]) -> list[PartitionRange]:
         tps = [
-            TopicPartition(t, p)
+            TopicPartition(self._physical(t), p)
             for t in topics
-            for p in sorted(self._consumer.partitions_for_topic(t) or ())
+            for p in sorted(self._consumer.partitions_for_topic(self._physical(t)) or ())
         ]
         if not tps:
             return []
@@ -161,7 +168,10 @@ class DlqReader:
                 start = max(committed if committed is not None else 0, first[tp])
                 out.append(
                     PartitionRange(
-                        topic=tp.topic, partition=tp.partition, start=start, end=last[tp]
+                        topic=logical_topic(tp.topic, self._prefix),
+                        partition=tp.partition,
+                        start=start,
+                        end=last[tp],
                     )
                 )
         except KafkaError as exc:
@@ -175,7 +185,7 @@ class DlqReader:
         end = rng.end if stop is None else min(stop, rng.end)
         if rng.start >= end:
             return
-        tp = TopicPartition(rng.topic, rng.partition)
+        tp = TopicPartition(self._physical(rng.topic), rng.partition)
         self._consumer.assign([tp])
         self._consumer.seek(tp, rng.start)
         loop = asyncio.get_running_loop()
@@ -215,7 +225,7 @@ class DlqReader:
         except (ValidationError, ValueError, PermanentError):
             letter = None
         return DlqEntry(
-            topic=msg.topic,
+            topic=logical_topic(msg.topic, self._prefix),
             partition=msg.partition,
             offset=msg.offset,
             key=msg.key.decode("utf-8", "replace") if msg.key else None,
@@ -227,7 +237,7 @@ class DlqReader:
 
     async def commit(self, rng: PartitionRange, offset: int) -> None:
         """Mark everything before ``offset`` of this partition as done for the group."""
-        tp = TopicPartition(rng.topic, rng.partition)
+        tp = TopicPartition(self._physical(rng.topic), rng.partition)
         if tp not in self._consumer.assignment():
             self._consumer.assign([tp])
         try:

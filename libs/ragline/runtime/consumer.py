@@ -31,9 +31,9 @@ from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.health import ConsumerHealth
+from ragline.runtime.lag import LagRevokeListener, PartitionLagGauge
 from ragline.runtime.metrics import (
     CONSUMED,
-    CONSUMER_LAG,
     DLQ,
     FAILED,
     FRESHNESS,
@@ -45,7 +45,7 @@ from ragline.runtime.metrics import (
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
-from ragline.runtime.topology import consumer_group
+from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
 from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
 
 __all__ = ["FatalError", "Record", "StageRunner"]
@@ -75,13 +75,13 @@ class _Failure:
     attempts: int
 
 
-def _record(raw: Any) -> Record:
+def _record(raw: Any, prefix: str = "") -> Record:
     headers = {
         k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
         for k, v in (raw.headers or ())
     }
     return Record(
-        topic=raw.topic,
+        topic=logical_topic(raw.topic, prefix),
         partition=raw.partition,
         offset=raw.offset,
         key=raw.key,
@@ -101,6 +101,8 @@ class StageRunner:
         self.stage = stage
         self.settings = settings
         self.log = logger
+        self.prefix = settings.kafka_topic_prefix
+        self.lag = PartitionLagGauge(stage.name, self.prefix)
         self.broker = make_broker(settings, f"ragline-{stage.name}", graceful_timeout=60.0)
         self.publisher = EventPublisher(settings, service=stage.name, broker=self.broker)
         self.fatal: BaseException | None = None
@@ -115,16 +117,18 @@ class StageRunner:
     def _subscribe(self) -> None:
         batch = self.stage.batch
         kwargs: dict[str, Any] = {
-            "group_id": consumer_group(self.stage.name),
+            "group_id": consumer_group(self.stage.name, self.prefix),
             "auto_offset_reset": "earliest",
             "ack_policy": AckPolicy.MANUAL,
             "max_poll_interval_ms": 600_000,
+            "listener": LagRevokeListener(self.lag),
         }
         if batch is not None:
             kwargs.update(
                 batch=True, max_records=batch.max_records, batch_timeout_ms=batch.linger_ms
             )
-        subscriber = self.broker.subscriber(*self.stage.input_topics, **kwargs)
+        topics = (physical_topic(t, self.prefix) for t in self.stage.input_topics)
+        subscriber = self.broker.subscriber(*topics, **kwargs)
         self._subscriber = subscriber
 
         async def on_message(msg: KafkaMessage) -> None:
@@ -133,29 +137,43 @@ class StageRunner:
         subscriber(on_message)
 
     async def report_lag(self, interval_s: float = 10.0) -> None:
-        """Publish consumer lag per partition until cancelled (for dashboards/alerts)."""
-        while True:
-            consumer = getattr(self._subscriber, "consumer", None)
-            if consumer is not None:
-                for tp in consumer.assignment():
-                    highwater = consumer.highwater(tp)
-                    if highwater is None:
-                        continue
-                    try:
-                        position = await consumer.position(tp)
-                    except Exception as exc:  # rebalancing: try again next round
-                        self.log.debug("lag probe skipped: %s", type(exc).__name__)
-                        continue
-                    CONSUMER_LAG.labels(self.stage.name, tp.topic, str(tp.partition)).set(
-                        max(0, highwater - position)
-                    )
-            await asyncio.sleep(interval_s)
+        """Publish consumer lag per owned partition until cancelled (dashboards/alerts).
+
+        Lag is the high watermark minus the group's committed offset, the same number
+        ``ragline lag`` reads from the broker: the fetch position runs ahead of what was
+        handled (prefetched batches), so it under-reports a stuck stage. Partitions this
+        replica no longer owns stop being exported (``PartitionLagGauge``)."""
+        try:
+            while True:
+                consumer = getattr(self._subscriber, "consumer", None)
+                if consumer is not None:
+                    await self._probe_lag(consumer)
+                await asyncio.sleep(interval_s)
+        finally:
+            self.lag.clear()
+
+    async def _probe_lag(self, consumer: Any) -> None:
+        assigned = set(consumer.assignment())
+        self.lag.retain(assigned)
+        for tp in assigned:
+            highwater = consumer.highwater(tp)
+            if highwater is None:
+                continue
+            try:
+                done = await consumer.committed(tp)
+                if done is None:  # the group never committed here: from the log start
+                    done = (await consumer.beginning_offsets([tp]))[tp]
+            except Exception as exc:  # rebalancing: try again next round
+                self.log.debug("lag probe skipped: %s", type(exc).__name__)
+                continue
+            if tp in consumer.assignment():  # not revoked while we awaited
+                self.lag.set(tp, highwater - done)
 
     async def on_message(self, msg: Any) -> None:
         if self.fatal is not None:
             return  # stopping after a fatal error: never commit past the failed message
         raw = msg.raw_message
-        records = [_record(r) for r in (raw if isinstance(raw, tuple) else (raw,))]
+        records = [_record(r, self.prefix) for r in (raw if isinstance(raw, tuple) else (raw,))]
         t0 = time.perf_counter()
         INFLIGHT.labels(self.stage.name).inc(len(records))
         self.health.handling()

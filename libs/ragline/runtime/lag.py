@@ -13,15 +13,81 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
+from prometheus_client import Gauge
 
 from ragline.errors import BackendUnavailable
 from ragline.runtime.kafka_security import aiokafka_options
+from ragline.runtime.metrics import CONSUMER_LAG
 from ragline.runtime.settings import Settings
-from ragline.runtime.topology import TOPOLOGY, consumer_group
+from ragline.runtime.topology import TOPOLOGY, consumer_group, logical_topic, physical_topic
 
-__all__ = ["StageLag", "group_lag", "stage_lag", "wait_drained"]
+__all__ = [
+    "LagRevokeListener",
+    "PartitionLagGauge",
+    "StageLag",
+    "group_lag",
+    "stage_lag",
+    "wait_drained",
+]
+
+
+class PartitionLagGauge:
+    """The per-partition lag series one consumer exports, and only for partitions it owns.
+
+    After a rebalance (a scale-up moves a partition to another replica) the old owner
+    must stop exporting the partition: a frozen value would stay forever and the lag
+    alert, summing over pods, would count the partition twice. Series are removed when
+    partitions are revoked (``LagRevokeListener``), when a probe finds them no longer
+    assigned (a missed callback), and when the consumer stops."""
+
+    def __init__(self, stage: str, prefix: str = "", gauge: Gauge = CONSUMER_LAG) -> None:
+        self.stage = stage
+        self.prefix = prefix
+        self.gauge = gauge
+        self._exported: set[tuple[str, int]] = set()
+
+    def _labels(self, key: tuple[str, int]) -> tuple[str, str, str]:
+        return (self.stage, key[0], str(key[1]))
+
+    def set(self, tp: TopicPartition, lag: int) -> None:
+        key = (logical_topic(tp.topic, self.prefix), tp.partition)
+        self.gauge.labels(*self._labels(key)).set(max(0, lag))
+        self._exported.add(key)
+
+    def revoke(self, tps: Iterable[TopicPartition]) -> None:
+        for tp in tps:
+            key = (logical_topic(tp.topic, self.prefix), tp.partition)
+            if key in self._exported:
+                self._exported.discard(key)
+                self.gauge.remove(*self._labels(key))
+
+    def retain(self, assigned: Iterable[TopicPartition]) -> None:
+        keep = {(logical_topic(tp.topic, self.prefix), tp.partition) for tp in assigned}
+        for key in self._exported - keep:
+            self._exported.discard(key)
+            self.gauge.remove(*self._labels(key))
+
+    def clear(self) -> None:
+        self.retain(())
+
+    @property
+    def exported(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self._exported)
+
+
+class LagRevokeListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Drops the lag series of revoked partitions at once (before the new owner exports)."""
+
+    def __init__(self, gauge: PartitionLagGauge) -> None:
+        self.gauge = gauge
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.gauge.revoke(revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.gauge.retain(assigned)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +102,10 @@ class StageLag:
 
 
 async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> dict[str, int]:
-    """Records of ``topics`` past ``group``'s committed offsets, per topic."""
+    """Records of ``topics`` (logical names: the install's prefix is added) past
+    ``group``'s committed offsets, per topic."""
+    topics = list(topics)
+    prefix = settings.kafka_topic_prefix
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap,
         group_id=group,
@@ -45,9 +114,10 @@ async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> di
     )
     await consumer.start()
     try:
+        names = {physical_topic(t, prefix): t for t in topics}
         tps = [
             TopicPartition(t, p)
-            for t in topics
+            for t in names
             for p in sorted(consumer.partitions_for_topic(t) or ())
         ]
         if not tps:
@@ -59,7 +129,7 @@ async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> di
         for tp in tps:
             committed = await consumer.committed(tp)
             done = committed if committed is not None else starts[tp]
-            out[tp.topic] += max(ends[tp] - done, 0)
+            out[names[tp.topic]] += max(ends[tp] - done, 0)
         return out
     finally:
         await consumer.stop()
@@ -75,7 +145,7 @@ async def stage_lag(settings: Settings, stages: Iterable[str] | None = None) -> 
     for svc in TOPOLOGY:
         if wanted is not None and svc.name not in wanted:
             continue
-        group = consumer_group(svc.name)
+        group = consumer_group(svc.name, settings.kafka_topic_prefix)
         try:
             per_topic = await group_lag(settings, group, [str(t) for t in svc.consumes])
         except KafkaError as exc:

@@ -19,6 +19,7 @@ from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
 from ragline.runtime.settings import Settings
+from ragline.runtime.topology import physical_topic
 from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
 
 __all__ = ["SOURCE_AT_HEADER", "EventPublisher", "make_broker"]
@@ -34,6 +35,9 @@ def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBr
         logger=logging.getLogger("ragline.faststream"),
         security=faststream_security(settings),
         acks="all",
+        compression_type=None
+        if settings.kafka_compression == "none"
+        else settings.kafka_compression,
         max_request_size=max(settings.kafka_max_message_bytes * 2, 1_048_576),
         **kwargs,  # type: ignore[arg-type]
     )
@@ -101,7 +105,8 @@ class EventPublisher:
     async def publish_raw(
         self, topic: str, body: bytes, *, key: str | None, headers: dict[str, str]
     ) -> None:
-        """Publish bytes as they are (claim-checked when too big); DLQ and replay use this."""
+        """Publish bytes as they are (claim-checked when too big); DLQ and replay use this.
+        ``topic`` is a logical name: the install's topic prefix is added here."""
         headers = dict(headers)
         if CLAIM_HEADER in headers:
             # a stub published again (replay, requeue) is a new reference to its body
@@ -117,7 +122,7 @@ class EventPublisher:
         try:
             await self._broker.publish(
                 body,
-                topic,
+                physical_topic(topic, self.settings.kafka_topic_prefix),
                 key=key.encode() if key is not None else None,
                 headers=headers,
             )

@@ -38,6 +38,16 @@ class Settings(BaseSettings):
     )
     kafka_ssl_key_password: SecretStr | None = None
     kafka_partitions: int = Field(default=6, ge=1)
+    kafka_topic_prefix: str = Field(
+        default="",
+        max_length=100,
+        pattern=r"^[A-Za-z0-9._-]*$",
+        description="prefix of every topic and consumer-group name (e.g. 'staging.'): "
+        "installs with different prefixes share a Kafka cluster without cross-talk",
+    )
+    kafka_compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
+        default="zstd", description="producer compression of every record batch"
+    )
     kafka_max_message_bytes: int = Field(
         default=900_000, description="bodies above this go through the claim check"
     )

@@ -9,12 +9,26 @@ from dataclasses import dataclass
 
 from ragline.events import Topics
 
-__all__ = ["TOPOLOGY", "ServiceTopology", "consumer_group"]
+__all__ = ["TOPOLOGY", "ServiceTopology", "consumer_group", "logical_topic", "physical_topic"]
 
 
-def consumer_group(stage: str) -> str:
-    """The Kafka consumer group a stage commits its offsets under."""
-    return f"ragline-{stage}"
+def consumer_group(stage: str, prefix: str = "") -> str:
+    """The Kafka consumer group a stage commits its offsets under (``prefix``:
+    ``RAGLINE_KAFKA_TOPIC_PREFIX``, shared with the topic names)."""
+    return f"{prefix}ragline-{stage}"
+
+
+def physical_topic(logical: str, prefix: str = "") -> str:
+    """The broker's name of a pipeline topic. The code speaks logical names
+    (``doc.parsed``); only the Kafka boundary (publisher, consumer, lag, topic creation,
+    dlq tool) adds the install's prefix, so two installs share a cluster without
+    reading each other's topics or committing in each other's groups."""
+    return f"{prefix}{logical}"
+
+
+def logical_topic(physical: str, prefix: str = "") -> str:
+    """Inverse of ``physical_topic`` (a name without the prefix is returned as is)."""
+    return physical[len(prefix) :] if prefix and physical.startswith(prefix) else physical
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -172,8 +172,45 @@ def test_consumer_group_names_match_the_runtime() -> None:
     from ragline.runtime.topology import consumer_group
 
     src = consumer.__loader__.get_source(consumer.__name__) or ""  # type: ignore[union-attr]
-    assert '"group_id": consumer_group(self.stage.name)' in src
+    assert '"group_id": consumer_group(self.stage.name, self.prefix)' in src
     assert {consumer_group(n) for n in CONSUMERS} == {f"ragline-{n}" for n in CONSUMERS}
+    assert consumer_group("parser", "stg.") == "stg.ragline-parser"
+
+
+def test_topic_prefix_reaches_keda_and_the_runtime(render: Render) -> None:
+    from ragline.runtime.topology import consumer_group, physical_topic
+
+    docs = render(values={**KEDA_ALL, "kafka": {"topicPrefix": "stg."}})
+    (cm,) = [c for c in kinds(docs, "ConfigMap") if "RAGLINE_KAFKA_TOPIC_PREFIX" in c["data"]]
+    prefix = cm["data"]["RAGLINE_KAFKA_TOPIC_PREFIX"]
+    assert prefix == "stg." and Settings(kafka_topic_prefix=prefix).kafka_topic_prefix == prefix
+    for name, topics in CONSUMERS.items():
+        triggers = by_component(docs, "ScaledObject")[_comp(name)]["spec"]["triggers"]
+        assert {t["metadata"]["consumerGroup"] for t in triggers} == {consumer_group(name, prefix)}
+        assert tuple(t["metadata"]["topic"] for t in triggers) == tuple(
+            physical_topic(t, prefix) for t in topics
+        )
+    render(values={"kafka": {"topicPrefix": "bad prefix/"}}, fail=True)
+
+
+def test_topic_configs_come_from_values(render: Render) -> None:
+    from ragline.runtime.stack.topics import TopicSettings
+
+    docs = render(values={"kafka": {"topics": {"rawRetentionHours": 12, "minInsyncReplicas": 2}}})
+    job = by_component(docs, "Job")["topics"]
+    env = {k: v["value"] for k, v in _env(job["spec"]["template"]["spec"]).items() if "value" in v}
+    ts = TopicSettings(
+        **{
+            k.removeprefix("RAGLINE_TOPICS_").lower(): v
+            for k, v in env.items()
+            if k.startswith("RAGLINE_TOPICS_")
+        }
+    )
+    assert ts.raw_retention_hours == 12 and ts.min_insync_replicas == 2
+    assert ts.retention_hours == 168 and ts.compression == "zstd"
+    # the gc CronJob checks its sweeps against the topics' real retention
+    assert float(env["RAGLINE_RETENTION_KAFKA_RETENTION_DAYS"]) == 7
+    assert float(env["RAGLINE_RETENTION_DLQ_RETENTION_DAYS"]) == 14
 
 
 def test_probes_hit_the_real_endpoints(default_docs: list[dict[str, Any]]) -> None:

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 
 from ragline.errors import RaglineError
-from ragline.events import ALL_TOPICS
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.base import (
@@ -27,7 +26,7 @@ from ragline.runtime.stack.kafka import LocalBroker, kafka_probe
 from ragline.runtime.stack.opensearch import LocalOpenSearch, opensearch_probe
 from ragline.runtime.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
 from ragline.runtime.stack.settings import Component, StackPaths, StackSettings, managed_components
-from ragline.runtime.stack.topics import TopicReport, ensure_topics
+from ragline.runtime.stack.topics import TopicReport, ensure_pipeline_topics
 from ragline.store.migrate import MigrationReport, migrate
 
 __all__ = ["StackManager", "UpReport"]
@@ -123,13 +122,11 @@ class StackManager:
         started = await self.start_servers()
         (created, migrations), topics = await asyncio.gather(
             self._setup_postgres(),
-            ensure_topics(
-                self.settings.kafka_bootstrap,
-                ALL_TOPICS,
+            ensure_pipeline_topics(
+                self.settings,
                 partitions=self.settings.kafka_partitions,
                 replication_factor=self.stack.kafka_replication_factor,
                 timeout_s=self.stack.start_timeout_s,
-                options=aiokafka_options(self.settings),
             ),
         )
         ctx = PostUpContext(

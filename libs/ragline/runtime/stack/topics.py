@@ -1,21 +1,121 @@
 """Create the pipeline's topics (idempotent) and read back their partition counts, over
 the plain Kafka admin protocol (aiokafka), so it works on any Kafka-compatible cluster.
+
+Topics are created with explicit configs per family (``TopicSettings``,
+``RAGLINE_TOPICS_*``), never the broker's defaults:
+
+- **raw**: topics before the scanner (``source.changes``, ``doc.fetched``,
+  ``doc.parsed``) carry unredacted text (secrets, PII): the shortest retention;
+- **pipeline**: the later topics (redacted text, chunks, vectors, control events);
+- **dlq**: ``*.dlq`` keep a failure long enough to be looked at and replayed (their
+  bodies are claim checks, never document text);
+
+and on every topic ``min.insync.replicas`` (with ``acks=all`` a write needs that many
+replicas), ``compression.type``, ``max.message.bytes`` (bodies above
+``RAGLINE_KAFKA_MAX_MESSAGE_BYTES`` go through the claim check) and
+``cleanup.policy=delete``. Existing topics are never altered: `ragline topics create`
+only creates what is missing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, for_code
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragline.runtime.kafka_security import aiokafka_options
+from ragline.runtime.settings import Settings
 from ragline.runtime.stack.errors import StackError
+from ragline.runtime.topology import physical_topic
 
-__all__ = ["TopicReport", "ensure_topics", "topic_partitions"]
+__all__ = [
+    "RAW_TOPICS",
+    "TopicFamily",
+    "TopicReport",
+    "TopicSettings",
+    "ensure_pipeline_topics",
+    "ensure_topics",
+    "topic_configs",
+    "topic_family",
+    "topic_partitions",
+]
 
 _TOPIC_ALREADY_EXISTS = 36
+_HOUR_MS = 3_600_000
+
+# before the scanner: the text is not redacted yet
+RAW_TOPICS: frozenset[str] = frozenset({"source.changes", "doc.fetched", "doc.parsed"})
+
+
+class TopicFamily(StrEnum):
+    RAW = "raw"
+    PIPELINE = "pipeline"
+    DLQ = "dlq"
+
+
+def topic_family(logical: str) -> TopicFamily:
+    if logical.endswith(".dlq"):
+        return TopicFamily.DLQ
+    return TopicFamily.RAW if logical in RAW_TOPICS else TopicFamily.PIPELINE
+
+
+class TopicSettings(BaseSettings):
+    """Configs of the topics ``ragline topics create`` (and ``ragline stack up``) make."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_TOPICS_", extra="ignore", frozen=True)
+
+    raw_retention_hours: float = Field(
+        default=72, gt=0, description="retention of the pre-scanner topics (unredacted text)"
+    )
+    retention_hours: float = Field(
+        default=168, gt=0, description="retention of the other pipeline topics"
+    )
+    dlq_retention_hours: float = Field(
+        default=336, gt=0, description="retention of the .dlq topics"
+    )
+    min_insync_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description="default: 2 with a replication factor of 3 or more, else 1",
+    )
+    compression: Literal["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] = Field(
+        default="zstd", description="compression.type of every topic"
+    )
+
+    def min_isr(self, replication_factor: int) -> int:
+        if self.min_insync_replicas is not None:
+            return min(self.min_insync_replicas, replication_factor)
+        return 2 if replication_factor >= 3 else 1
+
+
+def topic_configs(
+    logical: str,
+    settings: TopicSettings,
+    *,
+    replication_factor: int,
+    max_message_bytes: int,
+) -> dict[str, str]:
+    """The explicit configs of one topic (logical name, without the install's prefix)."""
+    hours = {
+        TopicFamily.RAW: settings.raw_retention_hours,
+        TopicFamily.PIPELINE: settings.retention_hours,
+        TopicFamily.DLQ: settings.dlq_retention_hours,
+    }[topic_family(logical)]
+    return {
+        "cleanup.policy": "delete",
+        "retention.ms": str(int(hours * _HOUR_MS)),
+        "min.insync.replicas": str(settings.min_isr(replication_factor)),
+        "compression.type": settings.compression,
+        # the producer's request limit (publisher.make_broker): a body below the claim
+        # check threshold always fits
+        "max.message.bytes": str(max(max_message_bytes * 2, 1_048_576)),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,8 +175,10 @@ async def ensure_topics(
     replication_factor: int = 1,
     timeout_s: float = 10.0,
     options: Mapping[str, Any] | None = None,
+    configs: Callable[[str], Mapping[str, str]] | None = None,
 ) -> TopicReport:
-    """Create each missing topic with ``partitions`` partitions; existing ones are fine."""
+    """Create each missing topic with ``partitions`` partitions and ``configs(topic)``;
+    existing ones are fine (and left as they are)."""
     wanted = list(dict.fromkeys(topics))
     client = _client(bootstrap, timeout_s, options)
     try:
@@ -86,7 +188,15 @@ async def ensure_topics(
         created: list[str] = []
         if missing:
             resp = await client.create_topics(
-                [NewTopic(t, partitions, replication_factor) for t in missing]
+                [
+                    NewTopic(
+                        t,
+                        partitions,
+                        replication_factor,
+                        topic_configs=dict(configs(t)) if configs else None,
+                    )
+                    for t in missing
+                ]
             )
             for topic, code, *_ in resp.topic_errors:
                 if code == 0:
@@ -102,4 +212,36 @@ async def ensure_topics(
         created=tuple(created),
         existing=tuple(t for t in wanted if t not in created),
         partitions=counts,
+    )
+
+
+async def ensure_pipeline_topics(
+    settings: Settings,
+    *,
+    partitions: int,
+    replication_factor: int,
+    timeout_s: float = 10.0,
+    topic_settings: TopicSettings | None = None,
+) -> TopicReport:
+    """Every pipeline and dead-letter topic under the install's prefix
+    (``RAGLINE_KAFKA_TOPIC_PREFIX``), each with its family's configs. The report names
+    the topics as the broker does (prefixed)."""
+    from ragline.events import ALL_TOPICS
+
+    ts = topic_settings or TopicSettings()
+    prefix = settings.kafka_topic_prefix
+    physical = {physical_topic(t, prefix): t for t in ALL_TOPICS}
+    return await ensure_topics(
+        settings.kafka_bootstrap,
+        physical,
+        partitions=partitions,
+        replication_factor=replication_factor,
+        timeout_s=timeout_s,
+        options=aiokafka_options(settings),
+        configs=lambda name: topic_configs(
+            physical[name],
+            ts,
+            replication_factor=replication_factor,
+            max_message_bytes=settings.kafka_max_message_bytes,
+        ),
     )
