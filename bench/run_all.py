@@ -34,6 +34,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
         "chunk_bench.json",
     ),
     "scan": ("scan_bench.py", [], ["--docs", "200"], "scan.json"),
+    "scan_adversarial": (
+        "scan_adversarial.py",
+        [],
+        ["--size", "30000", "--repeat", "1"],
+        "scan_adversarial.json",
+    ),
     "connector": (
         "connector_intake.py",
         [],

@@ -24,6 +24,7 @@ from ragline.events import DocControl, DocEmbedded, DocQuarantined, IndexAction
 from ragline.indexing.metrics import CHUNKS_WRITTEN, DOCUMENTS_APPLIED, PG_WRITE_SECONDS
 from ragline.indexing.outcome import Outcome
 from ragline.indexing.projection import DocumentFields, chunk_rows, document_values
+from ragline.runtime.claimcheck import purge_document_bodies
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
@@ -193,6 +194,8 @@ class IndexWriter:
             )
         generation = (state.generation if state else 0) + 1
         await chunk_store.delete_document_chunks(conn, t, d)
+        # raw (pre-scanner) bodies of the document go with it (docs/scanning.md)
+        await purge_document_bodies(conn, t, d, stored_before=ev.occurred_at)
         await doc_store.tombstone(
             conn,
             t,

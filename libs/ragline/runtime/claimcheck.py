@@ -3,11 +3,19 @@
 Real Kafka refuses messages over ``message.max.bytes`` (1 MB by default); a document of a
 few MB with its blocks, or a few hundred chunks with vectors, is over that. The body is
 stored once per content hash, so redelivery and replay never duplicate it.
+
+Every body is stored with its owner (``tenant_id``, ``document_id``: read from the event
+JSON), because bodies of ``source.changes``, ``doc.fetched`` and ``doc.parsed`` are raw,
+unscanned text: deleting a document (the indexer applying a delete) and blocking one (the
+scanner) purge every stored body of it (``purge_document``), instead of leaving it for
+``ragline gc`` to expire (docs/scanning.md, "Where raw text lives").
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from typing import Any
 
 import psycopg
 
@@ -15,9 +23,45 @@ from ragline.errors import BackendUnavailable, PermanentError
 from ragline.hashing import sha256_hex
 from ragline.runtime.settings import Settings
 
-__all__ = ["CLAIM_HEADER", "ClaimCheckStore"]
+__all__ = ["CLAIM_HEADER", "ClaimCheckStore", "body_owner", "purge_document_bodies"]
 
 CLAIM_HEADER = "ragline-claim-check"
+
+
+def body_owner(body: bytes) -> tuple[str | None, str | None]:
+    """``(tenant_id, document_id)`` of an event or dead-letter body; ``(None, None)`` when
+    the body is not a JSON object naming them."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    tenant, doc = obj.get("tenant_id"), obj.get("document_id")
+    return (
+        tenant if isinstance(tenant, str) else None,
+        doc if isinstance(doc, str) else None,
+    )
+
+
+_PURGE = (
+    "DELETE FROM claim_checks WHERE tenant_id = %s AND document_id = %s"
+    " AND (%s::timestamptz IS NULL OR created_at <= %s::timestamptz)"
+)
+
+
+async def purge_document_bodies(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    document_id: str,
+    *,
+    stored_before: datetime | None = None,
+) -> int:
+    """Delete every stored body of the document (on a connection that may write
+    ``claim_checks``: the admin role); ``stored_before`` spares bodies of a later version
+    stored after the delete was issued. Returns the number of bodies removed."""
+    cur = await conn.execute(_PURGE, (tenant_id, document_id, stored_before, stored_before))
+    return cur.rowcount
 
 
 class ClaimCheckStore:
@@ -37,16 +81,18 @@ class ClaimCheckStore:
 
     async def put(self, body: bytes) -> str:
         key = sha256_hex(body)
+        tenant, doc = body_owner(body)
         conn = await self._connection()
         try:
             await conn.execute(
                 # a re-put (the same body published again) refreshes created_at, so
                 # `ragline gc` counts a row's age from its newest reference (stale by at
                 # most an hour: most re-puts then write nothing)
-                "INSERT INTO claim_checks (key, body, size_bytes) VALUES (%s, %s, %s)"
+                "INSERT INTO claim_checks (key, body, size_bytes, tenant_id, document_id)"
+                " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT (key) DO UPDATE SET created_at = now()"
                 " WHERE claim_checks.created_at < now() - interval '1 hour'",
-                (key, body, len(body)),
+                (key, body, len(body), tenant, doc),
             )
         except psycopg.OperationalError as exc:
             self._conn = None
@@ -80,6 +126,15 @@ class ClaimCheckStore:
         if sha256_hex(body) != key:
             raise PermanentError(f"claim check {key[:12]}… is corrupt")
         return body
+
+    async def purge_document(self, tenant_id: str, document_id: str) -> int:
+        """``purge_document_bodies`` on this store's own connection."""
+        conn = await self._connection()
+        try:
+            return await purge_document_bodies(conn, tenant_id, document_id)
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            raise BackendUnavailable("claim-check store: purge failed") from exc
 
     @staticmethod
     def stub(key: str) -> bytes:

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
 from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
-from ragline.runtime.deadletter import dead_letter
+from ragline.runtime.deadletter import dead_letter, withheld_body
 from ragline.runtime.health import ConsumerHealth
 from ragline.runtime.lag import LagRevokeListener, PartitionLagGauge
 from ragline.runtime.metrics import (
@@ -317,7 +317,9 @@ class StageRunner:
         # the document blocked): the body goes to the admin-only claim-check store and the
         # record keeps a reference, which `ragline dlq replay` republishes transparently
         value, headers = rec.value, dict(rec.headers)
-        if CLAIM_HEADER not in headers:
+        if (withheld := withheld_body(exc, value, headers)) is not None:
+            value, headers = withheld  # a blocked document leaves no copy (issue 13)
+        elif CLAIM_HEADER not in headers:
             claim = await self._with_retries(lambda: self.publisher.claim(rec.value))
             value, headers = ClaimCheckStore.stub(claim), {**headers, CLAIM_HEADER: claim}
         dl = dead_letter(

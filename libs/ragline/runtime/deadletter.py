@@ -1,6 +1,9 @@
 """Dead-letter records and error messages that are safe to publish.
 
-An error text must never carry document text, secrets or PII. Pydantic validation
+An error text must never carry document text, secrets or PII. Neither may the dead letter
+of a document a policy blocked: an error with ``withhold_body`` (the scanner's
+``ScanBlocked``) gets a dead letter without the failed message's body or its claim-check
+reference (``withheld_body``); the scanner purges the stored bodies themselves. Pydantic validation
 errors are rebuilt from location + message without the offending input; ragline's own
 errors are written value-free by their raisers; any other exception is reduced to its
 class name, because library messages often quote their input.
@@ -15,8 +18,25 @@ from pydantic import ValidationError
 
 from ragline.errors import RaglineError
 from ragline.events import DeadLetter
+from ragline.runtime.claimcheck import CLAIM_HEADER
 
-__all__ = ["dead_letter", "safe_error_message"]
+__all__ = ["WITHHELD_HEADER", "dead_letter", "safe_error_message", "withheld_body"]
+
+WITHHELD_HEADER = "ragline-body-withheld"
+
+
+def withheld_body(
+    exc: BaseException, value: bytes, headers: dict[str, str]
+) -> tuple[bytes, dict[str, str]] | None:
+    """For an error whose document must leave no copy (``withhold_body``): an empty value
+    and the headers without the claim-check reference, marked withheld. ``None`` for any
+    other error (the body is kept for replay, as the claim check's reference)."""
+    if not getattr(exc, "withhold_body", False):
+        return None
+    kept = {k: v for k, v in headers.items() if k != CLAIM_HEADER}
+    kept[WITHHELD_HEADER] = getattr(exc, "reason_code", "withheld")
+    return b"", kept
+
 
 _MAX = 2000
 

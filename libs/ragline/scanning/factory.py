@@ -23,4 +23,5 @@ def build_scanner(settings: ScannerSettings | None = None) -> Scanner:
         runner=runner,
         max_positions=s.max_positions,
         propagate_min_chars=s.propagate_min_chars,
+        deadline=s.deadline(),
     )

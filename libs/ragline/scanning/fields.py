@@ -3,8 +3,16 @@
 A secret in a title, a URI, a metadata value, a table cell or a heading (which becomes
 other blocks' ``section_path``) reaches the index as surely as one in a paragraph, so
 the scanner sees all of them as text items and the document is rebuilt from the
-scanned items. Not scanned: ids and enumerations the contracts constrain (document ids,
-acl groups, mime type, language, version, dates, timestamps).
+scanned items: block text, table cells, code symbols, speakers and turn timestamps (the
+chunker prefixes ``[timestamp]`` to turn text), titles, uri, version and mime type (the
+contextual header, citations and ``documents`` columns), series id and every metadata
+value. Typed fields (dates, enums, numbers) cannot hold text and are not scanned.
+
+Identities cannot be redacted: the document id (it keys every topic and row), the uri
+(the document's address), ``supersedes`` ids, ACL groups, the source type and metadata
+keys. They are scanned too (``DocumentTexts.identity``); a secret in one blocks the
+document (reason ``secret_in_identity``). PII in them is left alone: an ACL group that
+is a user's e-mail address is an identity, not content; PII in the uri is redacted.
 """
 
 from __future__ import annotations
@@ -43,6 +51,19 @@ class DocumentTexts:
     # items that copy another item (a section path equal to a heading's text): scanned
     # and redacted like the rest, but not counted twice in the findings summary
     copies: set[int] = field(default_factory=set)
+    # items that are identities: a secret there blocks the document (see module doc)
+    identity: set[int] = field(default_factory=set)
+    # identity items that are never rewritten (the uri is: PII in it is redacted)
+    fixed: set[int] = field(default_factory=set)
+
+    def add_identity(
+        self, path: tuple[str | int, ...], text: str | None, *, rewritable: bool = False
+    ) -> None:
+        if text:
+            self.identity.add(len(self.items))
+            if not rewritable:
+                self.fixed.add(len(self.items))
+            self.add(DOC_LEVEL, path, text)
 
     def add(self, block: int, path: tuple[str | int, ...], text: str | None) -> None:
         if text:
@@ -68,7 +89,7 @@ def collect(event: DocParsed) -> DocumentTexts:
                     out.add(i, ("table", "rows", r, c), cell)
             out.add(i, ("table", "caption"), b.table.caption)
             out.add(i, ("table", "units"), b.table.units)
-        for name in ("symbol", "signature", "speaker"):
+        for name in _BLOCK_STRINGS:
             out.add(i, (name,), getattr(b, name))
         for k, imp in enumerate(b.imports):
             out.add(i, ("imports", k), imp)
@@ -81,12 +102,28 @@ def collect(event: DocParsed) -> DocumentTexts:
     out.add(DOC_LEVEL, ("document", "title"), event.document.title)
     m = event.meta
     out.add(DOC_LEVEL, ("meta", "title"), m.title)
-    out.add(DOC_LEVEL, ("meta", "uri"), m.uri)
     out.add(DOC_LEVEL, ("meta", "series_id"), m.series_id)
+    out.add(DOC_LEVEL, ("meta", "version"), m.version)
+    out.add(DOC_LEVEL, ("meta", "mime_type"), m.mime_type)
     for key, value in m.metadata.items():
         if isinstance(value, str):
+            if value:  # the key names the value, as a column header does (``password: x``)
+                out.cell_header[len(out.items)] = key
             out.add(DOC_LEVEL, ("meta", "metadata", key), value)
+    out.add_identity(("meta", "uri"), m.uri, rewritable=True)
+    out.add_identity(("document_id",), event.document_id)
+    out.add_identity(("meta", "source_type"), m.source_type)
+    for k, sup in enumerate(m.supersedes):
+        out.add_identity(("meta", "supersedes", k), sup)
+    for k, group in enumerate(m.acl_groups):
+        out.add_identity(("meta", "acl_groups", k), group)
+    for k, key in enumerate(m.metadata):
+        out.add_identity(("meta", "metadata_key", k), key)
     return out
+
+
+# block strings besides text, table and imports that reach chunk text, citations or the index
+_BLOCK_STRINGS = ("symbol", "signature", "speaker", "timestamp", "language")
 
 
 def _fit(value: str, limit: int | None) -> str:
@@ -132,7 +169,7 @@ def rebuild(
         update["text"] = new.get(("text",), b.text)
         if b.table is not None:
             update["table"] = _rebuild_table(b.table, new)
-        for name in ("symbol", "signature", "speaker"):
+        for name in _BLOCK_STRINGS:
             update[name] = new.get((name,), getattr(b, name))
         update["imports"] = tuple(new.get(("imports", k), v) for k, v in enumerate(b.imports))
         update["section_path"] = tuple(
@@ -153,11 +190,15 @@ def rebuild(
     title = doc_level.get(("meta", "title"), m.title)
     uri = doc_level.get(("meta", "uri"), m.uri)
     series = doc_level.get(("meta", "series_id"), m.series_id)
+    version = doc_level.get(("meta", "version"), m.version)
+    mime = doc_level.get(("meta", "mime_type"), m.mime_type)
     meta = m.model_copy(
         update={
             "title": None if title is None else _fit(title, 1024),
             "uri": None if uri is None else _fit(uri, 2048),
             "series_id": None if series is None else _fit(series, 512),
+            "version": None if version is None else _fit(version, 64),
+            "mime_type": None if mime is None else _fit(mime, 255),
             "metadata": metadata,
         }
     )

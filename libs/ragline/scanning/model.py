@@ -60,6 +60,7 @@ class DetectResult:
     findings: list[Finding] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     n_bytes: int = 0
+    timed_out: bool = False  # the deadline passed: findings are incomplete, never use them
 
     def merge(self, other: DetectResult, *, item_offset: int = 0) -> None:
         for f in other.findings:
@@ -77,3 +78,4 @@ class DetectResult:
         for k, v in other.seconds.items():
             self.seconds[k] = self.seconds.get(k, 0.0) + v
         self.n_bytes += other.n_bytes
+        self.timed_out = self.timed_out or other.timed_out

@@ -21,6 +21,7 @@ from ragline.scanning.entities import PATTERN_RECOGNIZERS
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import DetectPlan, Finding, FindingKind
 from ragline.scanning.ner import NER_SCORE, NerEngine
+from ragline.scanning.secret_patterns import check_deadline
 
 if TYPE_CHECKING:
     from presidio_analyzer import EntityRecognizer
@@ -57,6 +58,10 @@ def offline_tldextract() -> None:
 # shorter is rejected by ``_phone_ok`` anyway
 _PHONE_CANDIDATE = re.compile(r"\d(?:[ \t().\-/\[\]]{0,4}\d){6,}")
 _PHONE_MARGIN = 12
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.){1,8}"
+    r"[A-Za-z]{2,24}(?![\w-])"
+)
 
 
 def phone_windows(text: str) -> list[tuple[int, int]]:
@@ -134,7 +139,10 @@ class PiiDetector:
         if with_ner:
             self.ner.load()
 
-    def detect(self, layout: Layout, plan: DetectPlan) -> list[Finding]:
+    def detect(
+        self, layout: Layout, plan: DetectPlan, *, deadline: float | None = None
+    ) -> list[Finding]:
+        """Raises ``ScanDeadline`` once ``deadline`` (``time.monotonic()``) has passed."""
         if not self._recognizers:
             self.load(with_ner=False)
         text = layout.text
@@ -146,10 +154,14 @@ class PiiDetector:
                     continue
             elif not has_digit:
                 continue
+            check_deadline(deadline)
             spans.extend(self._patterns(text, entity, plan.min_score))
         if plan.ner_entities:
             segs = list(layout.segments(20_000))
-            per_seg = self.ner.entities([s for _, s in segs], plan.ner_entities)
+            per_seg = []
+            for _, seg in segs:
+                check_deadline(deadline)
+                per_seg.extend(self.ner.entities([seg], plan.ner_entities))
             for (offset, _), ents in zip(segs, per_seg, strict=True):
                 for s, e, ent in ents:
                     if plan.min_score <= NER_SCORE:
@@ -167,6 +179,13 @@ class PiiDetector:
 
     def _raw(self, text: str, entity: str) -> list[tuple[int, int, float]]:
         rec = self._recognizers[entity]
+        if entity == "EMAIL_ADDRESS":
+            # presidio's local part takes ``/`` and ``:``, so an address in a URL path
+            # (``https://h/u/bob@example.com``) fails its validation: add a strict match
+            hits = [(r.start, r.end, float(r.score)) for r in rec.analyze(text, [entity], None)]  # type: ignore[arg-type]
+            seen = {(s, e) for s, e, _ in hits}
+            own = (m.span() for m in _EMAIL.finditer(text))
+            return hits + [(s, e, 1.0) for s, e in own if (s, e) not in seen]
         if entity != "PHONE_NUMBER":
             found = rec.analyze(text, [entity], None)  # type: ignore[arg-type]
             return [(r.start, r.end, float(r.score)) for r in found]

@@ -6,6 +6,11 @@ the default policy, which needs no NER). ``workers>=1`` starts that many process
 once in its initializer; documents run in parallel across workers, and a document larger
 than ``split_bytes`` is split at item boundaries so one big file uses every worker.
 Detection is per item, so the split does not change the result.
+
+``deadline_s`` bounds one document's detection: the detectors stop cooperatively at the
+deadline (``DetectResult.timed_out``), and the runner stops waiting ``grace_s`` later
+even if a detector is stuck inside one library call (its thread then finishes on its own
+while the stage moves on; nothing holds a lock other documents need).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,9 +38,12 @@ def _init_worker(config: EngineConfig) -> None:
     _WORKER.load()
 
 
-def _worker_detect(items: Sequence[str], plan: DetectPlan) -> DetectResult:
+def _worker_detect(
+    items: Sequence[str], plan: DetectPlan, deadline: float | None = None
+) -> DetectResult:
     assert _WORKER is not None, "worker initializer did not run"
-    return _WORKER.detect(items, plan)
+    # CLOCK_MONOTONIC is system-wide on Linux: the parent's deadline holds here too
+    return _WORKER.detect(items, plan, deadline=deadline)
 
 
 def _worker_ping() -> int:
@@ -103,12 +112,35 @@ class DetectionRunner:
             self._pool = None
         self._local = None
 
-    async def detect(self, items: Sequence[str], plan: DetectPlan) -> DetectResult:
+    async def detect(
+        self,
+        items: Sequence[str],
+        plan: DetectPlan,
+        *,
+        deadline_s: float | None = None,
+        grace_s: float = 5.0,
+    ) -> DetectResult:
+        """Findings for ``items``; with ``deadline_s`` a result with ``timed_out`` set once
+        that many seconds have passed (never an exception for a slow document)."""
+        if deadline_s is None:
+            return await self._detect(items, plan, None)
+        deadline = time.monotonic() + deadline_s
+        try:
+            return await asyncio.wait_for(
+                self._detect(items, plan, deadline), timeout=deadline_s + grace_s
+            )
+        except TimeoutError:
+            return DetectResult(timed_out=True)
+
+    async def _detect(
+        self, items: Sequence[str], plan: DetectPlan, deadline: float | None
+    ) -> DetectResult:
         if self._pool is None:
             if self._local is None:
                 await self.start()
             if self._local is not None:
-                return await asyncio.to_thread(self._local.detect, items, plan)
+                local = self._local
+                return await asyncio.to_thread(lambda: local.detect(items, plan, deadline=deadline))
         assert self._pool is not None
         pool = self._pool
         n_chars = sum(len(t) for t in items)
@@ -117,7 +149,7 @@ class DetectionRunner:
         loop = asyncio.get_running_loop()
         try:
             results = await asyncio.gather(
-                *(loop.run_in_executor(pool, _worker_detect, g, plan) for _, g in groups)
+                *(loop.run_in_executor(pool, _worker_detect, g, plan, deadline) for _, g in groups)
             )
         except BrokenProcessPool as exc:
             pool.shutdown(wait=False, cancel_futures=True)

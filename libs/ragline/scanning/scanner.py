@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from ragline.errors import PermanentError, QuarantineError, RaglineError
@@ -28,13 +29,21 @@ from ragline.scanning.fields import DOC_LEVEL, DocumentTexts, collect, rebuild
 from ragline.scanning.injection import InjectionScanner
 from ragline.scanning.model import DetectResult, Finding, FindingKind
 from ragline.scanning.policy import EffectivePolicy, PolicyContext, PolicySet
-from ragline.scanning.redact import redact_text
+from ragline.scanning.redact import Decision, redact_text
 from ragline.scanning.runner import DetectionRunner
 from ragline.scanning.secret_patterns import column_secret_type
 
-__all__ = ["SCANNER_VERSION", "ScanBlocked", "Scanner", "apply_scan"]
+__all__ = [
+    "SCANNER_VERSION",
+    "ScanBlocked",
+    "ScanDeadlineConfig",
+    "ScanTimeout",
+    "Scanner",
+    "apply_scan",
+    "typed_meta",
+]
 
-SCANNER_VERSION = "scanner-1"
+SCANNER_VERSION = "scanner-2"
 _log = logging.getLogger("ragline.scanning")
 
 
@@ -53,6 +62,35 @@ class ScanBlocked(QuarantineError):
         super().__init__(reason_code, reason)
         self.findings = findings
         self.meta = meta
+
+    # the runtime keeps no copy of a blocked document's body in its dead letter
+    withhold_body = True
+
+
+class ScanTimeout(QuarantineError):
+    """The document's scan passed its deadline (``RAGLINE_SCANNER_DEADLINE_S``...).
+
+    The document was not fully scanned, so nothing of its text may travel on: ``meta``
+    keeps only the typed fields (no title, uri, version or metadata)."""
+
+    def __init__(self, reason: str, *, meta: DocumentMeta) -> None:
+        super().__init__("scan_timeout", reason)
+        self.meta = meta
+
+
+def typed_meta(meta: DocumentMeta) -> DocumentMeta:
+    """``meta`` without any free-text field: what may describe an unscanned document."""
+    return DocumentMeta(
+        source_type=meta.source_type,
+        acl_groups=meta.acl_groups,
+        classification=meta.classification,
+        trust=meta.trust,
+        effective_date=meta.effective_date,
+        expiry_date=meta.expiry_date,
+        created_at=meta.created_at,
+        updated_at=meta.updated_at,
+        language=meta.language,
+    )
 
 
 def _context(event: DocParsed) -> PolicyContext:
@@ -105,6 +143,10 @@ def apply_scan(
     """
     findings = [*result.findings, *_column_findings(texts)]
     decided = decide(texts.items, findings, policy, propagate_min_chars=propagate_min_chars)
+    in_identity = _identity_secrets(texts, decided.per_item)
+    leaked = {texts.items[i] for i in texts.fixed if _has_secret(decided.per_item[i])}
+    for i in texts.fixed:  # never rewritten: nothing to redact or count there
+        decided.per_item[i] = []
     scanned: list[str] = []
     counts: Counter[str] = Counter()
     positions: list[tuple[str, int, int, int]] = []
@@ -155,6 +197,14 @@ def apply_scan(
     )
     version = f"{SCANNER_VERSION}+{policy.fingerprint}"
     _observe(decided.actions, summary.counts)
+    if in_identity:
+        metrics.DOCUMENTS.labels(outcome="blocked").inc()
+        raise ScanBlocked(
+            "secret_in_identity",
+            f"a secret in {', '.join(in_identity)} (an identity, which can not be redacted)",
+            findings=summary,
+            meta=_without(meta, leaked),
+        )
     if decided.blocked:
         metrics.DOCUMENTS.labels(outcome="blocked").inc()
         kinds = {f.kind for f in decided.blocked}
@@ -182,10 +232,54 @@ def apply_scan(
     )
 
 
+def _has_secret(decisions: list[Decision]) -> bool:
+    return any(d.redact and d.priority == 0 for d in decisions)
+
+
+def _without(meta: DocumentMeta, leaked: set[str]) -> DocumentMeta:
+    """The quarantine's meta without the identity values that hold a secret (ACL groups
+    only shrink: fail closed)."""
+    if not leaked:
+        return meta
+    return meta.model_copy(
+        update={
+            "supersedes": tuple(x for x in meta.supersedes if x not in leaked),
+            "acl_groups": tuple(x for x in meta.acl_groups if x not in leaked),
+            "metadata": {k: v for k, v in meta.metadata.items() if k not in leaked},
+        }
+    )
+
+
+def _identity_secrets(texts: DocumentTexts, per_item: list[list[Decision]]) -> list[str]:
+    """Names of the identity fields that hold a redacted secret (never their values)."""
+    names: list[str] = []
+    for i in sorted(texts.identity):
+        if _has_secret(per_item[i]):
+            path = texts.refs[i].path
+            name = ".".join(str(p) for p in path if not isinstance(p, int))
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def _observe(actions: dict[str, str], counts: dict[str, int]) -> None:
     for label, n in counts.items():
         kind, type_ = label.split(":", 1)
         metrics.FINDINGS.labels(kind=kind, type=type_, action=actions.get(label, "redact")).inc(n)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScanDeadlineConfig:
+    """Per-document scan deadline: ``base_s`` plus ``per_mb_s`` per MB, at most ``max_s``
+    (below the consumer's 600 s poll interval, so a slow document never costs the group
+    a rebalance)."""
+
+    base_s: float = 30.0
+    per_mb_s: float = 60.0
+    max_s: float = 300.0
+
+    def seconds(self, n_bytes: int) -> float:
+        return min(self.max_s, self.base_s + self.per_mb_s * n_bytes / 1_000_000)
 
 
 class Scanner:
@@ -198,11 +292,13 @@ class Scanner:
         runner: DetectionRunner,
         max_positions: int = 1000,
         propagate_min_chars: int = 6,
+        deadline: ScanDeadlineConfig | None = None,
     ) -> None:
         self.policies = policies
         self.runner = runner
         self.max_positions = max_positions
         self.propagate_min_chars = propagate_min_chars
+        self.deadline = deadline or ScanDeadlineConfig()
 
     async def start(self) -> None:
         await self.runner.start()
@@ -213,14 +309,21 @@ class Scanner:
     async def scan(self, event: DocParsed) -> DocScanned:
         policy = self.policies.resolve(_context(event))
         texts = collect(event)
+        budget = self.deadline.seconds(texts.n_bytes)
         try:
-            result = await self.runner.detect(texts.items, policy.plan())
+            result = await self.runner.detect(texts.items, policy.plan(), deadline_s=budget)
         except RaglineError:
             raise
         except Exception as exc:
             # fail closed (the document is not passed on unscanned) and keep library
             # messages, which may quote the text, out of logs and the DLQ: no chaining
             raise PermanentError(f"scanner detectors failed: {type(exc).__name__}") from None
+        if result.timed_out:
+            metrics.DOCUMENTS.labels(outcome="timeout").inc()
+            raise ScanTimeout(
+                f"scan did not finish within {budget:.0f} s ({texts.n_bytes} bytes)",
+                meta=typed_meta(event.meta),
+            )
         metrics.SCANNED_BYTES.inc(result.n_bytes)
         for det, secs in result.seconds.items():
             metrics.DETECTOR_SECONDS.labels(detector=det).observe(secs)

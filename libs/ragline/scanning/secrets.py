@@ -9,13 +9,18 @@ takes its whole paragraph with it.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
 from ragline.scanning import _detect_secrets
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import Finding, FindingKind
-from ragline.scanning.secret_patterns import find_pattern_secrets, looks_like_placeholder
+from ragline.scanning.secret_patterns import (
+    check_deadline,
+    find_pattern_secrets,
+    looks_like_placeholder,
+)
 
 __all__ = ["SecretDetector"]
 
@@ -79,18 +84,49 @@ def _segments(text: str) -> tuple[list[str], list[int]]:
     return lines, offsets
 
 
+_WINDOW_LINES = 256
+
+
+class _Intervals:
+    """Sorted, merged ``[start, end]`` intervals with a logarithmic overlap test."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for s, e in sorted(spans):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        self._starts = [s for s, _ in merged]
+        self._ends = [e for _, e in merged]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self._starts, end) - 1
+        return i >= 0 and self._ends[i] >= start
+
+
+def _scan_windows(lines: list[str], deadline: float | None) -> Iterator[tuple[int, str, str]]:
+    """detect-secrets over ``lines`` in windows of ``_WINDOW_LINES``, the deadline checked
+    between windows (a window is at most 256 lines of at most ``MAX_LINE`` characters)."""
+    for first in range(0, len(lines), _WINDOW_LINES):
+        check_deadline(deadline)
+        for idx, type_, value in _detect_secrets.scan_lines(lines[first : first + _WINDOW_LINES]):
+            yield first + idx, type_, value
+
+
 class SecretDetector:
     """Stateless apart from detect-secrets' process-global configuration (done in ``load``)."""
 
     def load(self) -> None:
         _detect_secrets.configure()
 
-    def detect(self, layout: Layout) -> list[Finding]:
+    def detect(self, layout: Layout, *, deadline: float | None = None) -> list[Finding]:
+        """Raises ``ScanDeadline`` once ``deadline`` (``time.monotonic()``) has passed."""
         text = layout.text
         spans: list[tuple[int, int, str, str]] = [
-            (s, e, t, "pattern") for s, e, t in find_pattern_secrets(text)
+            (s, e, t, "pattern") for s, e, t in find_pattern_secrets(text, deadline=deadline)
         ]
-        spans.extend(self._detect_secrets_spans(text, spans))
+        spans.extend(self._detect_secrets_spans(text, spans, deadline))
         out: list[Finding] = []
         for s, e, t, det in spans:
             for item, lo, hi in layout.locate(s, e):
@@ -103,18 +139,21 @@ class SecretDetector:
         return out
 
     def _detect_secrets_spans(
-        self, text: str, known: list[tuple[int, int, str, str]]
+        self, text: str, known: list[tuple[int, int, str, str]], deadline: float | None = None
     ) -> Iterator[tuple[int, int, str, str]]:
         lines, offsets = _segments(text)
-        key_spans = [(s, e) for s, e, t, _ in known if t == "private_key"]
-        for idx, type_, value in _detect_secrets.scan_lines(lines):
+        covered = _Intervals([(s, e) for s, e, t, _ in known if t == "private_key"])
+        blanks: list[int] | None = None
+        for idx, type_, value in _scan_windows(lines, deadline):
             line = lines[idx]
             base = offsets[idx]
             if type_ == "private_key":
-                if any(s <= base + len(line) and e >= base for s, e in key_spans):
+                if covered.overlaps(base, base + len(line)):
                     continue
-                m = _BLANK_LINE.search(text, base)
-                yield base, (m.start() if m else len(text)), type_, "detect-secrets"
+                if blanks is None:  # found once: a search per hit would be quadratic
+                    blanks = [m.start() for m in _BLANK_LINE.finditer(text)]
+                k = bisect.bisect_left(blanks, base)
+                yield base, (blanks[k] if k < len(blanks) else len(text)), type_, "detect-secrets"
                 continue
             if not _plausible(type_, value, line):
                 continue

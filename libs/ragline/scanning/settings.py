@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.scanning.engine import EngineConfig
 from ragline.scanning.policy import PolicySet
+from ragline.scanning.scanner import ScanDeadlineConfig
 
 __all__ = ["ScannerSettings"]
 
@@ -34,6 +35,20 @@ class ScannerSettings(BaseSettings):
     propagate_min_chars: int = Field(
         default=6, ge=1, description="redacted values this long are redacted everywhere in a doc"
     )
+    deadline_s: float = Field(
+        default=30.0, gt=0, description="per-document scan deadline: base seconds"
+    )
+    deadline_per_mb_s: float = Field(
+        default=60.0, ge=0, description="plus this many seconds per MB of scanned text"
+    )
+    deadline_max_s: float = Field(
+        default=300.0, gt=0, le=540, description="and at most this (under the 600 s poll limit)"
+    )
+
+    def deadline(self) -> ScanDeadlineConfig:
+        return ScanDeadlineConfig(
+            base_s=self.deadline_s, per_mb_s=self.deadline_per_mb_s, max_s=self.deadline_max_s
+        )
 
     def policies(self) -> PolicySet:
         if self.policy_file is None:

@@ -4,19 +4,24 @@ Every route reaches the chunker through here: content, metadata-only and resync 
 are all ``doc.parsed`` and all are scanned in full. Detection runs off the event loop
 (a thread, or worker processes with ``RAGLINE_SCANNER_WORKERS``); a micro-batch of
 documents is scanned concurrently so a worker pool stays busy.
+
+A blocked document leaves no raw copy behind: before the runtime quarantines it, every
+claim-checked body of it (``source.changes``, ``doc.fetched``, ``doc.parsed``, earlier
+dead letters) is purged, and its dead letter keeps no body (``ScanBlocked.withhold_body``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from ragline.events import DocParsed, Topics
+from ragline.runtime.claimcheck import ClaimCheckStore
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.scanning.factory import build_scanner
-from ragline.scanning.scanner import Scanner
+from ragline.scanning.scanner import ScanBlocked, Scanner
 from ragline.scanning.settings import ScannerSettings
 
 __all__ = ["ScannerStage"]
@@ -27,10 +32,20 @@ class ScannerStage(Stage):
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_PARSED.value,)
     batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
 
-    def __init__(self, settings: Settings, scanner_settings: ScannerSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        scanner_settings: ScannerSettings | None = None,
+        *,
+        purge: Callable[[str, str], Awaitable[int]] | None = None,
+    ) -> None:
+        """``purge(tenant, document)``: removes the document's stored raw bodies (default:
+        the claim-check store's ``purge_document``)."""
         super().__init__(settings)
         self._scanner_settings = scanner_settings
         self._scanner: Scanner | None = None
+        self._claims: ClaimCheckStore | None = None
+        self._purge = purge
 
     @property
     def scanner(self) -> Scanner:
@@ -46,14 +61,29 @@ class ScannerStage(Stage):
         if self._scanner is not None:
             await self._scanner.stop()
             self._scanner = None
+        if self._claims is not None:
+            await self._claims.close()
+            self._claims = None
 
     async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
         if not isinstance(event, DocParsed):
             from ragline.errors import ContractError
 
             raise ContractError(f"scanner expects doc.parsed, got {type(event).__name__}")
-        scanned = await self.scanner.scan(event)
+        try:
+            scanned = await self.scanner.scan(event)
+        except ScanBlocked:
+            await self._purge_bodies(event.tenant_id, event.document_id)
+            raise
         return [Output(topic=Topics.DOC_SCANNED.value, event=scanned)]
+
+    async def _purge_bodies(self, tenant_id: str, document_id: str) -> None:
+        if self._purge is not None:
+            await self._purge(tenant_id, document_id)
+            return
+        if self._claims is None:
+            self._claims = ClaimCheckStore(self.settings)
+        await self._claims.purge_document(tenant_id, document_id)
 
     async def handle_batch(
         self, events: Sequence[Any], ctx: StageContext

@@ -11,10 +11,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from aiokafka import AIOKafkaConsumer
 
 from ragline.events import DeadLetter, DocQuarantined, DocScanned, Topics, dlq_topic
+from ragline.runtime.claimcheck import CLAIM_HEADER
+from ragline.runtime.deadletter import WITHHELD_HEADER
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.settings import Settings
 
@@ -77,8 +80,12 @@ async def test_scanner_service_end_to_end(
         }
     )
     async with EventPublisher(stack) as pub:
-        for ev in [*events, blocked]:
+        for ev in events:
             await pub.publish(Topics.DOC_PARSED, ev)
+    # the blocked document goes through the claim check (a body over the broker limit)
+    small = stack.model_copy(update={"kafka_max_message_bytes": 512})
+    async with EventPublisher(small) as pub:
+        await pub.publish(Topics.DOC_PARSED, blocked)
 
     seen = await _collect(stack, tenant, want=len(events) + 2)
     needles = [n for d in docs for n in d["needles"]]
@@ -98,6 +105,19 @@ async def test_scanner_service_end_to_end(
     (dl,) = [DeadLetter.model_validate_json(r) for t, r in seen if t == dlq]
     assert dl.error_class == "ScanBlocked" and dl.document_id == "vault:export-1"
     assert all(n not in dl.error_message for n in needles)
+    # issue 13: the dead letter of a blocked document keeps no body and no reference to
+    # one, and every stored raw body of the document is purged
+    assert dl.original_b64 == "" and CLAIM_HEADER not in dl.original_headers
+    assert dl.original_headers[WITHHELD_HEADER] == "secret_blocked"
+    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM claim_checks WHERE tenant_id = %s AND document_id = %s",
+            (tenant, "vault:export-1"),
+        )
+        assert (await cur.fetchone()) == (0,)
+        cur = await conn.execute("SELECT body FROM claim_checks")
+        bodies = [bytes(r[0]) for r in await cur.fetchall()]
+    assert not any(n.encode() in b for b in bodies for n in keys["needles"])
 
     metrics = scanner.metrics()
     assert 'ragline_scanner_documents_total{outcome="blocked"} 1.0' in metrics

@@ -78,8 +78,10 @@ async def test_metadata_title_uri_table_and_section_path(
     doc = next(d for d in DOCS if d["id"] == "metadata-and-tables")
     out = await make_scanner().scan(planted_event(doc))
     assert out.meta.title == f"Creds for {placeholder('aws_access_key')} rotation"
-    assert out.meta.uri is not None and "@git.acme.io/ops/runbook.md" in out.meta.uri
+    assert out.meta.uri == "https://git.acme.io/ops/runbook.md"
     assert out.meta.metadata["owner"] == placeholder("EMAIL_ADDRESS")
+    # a metadata key names its value as a column header does
+    assert out.meta.metadata["password"] == placeholder("password")
     assert out.meta.metadata["reviewed"] is True and out.meta.metadata["ticket"] == "OPS-77"
     assert out.document.title == out.meta.title
     # meta title, document title, heading; the section path copying the heading is not
@@ -124,7 +126,7 @@ async def test_envelope_version_and_determinism(make_scanner: Callable[..., Scan
     )  # fmt: skip
     assert a.traceparent == ev.traceparent and a.change == "resync"
     assert a.occurred_at == ev.occurred_at
-    assert a.scanner_version.startswith("scanner-1+")
+    assert a.scanner_version.startswith("scanner-2+")
     # a different policy is a different config version
     other = PolicySet.default().rules + PolicySet.default().rules[:1]
     c = await make_scanner(PolicySet(other[:1])).scan(ev)

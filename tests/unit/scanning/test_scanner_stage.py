@@ -40,7 +40,13 @@ async def test_stage_handles_batches_with_per_document_failures(tmp_path: Path) 
         "  - name: no-keys\n    secrets: {'*': redact, private_key: block}\n"
         "    pii: {contact: redact}\n"
     )
-    stage = ScannerStage(Settings(), ScannerSettings(policy_file=policy, workers=0))
+    purged: list[tuple[str, str]] = []
+
+    async def purge(tenant: str, doc: str) -> int:
+        purged.append((tenant, doc))
+        return 1
+
+    stage = ScannerStage(Settings(), ScannerSettings(policy_file=policy, workers=0), purge=purge)
     await stage.start()
     try:
         good = make_event(["write to ops@acme-corp.com"], doc_id="wiki:a")
@@ -51,6 +57,8 @@ async def test_stage_handles_batches_with_per_document_failures(tmp_path: Path) 
         outs = await stage.handle_batch([good, bad, good], ctx())
         assert len(outs) == 3
         assert isinstance(outs[1], QuarantineError) and outs[1].reason_code == "secret_blocked"
+        # the blocked document's stored raw bodies are purged; the others' are not
+        assert purged == [("acme", "wiki:b")]
         for o in (outs[0], outs[2]):
             assert not isinstance(o, BaseException)
             (out,) = o
