@@ -45,12 +45,12 @@ test-integration: install
 	$(BIN)/pytest -q --timeout=600 tests/integration tests/e2e
 
 lint: install ## ruff + mypy
-	$(BIN)/ruff check libs services tests bench
-	$(BIN)/mypy libs services
+	$(BIN)/ruff check libs services tests bench clients
+	$(BIN)/mypy libs services clients/python/src
 
 fmt: install
-	$(BIN)/ruff format libs services tests bench
-	$(BIN)/ruff check --fix libs services tests bench
+	$(BIN)/ruff format libs services tests bench clients
+	$(BIN)/ruff check --fix libs services tests bench clients
 
 schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event models
 	$(BIN)/ragline schemas

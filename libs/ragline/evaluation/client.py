@@ -1,36 +1,50 @@
-"""HTTP client of the query service (``POST /v1/search``) with the harness's own tokens.
+"""The harness's query-service client: ``ragline_client.AsyncRagline`` with its own tokens.
 
 The harness plays the identity provider: it mints an HS256 JWT per acting user with the
 query service's secret, so every case runs with exactly the tenant and groups the golden
-set names, through the same verification path a real caller goes through.
+set names, through the same verification path a real caller goes through. Requests,
+responses, retries and errors are ragline-client's (the API's one set of models); this
+module only adds the figures the report derives from a response.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 import httpx
 import jwt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragline.errors import BackendUnavailable, ConfigError, PermanentError
 from ragline.evaluation.settings import EvalSettings
+from ragline_client import (
+    ApiError,
+    AsyncRagline,
+    RateLimited,
+    ResponseShapeError,
+    RetryPolicy,
+    SearchRequest,
+    TransportError,
+    Unavailable,
+)
+from ragline_client import SearchResponse as ApiSearchResponse
+from ragline_client.models import AbstainEvidence
 
 __all__ = [
     "AbstainEvidence",
     "Identity",
     "QueryClient",
     "QueryServiceError",
-    "SearchHit",
     "SearchResponse",
     "mint_token",
 ]
 
-_RETRY_STATUS = frozenset({429, 502, 503, 504})
+# client-side latency of the attempt that answered (set by the response hook, per task)
+_ATTEMPT_MS: ContextVar[float] = ContextVar("ragline_eval_attempt_ms", default=0.0)
+_T0 = "ragline_eval_t0"
 
 
 class Identity(Protocol):
@@ -53,55 +67,23 @@ class QueryServiceError(PermanentError):
         self.detail = detail
 
 
-class _Tolerant(BaseModel):
-    # the harness reads what it needs and ignores additions to the API
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class SearchHit(_Tolerant):
-    chunk_id: str = ""
-    document_id: str
-    text: str = ""
-    scores: dict[str, Any] = Field(default_factory=dict)
-    citation: dict[str, Any] = Field(default_factory=dict)
-    flags: dict[str, Any] = Field(default_factory=dict)
-
-
-class AbstainEvidence(_Tolerant):
-    """What the service's abstention rule looked at (absent from older services)."""
-
-    signal: str | None = None
-    best_similarity: float | None = None
-    best_rerank: float | None = None
-    threshold: float | None = None
-
-
-class SearchResponse(_Tolerant):
-    results: list[SearchHit] = Field(default_factory=list)
-    abstained: bool = False
-    abstain_reason: str | None = None
-    evidence: AbstainEvidence | None = None
-    timings_ms: dict[str, Any] = Field(default_factory=dict)
-    cache: str | None = None
-    trace_id: str | None = None
-    degraded: list[str] = Field(default_factory=list)
+class SearchResponse(ApiSearchResponse):
+    """The API's response plus the figures the harness reports."""
 
     @property
     def server_ms(self) -> float | None:
-        total = self.timings_ms.get("total")
-        return float(total) if isinstance(total, int | float) else None
+        return self.timings_ms.get("total")
 
     def best_similarity(self) -> float | None:
         """The service's own figure, else the best ``dense_score`` returned (a service
         without ``evidence``; its abstentions then carry none)."""
         if self.evidence is not None:
             return self.evidence.best_similarity
-        scores = [h.scores.get("dense_score") for h in self.results]
-        vals = [float(v) for v in scores if isinstance(v, int | float)]
+        vals = [h.scores.dense_score for h in self.results if h.scores.dense_score is not None]
         return max(vals) if vals else None
 
     def rerank_applied(self) -> bool:
-        return any(h.scores.get("rerank") is not None for h in self.results)
+        return any(h.scores.rerank is not None for h in self.results)
 
 
 def mint_token(
@@ -130,18 +112,23 @@ def mint_token(
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
-def _problem(resp: httpx.Response) -> str:
-    try:
-        body = resp.json()
-    except ValueError:
-        return resp.reason_phrase
-    if isinstance(body, dict):
-        text = str(body.get("detail") or body.get("title") or body)
-        params = body.get("invalid_params")
-        if params:
-            text += f" (invalid: {params})"
-        return text[:500]
-    return str(body)[:500]
+def _detail(exc: ApiError) -> str:
+    p = exc.problem
+    text = str(p.detail or p.title)
+    if p.invalid_params:
+        text += f" (invalid: {p.invalid_params})"
+    return text[:500]
+
+
+async def _started(request: httpx.Request) -> None:
+    request.extensions[_T0] = time.perf_counter()
+
+
+async def _answered(response: httpx.Response) -> None:
+    await response.aread()
+    t0 = response.request.extensions.get(_T0)
+    if isinstance(t0, float):
+        _ATTEMPT_MS.set((time.perf_counter() - t0) * 1000)
 
 
 class QueryClient:
@@ -164,7 +151,21 @@ class QueryClient:
         self._secret = settings.jwt_secret.get_secret_value()
         self._tokens: dict[tuple[str, str, tuple[str, ...]], tuple[str, float]] = {}
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=settings.request_timeout_s, transport=transport
+            base_url=self.base_url,
+            timeout=settings.request_timeout_s,
+            transport=transport,
+            event_hooks={"request": [_started], "response": [_answered]},
+        )
+        self._rag = AsyncRagline(
+            self.base_url,
+            http=self._http,
+            # no jitter: one harness client, and a run's pauses should be reproducible
+            retry=RetryPolicy(
+                attempts=settings.request_retries + 1,
+                backoff_s=0.5,
+                max_retry_after_s=10.0,
+                jitter=False,
+            ),
         )
 
     async def __aenter__(self) -> Self:
@@ -197,11 +198,7 @@ class QueryClient:
         return tok
 
     async def ready(self) -> bool:
-        try:
-            resp = await self._http.get("/readyz")
-        except httpx.HTTPError:
-            return False
-        return resp.status_code == 200
+        return await self._rag.ready()
 
     async def search(
         self,
@@ -219,31 +216,21 @@ class QueryClient:
         if filters:
             body["filters"] = dict(filters)
         body.update(extra or {})
-        attempts = self.settings.request_retries + 1
-        for attempt in range(attempts):
-            headers = {"Authorization": f"Bearer {self.token(principal)}"}
-            started = time.perf_counter()
-            try:
-                resp = await self._http.post("/v1/search", json=body, headers=headers)
-            except httpx.TransportError as exc:
-                if attempt + 1 == attempts:
-                    raise BackendUnavailable(
-                        f"query service unreachable at {self.base_url}: {type(exc).__name__}"
-                    ) from exc
-                await asyncio.sleep(0.5 * 2**attempt)
-                continue
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            if resp.status_code in _RETRY_STATUS and attempt + 1 < attempts:
-                retry_after = resp.headers.get("retry-after", "")
-                delay = float(retry_after) if retry_after.isdigit() else 0.5 * 2**attempt
-                await asyncio.sleep(min(delay, 10.0))
-                continue
-            if resp.status_code in _RETRY_STATUS:
-                raise BackendUnavailable(f"query service answered {resp.status_code}")
-            if resp.status_code != 200:
-                raise QueryServiceError(resp.status_code, _problem(resp))
-            try:
-                return SearchResponse.model_validate_json(resp.content), elapsed_ms
-            except ValidationError as exc:
-                raise QueryServiceError(200, f"unexpected response shape: {exc}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            request = SearchRequest.model_validate(body)
+        except ValueError as exc:  # the API's own model refuses it: so would the service
+            raise QueryServiceError(422, f"invalid request: {exc}"[:500]) from None
+        rag = self._rag.with_token(self.token(principal))
+        try:
+            resp = await rag.search(request)
+        except (RateLimited, Unavailable) as exc:
+            raise BackendUnavailable(f"query service answered {exc.status}") from exc
+        except TransportError as exc:
+            raise BackendUnavailable(
+                f"query service unreachable at {self.base_url}: {exc}"
+            ) from exc
+        except ResponseShapeError as exc:
+            raise QueryServiceError(200, f"unexpected response shape: {exc}") from None
+        except ApiError as exc:
+            raise QueryServiceError(exc.status, _detail(exc)) from None
+        return SearchResponse.model_validate(resp.model_dump()), _ATTEMPT_MS.get()

@@ -59,7 +59,12 @@ def parse_modes(spec: str | Sequence[str]) -> list[str]:
 
 def _hits(resp: SearchResponse) -> list[Hit]:
     return [
-        Hit(document_id=h.document_id, text=h.text, chunk_id=h.chunk_id, flags=h.flags)
+        Hit(
+            document_id=h.document_id,
+            text=h.text,
+            chunk_id=h.chunk_id,
+            flags=h.flags.model_dump(),
+        )
         for h in resp.results
     ]
 

@@ -1,4 +1,5 @@
-"""The query-service client: tokens, request body, retries, error translation.
+"""The harness's query-service client (ragline-client underneath): tokens, request body,
+retries, error translation into the harness's errors.
 
 The HTTP peer is an ``httpx.MockTransport`` standing in for the query service's API
 contract (the real service is exercised by tests/e2e/test_golden.py).
@@ -143,7 +144,7 @@ async def test_retries_503_and_429_then_succeeds(monkeypatch: pytest.MonkeyPatch
     async def fake_sleep(s: float) -> None:
         sleeps.append(s)
 
-    monkeypatch.setattr("ragline.evaluation.client.asyncio.sleep", fake_sleep)
+    monkeypatch.setattr("ragline_client._transport.asyncio.sleep", fake_sleep)
     answers = iter(
         [
             httpx.Response(503, json={"title": "backend down"}),
@@ -162,7 +163,7 @@ async def test_gives_up_as_backend_unavailable(monkeypatch: pytest.MonkeyPatch) 
     async def no_sleep(s: float) -> None:
         return None
 
-    monkeypatch.setattr("ragline.evaluation.client.asyncio.sleep", no_sleep)
+    monkeypatch.setattr("ragline_client._transport.asyncio.sleep", no_sleep)
     transport = httpx.MockTransport(lambda r: httpx.Response(503, json={"title": "down"}))
     async with QueryClient(settings(), transport=transport) as qc:
         with pytest.raises(BackendUnavailable):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ragline.errors import BackendUnavailable, ConfigError
-from ragline.evaluation.client import QueryServiceError, SearchHit, SearchResponse
+from ragline.evaluation.client import QueryServiceError, SearchResponse
 from ragline.evaluation.datasets import EvalDataset, Principal
 from ragline.evaluation.runner import MODES, parse_modes, run_modes
 
@@ -46,14 +46,26 @@ class FakeClient:
             raise self.fail
         docs = self.answers.get((query, mode), [])
         hits = [
-            SearchHit(
-                document_id=d,
-                text=f"text of {d}",
-                scores={"rerank": 0.9} if rerank else {"rrf": 0.1},
-            )
+            {
+                "chunk_id": f"{d}#0",
+                "document_id": d,
+                "text": f"text of {d}",
+                "scores": {"rerank": 0.9} if rerank else {"rrf": 0.1},
+                "citation": {},
+                "flags": {},
+            }
             for d in docs
         ]
-        return SearchResponse(results=hits, abstained=not docs, cache="miss"), 12.0
+        return SearchResponse.model_validate(
+            {
+                "results": hits,
+                "abstained": not docs,
+                "cache": "miss",
+                "version_scope": {"mode": "current", "note": "current versions"},
+                "timings_ms": {"total": 1.0},
+                "trace_id": "t",
+            }
+        ), 12.0
 
 
 def test_parse_modes() -> None:
@@ -155,6 +167,9 @@ async def test_the_evidence_strength_is_recorded(tiny: EvalDataset) -> None:
                 "abstained": True,
                 "abstain_reason": "below_similarity_threshold",
                 "evidence": {"signal": "similarity", "best_similarity": 0.21, "threshold": 0.3},
+                "version_scope": {"mode": "current", "note": "current versions"},
+                "timings_ms": {"total": 1.0},
+                "trace_id": "t",
             }
             return SearchResponse.model_validate(body), 5.0
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragline.evaluation.client import SearchHit, SearchResponse
+from ragline.evaluation.client import SearchResponse
 from ragline.evaluation.datasets import EvalDataset
 from ragline.evaluation.evaluate import write_outputs
 from ragline.evaluation.metrics import Hit
@@ -239,9 +239,23 @@ def test_report_carries_the_sweep(tiny: EvalDataset, tmp_path: Path) -> None:
 
 def test_strengths_from_an_older_service() -> None:
     # no ``evidence``: answers carry their dense scores, abstentions carry nothing
-    resp = SearchResponse(results=[SearchHit(document_id="d", scores={"dense_score": 0.41})])
+    envelope: dict[str, Any] = {
+        "version_scope": {"mode": "current", "note": "n"},
+        "timings_ms": {},
+        "trace_id": "t",
+    }
+    hit = {
+        "chunk_id": "c",
+        "document_id": "d",
+        "text": "",
+        "scores": {"dense_score": 0.41},
+        "citation": {},
+        "flags": {},
+    }
+    resp = SearchResponse.model_validate({**envelope, "results": [hit], "abstained": False})
     assert resp.best_similarity() == 0.41
-    assert SearchResponse(abstained=True).best_similarity() is None
+    gone = SearchResponse.model_validate({**envelope, "results": [], "abstained": True})
+    assert gone.best_similarity() is None
     base: dict[str, Any] = dict(
         mode="dense",
         category="c",
