@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from ragline_client._transport import USER_AGENT, Request, parse, send_async, send_sync
 from ragline_client.auth import TokenLike, TokenProvider, as_provider
+from ragline_client.errors import ResponseShapeError
 from ragline_client.models import (
     DocumentResponse,
     DocumentStatusResponse,
@@ -48,6 +49,20 @@ def search_request(query: str | Sequence[str] | SearchRequest, **fields: Any) ->
 def _search_call(req: SearchRequest, timeout: Timeout | None) -> Request:
     body = req.model_dump_json(exclude_unset=True).encode()
     return Request("POST", "/v1/search", body=body, timeout=timeout)
+
+
+D = TypeVar("D", DocumentResponse, DocumentStatusResponse)
+
+
+def _same_document(asked: str, got: D) -> D:
+    """The answer must be about the document asked for: a server that routes by decoded
+    path answers ``GET /v1/documents/x%2Fstatus`` with the status of ``x``."""
+    if got.document_id != asked:
+        raise ResponseShapeError(
+            f"asked for one document, the server answered for another ({len(asked)} vs "
+            f"{len(got.document_id)} characters); ids ending in '/status' are ambiguous"
+        )
+    return got
 
 
 def _doc_path(document_id: str, suffix: str = "") -> str:
@@ -113,13 +128,13 @@ class Ragline(_Base):
 
     def document(self, document_id: str, *, timeout: Timeout | None = None) -> DocumentResponse:
         resp = self._send(Request("GET", _doc_path(document_id), timeout=timeout))
-        return parse(resp, DocumentResponse)
+        return _same_document(document_id, parse(resp, DocumentResponse))
 
     def document_status(
         self, document_id: str, *, timeout: Timeout | None = None
     ) -> DocumentStatusResponse:
         resp = self._send(Request("GET", _doc_path(document_id, "/status"), timeout=timeout))
-        return parse(resp, DocumentStatusResponse)
+        return _same_document(document_id, parse(resp, DocumentStatusResponse))
 
     def ready(self) -> bool:
         """``/readyz`` answered 200 (no retries, no token)."""
@@ -186,13 +201,13 @@ class AsyncRagline(_Base):
         self, document_id: str, *, timeout: Timeout | None = None
     ) -> DocumentResponse:
         resp = await self._send(Request("GET", _doc_path(document_id), timeout=timeout))
-        return parse(resp, DocumentResponse)
+        return _same_document(document_id, parse(resp, DocumentResponse))
 
     async def document_status(
         self, document_id: str, *, timeout: Timeout | None = None
     ) -> DocumentStatusResponse:
         resp = await self._send(Request("GET", _doc_path(document_id, "/status"), timeout=timeout))
-        return parse(resp, DocumentStatusResponse)
+        return _same_document(document_id, parse(resp, DocumentStatusResponse))
 
     async def ready(self) -> bool:
         try:

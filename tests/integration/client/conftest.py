@@ -1,0 +1,104 @@
+"""Fixtures of the ragline-client tests: a seeded corpus (the query tests' corpus, written
+the way the indexer writes it) in a fresh tenant, and the query service as a real HTTP
+server (``ragline run query``), shared by the client, framework and MCP tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "query"))
+
+from query_corpus import main_corpus, seed
+from query_helpers import GROUP_A, GROUP_B, SECRET, make_token
+
+from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
+from ragline.runtime.settings import Settings
+from ragline.runtime.stack.testing import ServiceProcess, free_port, unique_tenant
+from ragline.store.os_client import make_client
+from ragline.store.pool import open_pool
+
+REPO = Path(__file__).resolve().parents[3]
+CLIENT_SRC = REPO / "clients" / "python" / "src"
+
+
+@dataclass(frozen=True)
+class Seeded:
+    tenant: str
+    # document ids each group may see
+    visible_a: frozenset[str]
+    visible_b: frozenset[str]
+
+    def token(self, group: str = GROUP_A, **kw: object) -> str:
+        return make_token(self.tenant, [group], **kw)  # type: ignore[arg-type]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a subprocess: this checkout's client package and libs first."""
+    env = dict(os.environ)
+    parts = [str(CLIENT_SRC), str(REPO / "libs"), str(REPO)]
+    if env.get("PYTHONPATH"):
+        parts.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    env.update(extra)
+    return env
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def seeded(stack: Settings) -> Seeded:
+    inner = await ModelQueryEmbedder.load()
+    embedder = CachedEmbedder(inner, size=1024)
+    tenant = unique_tenant("cl")
+    docs = main_corpus(GROUP_A, GROUP_B)
+    pool = await open_pool(stack.admin_dsn(), name="client-seed")
+    client = make_client(stack)
+    try:
+        await seed(pool, client, stack.opensearch_index_prefix, tenant, docs, embedder)
+    finally:
+        await client.close()
+        await pool.close()
+        inner.close()
+    return Seeded(
+        tenant=tenant,
+        visible_a=frozenset(d.document_id for d in docs if GROUP_A in d.groups),
+        visible_b=frozenset(d.document_id for d in docs if GROUP_B in d.groups),
+    )
+
+
+@pytest.fixture(scope="session")
+def query_url(stack: Settings, seeded: Seeded) -> Iterator[str]:
+    """``ragline run query`` on a free port (rate limit off), for the whole session."""
+    logs = Path(tempfile.mkdtemp(prefix="ragline-client-query-"))
+    proc = ServiceProcess(
+        "query",
+        env=child_env(
+            RAGLINE_QUERY_JWT_SECRET=SECRET,
+            RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE="0",
+        ),
+        log_path=logs / "query.log",
+        metrics_port=free_port(),
+        http_port=free_port(),
+        cwd=REPO,
+    )
+    try:
+        proc.wait_ready(timeout_s=240)
+        yield proc.http_url
+    finally:
+        proc.cleanup()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def aclient_factory() -> AsyncIterator[list[object]]:
+    """Closes whatever async clients a test registers."""
+    made: list[object] = []
+    yield made
+    for c in made:
+        await c.aclose()  # type: ignore[attr-defined]
