@@ -77,7 +77,16 @@ def test_documents_and_statuses(query_url: str, seeded: Seeded) -> None:
         with pytest.raises(NotFound) as err:
             rag.document("hr:payroll-b")
         assert err.value.problem.status == 404 and err.value.trace_id
-        for hostile in ("no/such?doc#x", "x" * 3000, "ﬁ\u200b", "%2e%2e/", "kb:err-4711/status"):
+        hostile_ids = (
+            "no/such?doc#x",
+            "x" * 3000,
+            "ﬁ\u200b",
+            "%2e%2e/",
+            "..",
+            ".",
+            "kb:err-4711/status",
+        )
+        for hostile in hostile_ids:
             with pytest.raises((NotFound, BadRequest)):
                 rag.document(hostile)
         # the server routes on the decoded path: "<id>/status" would be answered with the

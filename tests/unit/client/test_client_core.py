@@ -288,14 +288,16 @@ def test_unexpected_body_is_a_shape_error() -> None:
         rag.search("q")
 
 
-@given(st.text(min_size=1, max_size=40))
+@given(st.text(min_size=1, max_size=40) | st.sampled_from([".", "..", "...", "./..", "%2e%2e"]))
 def test_document_ids_are_one_path_segment(doc_id: str) -> None:
     s = Script(_resp(404, {"title": "nf", "status": 404}))
     with _client(s, retry=RetryPolicy(attempts=1)) as rag, pytest.raises(NotFound):
         rag.document(doc_id)
     raw = s.seen[0].url.raw_path.decode()
     assert raw.startswith("/v1/documents/")
-    assert "/" not in raw.removeprefix("/v1/documents/")  # '/', '?', '#' all encoded
+    segment = raw.removeprefix("/v1/documents/")
+    assert segment and "/" not in segment  # '/', '?', '#' all encoded
+    assert segment.strip(".")  # never a dot-segment that URL normalisation would remove
 
 
 async def test_async_client_same_loop() -> None:

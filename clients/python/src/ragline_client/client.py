@@ -68,7 +68,11 @@ def _same_document(asked: str, got: D) -> D:
 def _doc_path(document_id: str, suffix: str = "") -> str:
     if not isinstance(document_id, str) or not document_id:
         raise ValueError("document_id must be a non-empty string")
-    return f"/v1/documents/{quote(document_id, safe='')}{suffix}"
+    segment = quote(document_id, safe="")
+    if segment.strip(".") == "":
+        # "." and ".." would be removed as dot-segments (URL normalisation): another path
+        segment = segment.replace(".", "%2E")
+    return f"/v1/documents/{segment}{suffix}"
 
 
 class _Base:
