@@ -5,6 +5,12 @@ precise validation error rather than silently dropped data. Every event carries 
 envelope fields (``EventBase``) and a ``schema_version``; ``schemas/`` holds the JSON
 Schema generated from these models (``make schemas``).
 
+Reading is strict at the edge and tolerant inside (docs/adr/0010-event-evolution.md):
+``read_event`` validates ``source.changes`` (the external contract) strictly, and every
+internal topic tolerantly: unknown fields (at any depth) are ignored and schema versions
+``MIN_SCHEMA_VERSION..MAX_READ_SCHEMA_VERSION`` are accepted, so during a rolling upgrade
+an old consumer reads what a new producer added instead of dead-lettering it.
+
 The document model (``Block``/``ParsedDocument``) and the chunk model (``Chunk``) live
 here too because they travel inside events: one normalized structure for every format,
 so nothing downstream of the parser has per-format paths.
@@ -24,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -65,9 +72,15 @@ __all__ = [
     "TrustLevel",
     "dlq_topic",
     "input_adapter",
+    "read_event",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # what this code writes
+# what internal readers accept: back to the oldest version a still-running producer may
+# write, and one ahead (the next release, during a rolling upgrade)
+MIN_SCHEMA_VERSION = 1
+MAX_READ_SCHEMA_VERSION = SCHEMA_VERSION + 1
+TOLERANT = "ragline.tolerant"  # validation-context key of a tolerant (internal) read
 
 _TENANT_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 # `<source>:<external id>`: the source name is a slug, the external id is anything printable
@@ -118,8 +131,21 @@ class TrustLevel(StrEnum):
     LOW = "low"  # tickets, uploads, external web
 
 
+def _tolerant(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and bool(info.context.get(TOLERANT))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unknown_when_tolerant(cls, data: Any, info: ValidationInfo) -> Any:
+        """A tolerant read (``read_event`` of an internal topic) ignores fields a newer
+        producer added, here and in every nested model; construction stays strict."""
+        if isinstance(data, dict) and _tolerant(info):
+            return {k: v for k, v in data.items() if k in cls.model_fields}
+        return data
 
 
 def _now() -> datetime:
@@ -188,7 +214,9 @@ class EventBase(_Model):
 
     event_id: str = Field(default_factory=_new_id, min_length=1, max_length=64)
     event_type: str
-    schema_version: Literal[1] = 1
+    schema_version: int = Field(
+        default=SCHEMA_VERSION, ge=MIN_SCHEMA_VERSION, le=MAX_READ_SCHEMA_VERSION
+    )
     occurred_at: AwareDatetime = Field(default_factory=_now)
     tenant_id: str = Field(pattern=_TENANT_RE)
     document_id: str = Field(pattern=_DOCUMENT_ID_RE)
@@ -197,6 +225,15 @@ class EventBase(_Model):
     )
     source_seq: int = Field(ge=0, description="monotonic per document")
     traceparent: str | None = Field(default=None, max_length=128)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version_readable(cls, v: int, info: ValidationInfo) -> int:
+        # strict (the edge, and events this code builds): never a version it does not
+        # write yet; a tolerant internal read accepts one ahead (the Field bounds)
+        if v > SCHEMA_VERSION and not _tolerant(info):
+            raise ValueError(f"schema_version {v} is newer than this release writes")
+        return v
 
     @property
     def source(self) -> str:
@@ -570,3 +607,11 @@ def input_adapter(topic: str) -> TypeAdapter[Any]:
     if topic not in _ADAPTERS:
         _ADAPTERS[topic] = TypeAdapter(model)
     return _ADAPTERS[topic]
+
+
+def read_event(topic: str, body: bytes | str) -> Any:
+    """Validate a consumed message of ``topic`` (a logical name): ``source.changes`` and
+    the ``.dlq`` topics strictly, every other internal topic tolerantly (unknown fields
+    ignored at any depth, schema versions up to ``MAX_READ_SCHEMA_VERSION``)."""
+    tolerant = topic != Topics.SOURCE_CHANGES and not topic.endswith(".dlq")
+    return input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)

@@ -27,7 +27,7 @@ from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
-from ragline.events import DocQuarantined, Topics, dlq_topic, input_adapter
+from ragline.events import DocQuarantined, Topics, dlq_topic, read_event
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter, withheld_body
 from ragline.runtime.health import ConsumerHealth
@@ -202,7 +202,7 @@ class StageRunner:
                 body = await self._with_retries(
                     lambda rec=rec: self.publisher.resolve(rec.value, rec.headers)
                 )
-                event = input_adapter(rec.topic).validate_json(body)
+                event = read_event(rec.topic, body)
             except (ValidationError, ValueError, PermanentError) as exc:
                 FAILED.labels(self.stage.name, rec.topic, type(exc).__name__).inc()
                 await self._dead_letter(rec, exc, attempts=1, event=None)
