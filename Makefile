@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install up down status test test-unit test-integration lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help install up down status test test-unit test-integration soak chaos lint typecheck fmt schemas bench eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -43,6 +43,13 @@ test-unit: install
 
 test-integration: install
 	$(BIN)/pytest -q --timeout=600 tests/integration tests/e2e
+
+soak: install ## lifecycle state machine, long run (RAGLINE_LIFECYCLE_EXAMPLES, default 200)
+	RAGLINE_LIFECYCLE_EXAMPLES=$${RAGLINE_LIFECYCLE_EXAMPLES:-200} \
+	  $(BIN)/pytest -q -p no:cacheprovider --timeout=0 tests/integration/lifecycle/test_lifecycle_machine.py
+
+chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run (RAGLINE_CHAOS_DOCS, default 1000)
+	RAGLINE_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 tests/chaos
 
 lint: install ## ruff + mypy
 	$(BIN)/ruff check libs services tests bench clients

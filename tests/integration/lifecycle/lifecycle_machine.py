@@ -1,0 +1,334 @@
+"""The lifecycle state machine (a uniquely named module, imported directly): random
+source changes for 2 tenants x 3 documents (the same document ids in both tenants),
+delivered through the in-process pipeline in random interleavings, checked after every
+settle against the reference model.
+
+``FEATURES`` name the kinds of step that exercise one of issue 12's defects; a run
+enables a subset (``RAGLINE_LIFECYCLE_FEATURES``: comma-separated, ``all`` or
+``none``). Everything else (upserts of content, metadata, ACL or all of them, newer and
+older seqs, deletes, ACL changes, quarantined versions, redeliveries, replays of whole
+topics, crashes between effect and commit, stage restarts) is always on.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+from lifecycle_model import ACLS, PRINCIPALS, DocModel, Upsert, Version, VersionKind
+from lifecycle_world import RESTARTABLE, SOURCE_TYPE, World, check_document, check_search
+
+from ragline.events import (
+    DocumentMeta,
+    EventBase,
+    SourceAclChange,
+    SourceDelete,
+    SourceUpsert,
+    Topics,
+)
+from ragline.hashing import content_hash
+from ragline.runtime.stack.testing import unique_tenant
+
+DOCS = ("lt:alpha", "lt:beta/Ünïcode name.md", "lt:gamma")
+
+# feature -> the issue 12 defect it exercises
+FEATURES: dict[str, str] = {
+    "reused_event_ids": "defect 1: event ids reused across documents and tenants",
+    "quarantine_acl": "defect 2: a quarantined version changes the ACL",
+    "equal_seq_control": "defect 3: ACL change or delete at the current seq",
+    "equal_seq_upsert": "defect 3: two different upserts with one seq",
+    "redelivered_control": "defect 3: a delete or ACL change delivered again (equal seq)",
+    "deleted_gone": "defect 7: a deleted document is gone for every reader",
+}
+# the features whose fix is on main (every other one is exercised by a strict xfail)
+FIXED: frozenset[str] = frozenset()
+
+
+def enabled_features() -> frozenset[str]:
+    raw = os.environ.get("RAGLINE_LIFECYCLE_FEATURES", "").strip()
+    if not raw:
+        return FIXED
+    if raw == "all":
+        return frozenset(FEATURES)
+    if raw == "none":
+        return frozenset()
+    names = frozenset(x.strip() for x in raw.split(",") if x.strip())
+    unknown = names - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown lifecycle features {sorted(unknown)}; known: {list(FEATURES)}")
+    return names
+
+
+SeqHow = str  # "next" | "gap" | "equal" | "older"
+REPLAYABLE = (
+    Topics.SOURCE_CHANGES.value,
+    Topics.DOC_FETCHED.value,
+    Topics.DOC_EMBEDDED.value,
+    Topics.DOC_CONTROL.value,
+    Topics.DOC_QUARANTINED.value,
+)
+Chooser = Callable[[list[str]], tuple[str, int, bool]]
+
+
+def fifo(pending: list[str]) -> tuple[str, int, bool]:
+    """The pipeline's natural order: upstream topics first, whole batches, no crash."""
+    order = (
+        Topics.SOURCE_CHANGES.value,
+        Topics.DOC_CONTROL.value,
+        Topics.DOC_FETCHED.value,
+        Topics.DOC_PARSED.value,
+        Topics.DOC_SCANNED.value,
+        Topics.DOC_CHUNKED.value,
+        Topics.DOC_ENRICHED.value,
+        Topics.DOC_EMBEDDED.value,
+        Topics.DOC_QUARANTINED.value,
+    )
+    return min(pending, key=lambda t: order.index(t) if t in order else 99), 64, False
+
+
+class LifecycleMachine(RuleBasedStateMachine):
+    world: ClassVar[World]
+    features: ClassVar[frozenset[str]] = FIXED
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tenants = (unique_tenant("lca"), unique_tenant("lcb"))
+        self.model = {(t, d): DocModel() for t in self.tenants for d in DOCS}
+        self.hi = {k: 0 for k in self.model}  # the highest seq sent per document
+        self.last_up: dict[tuple[str, str], Upsert] = {}
+        self.sent: list[tuple[str, EventBase]] = []
+        self.ids: list[str] = []
+        self.tag = uuid.uuid4().hex[:8]
+        self.n = 0
+        self.tokens: set[str] = set()
+        self.hashes: dict[str, str] = {}  # version word -> content hash
+        self.steps: list[str] = []  # a readable log, printed with a failure
+        self.world.driver.history.clear()
+
+    # ------------------------------------------------------------------ helpers
+    def _key(self, t: int, d: str) -> tuple[str, str]:
+        return (self.tenants[t], d)
+
+    def _seq(self, key: tuple[str, str], how: SeqHow) -> int:
+        hi = self.hi[key]
+        s = {"next": hi + 1, "gap": hi + 5, "equal": hi, "older": max(0, hi - 2)}[how]
+        self.hi[key] = max(hi, s)
+        return s
+
+    def _event_id(self, reuse: int | None) -> str:
+        if reuse is not None and self.ids and "reused_event_ids" in self.features:
+            return self.ids[reuse % len(self.ids)]
+        eid = f"{self.tag}-{len(self.ids)}"
+        self.ids.append(eid)
+        return eid
+
+    def _send(self, event: EventBase) -> None:
+        self.sent.append((Topics.SOURCE_CHANGES.value, event))
+        self.world.driver.publish(Topics.SOURCE_CHANGES.value, event)
+
+    def _version(self, kind: VersionKind) -> Version:
+        self.n += 1
+        v = Version(self.n, kind)
+        self.tokens.add(v.token)
+        self.hashes[v.token] = content_hash(v.text.encode())
+        return v
+
+    # ------------------------------------------------------------------ operations
+    def do_upsert(
+        self,
+        t: int,
+        d: str,
+        how: SeqHow,
+        content: str,  # "new" | "keep"
+        kind: VersionKind,
+        acl: tuple[str, ...],
+        title: str,  # "new" | "keep"
+        reuse: int | None = None,
+    ) -> None:
+        key = self._key(t, d)
+        prev = self.last_up.get(key)
+        if content == "keep" and prev is not None and kind == "ok":
+            version = prev.version
+        else:
+            version = self._version(kind)
+        if title == "keep" and prev is not None:
+            name = prev.title
+        else:
+            self.n += 1
+            name = f"Runbook number {self.n}"
+        seq = self._seq(key, how)
+        up = Upsert(seq, version, tuple(sorted(acl)), name)
+        self.last_up[key] = up
+        ev = SourceUpsert(
+            event_id=self._event_id(reuse),
+            tenant_id=key[0],
+            document_id=d,
+            source_seq=seq,
+            meta=DocumentMeta(source_type=SOURCE_TYPE, title=name, acl_groups=up.acl),
+            content_text=version.text,
+        )
+        self.steps.append(f"upsert t{t} {d} seq={seq} {version.token}/{kind} acl={acl} {name!r}")
+        self.model[key].upsert(up)
+        self._send(ev)
+
+    def do_delete(self, t: int, d: str, how: SeqHow, reuse: int | None = None) -> None:
+        key = self._key(t, d)
+        seq = self._seq(key, how)
+        self.steps.append(f"delete t{t} {d} seq={seq}")
+        self.model[key].delete(seq)
+        self._send(
+            SourceDelete(
+                event_id=self._event_id(reuse), tenant_id=key[0], document_id=d, source_seq=seq
+            )
+        )
+
+    def do_acl(
+        self, t: int, d: str, how: SeqHow, acl: tuple[str, ...], reuse: int | None = None
+    ) -> None:
+        key = self._key(t, d)
+        seq = self._seq(key, how)
+        self.steps.append(f"acl t{t} {d} seq={seq} acl={acl}")
+        self.model[key].acl_change(seq, tuple(sorted(acl)))
+        self._send(
+            SourceAclChange(
+                event_id=self._event_id(reuse),
+                tenant_id=key[0],
+                document_id=d,
+                source_seq=seq,
+                acl_groups=acl,
+            )
+        )
+
+    def do_redeliver(self, i: int) -> None:
+        """The same source event again (same id, same body): changes nothing."""
+        sent = self.sent
+        if "redelivered_control" not in self.features:
+            sent = [(t, e) for t, e in sent if isinstance(e, SourceUpsert)]
+        if not sent:
+            return
+        topic, ev = sent[i % len(sent)]
+        self.steps.append(f"redeliver {ev.event_type} {ev.tenant_id[:5]} {ev.document_id}")
+        self.world.driver.publish(topic, ev)
+
+    def do_replay(self, topic: str) -> None:
+        """Every record this example put on ``topic``, delivered again."""
+        self.steps.append(f"replay {topic}")
+        for body in list(self.world.driver.history.get(topic, ())):
+            control = b'"source.delete"' in body or b'"source.acl"' in body
+            if control and "redelivered_control" not in self.features:
+                continue
+            self.world.driver.publish_raw(topic, body)
+
+    def do_restart(self, stage: str) -> None:
+        self.steps.append(f"restart {stage}")
+        self.world.run(self.world.driver.restart(stage))
+
+    def settle(self, choose: Chooser = fifo) -> None:
+        self.steps.append("settle")
+        self.world.run(self.world.driver.drain(choose))
+        self.check()
+
+    def check(self) -> None:
+        gone = "deleted_gone" in self.features
+        world = self.world
+        log = "\n  ".join(self.steps)
+        for (tenant, d), model in self.model.items():
+            seen = world.run(world.seen(tenant, d))
+            where = f"[{tenant} {d}]\n  {log}\n"
+            check_document(where, model, seen, self.hashes, deleted_gone=gone)
+        for tenant in self.tenants:
+            for groups in PRINCIPALS:
+                expect: dict[str, str | None] = {}
+                for (t, d), m in self.model.items():
+                    if t != tenant:
+                        continue
+                    if m.exact:
+                        ok = m.visible_to(groups) and m.current is not None
+                        expect[d] = m.current.token if ok and m.current else None
+                    else:  # what Postgres holds decides
+                        seen = world.run(world.seen(tenant, d))
+                        row = seen.row
+                        readable = (
+                            row is not None
+                            and row["status"] == "indexed"
+                            and bool(set(row["acl_groups"]) & set(groups))
+                        )
+                        words = {w for c in seen.chunks for w in self.tokens if w in c["text"]}
+                        expect[d] = next(iter(words)) if readable and words else None
+                if not self.tokens:
+                    continue
+                results = world.run(world.search(tenant, groups, sorted(self.tokens)))
+                check_search(f"search {tenant} {groups}\n  {log}\n", results, expect, self.tokens)
+
+    # ------------------------------------------------------------------ rules
+    def _how(self, data: Any, *, upsert: bool) -> SeqHow:
+        choices = ["next", "next", "gap", "older"]
+        feature = "equal_seq_upsert" if upsert else "equal_seq_control"
+        if feature in self.features:
+            choices.append("equal")
+        return str(data.draw(st.sampled_from(choices), label="seq"))
+
+    def _reuse(self, data: Any) -> int | None:
+        if "reused_event_ids" not in self.features:
+            return None
+        reuse: int | None = data.draw(st.none() | st.integers(0, 50), label="reuse event id")
+        return reuse
+
+    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS))
+    def upsert(self, data: Any, t: int, d: str) -> None:
+        kinds: list[VersionKind] = ["ok", "ok", "ok", "empty", "oversize", "secret"]
+        kind = data.draw(st.sampled_from(kinds), label="kind")
+        acl = data.draw(st.sampled_from(ACLS), label="acl")
+        if kind != "ok" and "quarantine_acl" not in self.features:
+            # a quarantined version that changes the ACL is defect 2's
+            acl = self.model[self._key(t, d)].acl or acl
+        self.do_upsert(
+            t,
+            d,
+            self._how(data, upsert=True),
+            data.draw(st.sampled_from(["new", "keep"]), label="content"),
+            kind,
+            acl,
+            data.draw(st.sampled_from(["new", "keep"]), label="title"),
+            self._reuse(data),
+        )
+
+    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS))
+    def delete(self, data: Any, t: int, d: str) -> None:
+        self.do_delete(t, d, self._how(data, upsert=False), self._reuse(data))
+
+    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS), acl=st.sampled_from(ACLS))
+    def acl_change(self, data: Any, t: int, d: str, acl: tuple[str, ...]) -> None:
+        self.do_acl(t, d, self._how(data, upsert=False), acl, self._reuse(data))
+
+    @rule(i=st.integers(0, 1000))
+    def redeliver(self, i: int) -> None:
+        self.do_redeliver(i)
+
+    @rule(topic=st.sampled_from(REPLAYABLE))
+    def replay(self, topic: str) -> None:
+        self.do_replay(topic)
+
+    @rule(stage=st.sampled_from(RESTARTABLE))
+    def restart(self, stage: str) -> None:
+        self.do_restart(stage)
+
+    @rule(data=st.data())
+    def settle_random(self, data: Any) -> None:
+        """Deliver in a random interleaving: any topic next (the fast path may overtake
+        the slow one), random batch sizes, sometimes a crash after the effect."""
+
+        def choose(pending: list[str]) -> tuple[str, int, bool]:
+            topic = data.draw(st.sampled_from(pending), label="topic")
+            n = data.draw(st.integers(1, 4), label="batch")
+            crash = data.draw(st.integers(0, 11), label="crash") == 0
+            return topic, n, crash
+
+        self.settle(choose)
+
+    def teardown(self) -> None:
+        self.settle()

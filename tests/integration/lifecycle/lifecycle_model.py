@@ -1,0 +1,149 @@
+"""The reference model of the document lifecycle: what each principal may see after the
+pipeline has settled, from the source changes sent so far (pure logic, no I/O; a
+uniquely named module, imported directly by the lifecycle tests).
+
+The rules (issue 12; docs/connector.md, docs/indexing.md, ADR 0002):
+
+* ``source_seq`` orders the changes of one document; content (upserts, deletes) and ACL
+  are ordered separately. A content change older than the last one is stale.
+* An upsert newer than the last content change replaces the content (an upsert whose
+  version is quarantined leaves the previous version where it was, and the document's
+  status says ``quarantined``); it also carries the full ACL, which takes effect unless
+  an ACL change with a higher seq (or the same seq: an ACL change at the current
+  revision) was applied.
+* A delete at or above the last content seq removes the document for every reader.
+* An ACL change at or above the last content seq and at or above the last ACL change
+  sets the ACL (equal seq: the later change wins; a change at the current revision is
+  not stale). One for a document never seen is kept and applied when it arrives.
+* A change is identified by what it is (tenant, document, kind, seq, content, ACL): the
+  same change again (a redelivery, whatever its event id) changes nothing; two
+  different changes that happen to share an event id are two changes.
+* Two *different* upserts with the same seq (or an upsert at a delete's seq) have no
+  defined winner: the model then only requires every store to agree with the others
+  until a newer change decides the document again (``exact`` is False meanwhile).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = [
+    "ACLS",
+    "PRINCIPALS",
+    "DocModel",
+    "Version",
+    "VersionKind",
+]
+
+VersionKind = Literal["ok", "empty", "oversize", "secret"]
+ACLS: tuple[tuple[str, ...], ...] = (("g1",), ("g2",), ("g1", "g2"))
+PRINCIPALS: tuple[tuple[str, ...], ...] = (("g1",), ("g2",))
+
+# an AWS-style key id and secret: the scanner's default patterns find both
+_SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYZQ"
+OVERSIZE_BYTES = 4096  # the connector's MAX_DOCUMENT_BYTES in the lifecycle tests
+
+
+def _word(n: int) -> str:
+    """A word only this version contains: letters only (no stemming, no version-looking
+    or identifier-looking token), distinct for every ``n``."""
+    letters = ""
+    n += 26 * 26  # at least three letters
+    while n:
+        n, r = divmod(n, 26)
+        letters = chr(ord("a") + r) + letters
+    return f"qz{letters}"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One content version of a document; ``token`` appears only in its text."""
+
+    n: int
+    kind: VersionKind = "ok"
+
+    @property
+    def token(self) -> str:
+        return _word(self.n)
+
+    @property
+    def text(self) -> str:
+        t = self.token
+        if self.kind == "empty":
+            return "   \n"
+        body = f"# Runbook {t}\n\nThe {t} procedure restarts the {t} service safely.\n"
+        if self.kind == "secret":
+            return body + f"\nConfig for {t}:\n{_SECRET}\n"
+        if self.kind == "oversize":
+            return body + ("padding words for the size limit\n" * (OVERSIZE_BYTES // 30 + 8))
+        return body
+
+
+@dataclass(frozen=True)
+class Upsert:
+    seq: int
+    version: Version
+    acl: tuple[str, ...]
+    title: str
+
+
+@dataclass
+class DocModel:
+    content_seq: int | None = None  # last content change (upsert or delete) applied
+    acl_key: tuple[int, int] | None = None  # (seq, 1 for an ACL change / 0 for an upsert)
+    current: Version | None = None  # what readers get (None: nothing)
+    title: str | None = None
+    acl: tuple[str, ...] = ()
+    status: str | None = None  # document_status once the document entered
+    last: Upsert | tuple[str, int] | None = None  # the last content change applied
+    exact: bool = True
+    changes: set[tuple[object, ...]] = field(default_factory=set)  # identities applied
+
+    @property
+    def live(self) -> bool:
+        return self.current is not None
+
+    def visible_to(self, groups: tuple[str, ...]) -> bool:
+        return self.live and bool(set(self.acl) & set(groups))
+
+    def _acl(self, key: tuple[int, int], acl: tuple[str, ...]) -> None:
+        if self.acl_key is None or key >= self.acl_key:
+            self.acl_key, self.acl = key, acl
+
+    def upsert(self, up: Upsert) -> None:
+        ident = ("upsert", up)
+        if ident in self.changes:  # the same change again
+            return
+        self.changes.add(ident)
+        if self.content_seq is not None and up.seq < self.content_seq:
+            return
+        if self.content_seq is not None and up.seq == self.content_seq:
+            if self.last != up:  # no defined winner
+                self.exact = False
+            return
+        self.content_seq, self.last, self.exact = up.seq, up, True
+        if up.version.kind == "ok":
+            self.current, self.title, self.status = up.version, up.title, "indexed"
+        else:
+            self.status = "quarantined"
+        self._acl((up.seq, 0), up.acl)
+
+    def delete(self, seq: int) -> None:
+        ident = ("delete", seq)
+        if ident in self.changes:
+            return
+        self.changes.add(ident)
+        if self.content_seq is not None and seq < self.content_seq:
+            return
+        self.content_seq, self.last, self.exact = seq, ("delete", seq), True
+        self.current, self.title, self.status = None, None, "deleted"
+
+    def acl_change(self, seq: int, acl: tuple[str, ...]) -> None:
+        ident = ("acl", seq, acl)
+        if ident in self.changes:
+            return
+        self.changes.add(ident)
+        if self.content_seq is not None and seq < self.content_seq:
+            return
+        self._acl((seq, 1), acl)

@@ -1,0 +1,99 @@
+"""Minimal lifecycle scenarios, one per kind of step the state machine can switch off
+(``lifecycle_machine.FEATURES``), run through the same pipeline, model and checks.
+
+A scenario whose fix is not on main yet is a strict xfail naming the defect of issue 12;
+when the fix lands it passes, the strict xfail fails, and the feature moves to
+``FIXED`` (which also turns it on in the state machine)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from lifecycle_machine import FEATURES, FIXED, LifecycleMachine
+from lifecycle_world import World
+
+pytestmark = pytest.mark.integration
+
+A, B = "lt:alpha", "lt:gamma"
+G1, G12 = ("g1",), ("g1", "g2")
+
+
+def known(feature: str) -> Callable[[Any], Any]:
+    """A strict xfail until ``feature``'s fix is on main (``FIXED``)."""
+    if feature in FIXED:
+        return lambda f: f
+    return pytest.mark.xfail(strict=True, reason=f"issue 12 {FEATURES[feature]}")
+
+
+def machine(world: World, feature: str) -> LifecycleMachine:
+    LifecycleMachine.world = world
+    LifecycleMachine.features = FIXED | {feature}
+    return LifecycleMachine()
+
+
+@known("reused_event_ids")
+def test_reused_event_ids_across_documents_and_tenants(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "reused_event_ids")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # event id 0
+    m.do_upsert(0, B, "next", "new", "ok", G12, "new", reuse=0)  # same id, other document
+    m.do_upsert(1, A, "next", "new", "ok", G12, "new", reuse=0)  # same id, other tenant
+    m.settle()
+    m.do_acl(1, A, "next", G1, reuse=0)  # tenant B revokes g2 with an id tenant A used
+    m.do_delete(1, B, "next", reuse=0)
+    m.settle()
+
+
+@known("quarantine_acl")
+def test_quarantined_version_still_narrows_the_acl(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "quarantine_acl")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, A, "next", "new", "empty", G1, "keep")  # g2 revoked with an empty version
+    m.do_upsert(0, B, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, B, "next", "new", "secret", G1, "keep")  # and with a blocked secret
+    m.settle()
+
+
+@known("equal_seq_control")
+def test_acl_change_and_delete_at_the_current_seq(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "equal_seq_control")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.do_upsert(0, B, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_acl(0, A, "equal", G1)  # permissions change at the current revision
+    m.do_delete(0, B, "equal")
+    m.settle()
+
+
+@known("equal_seq_upsert")
+def test_two_upserts_with_one_seq_leave_the_stores_agreeing(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "equal_seq_upsert")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, A, "equal", "new", "ok", G12, "keep")  # other bytes, same seq
+    m.settle()
+
+
+@known("redelivered_control")
+def test_redelivered_delete_keeps_its_terminal_status(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "redelivered_control")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_delete(0, A, "next")
+    m.do_delete(0, B, "next")  # never seen
+    m.settle()
+    m.do_redeliver(1)  # the same delete events again, as a broker redelivers them
+    m.do_redeliver(2)
+    m.settle()
+
+
+@known("deleted_gone")
+def test_deleted_document_is_gone_for_every_reader(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "deleted_gone")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_delete(0, A, "next")
+    m.settle()
