@@ -93,6 +93,7 @@ def fifo(pending: list[str]) -> tuple[str, int, bool]:
 class LifecycleMachine(RuleBasedStateMachine):
     world: ClassVar[World]
     features: ClassVar[frozenset[str]] = FIXED
+    stats: ClassVar[dict[str, int]] = {}  # over a run: examples, changes, settles, ...
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,6 +109,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.world.driver.history.clear()
+        self._count("examples")
+
+    @classmethod
+    def _count(cls, what: str, n: int = 1) -> None:
+        cls.stats[what] = cls.stats.get(what, 0) + n
 
     # ------------------------------------------------------------------ helpers
     def _key(self, t: int, d: str) -> tuple[str, str]:
@@ -127,6 +133,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         return eid
 
     def _send(self, event: EventBase) -> None:
+        self._count(event.event_type)
         self.sent.append((Topics.SOURCE_CHANGES.value, event))
         self.world.driver.publish(Topics.SOURCE_CHANGES.value, event)
 
@@ -212,11 +219,13 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         topic, ev = sent[i % len(sent)]
         self.steps.append(f"redeliver {ev.event_type} {ev.tenant_id[:5]} {ev.document_id}")
+        self._count("redeliveries")
         self.world.driver.publish(topic, ev)
 
     def do_replay(self, topic: str) -> None:
         """Every record this example put on ``topic``, delivered again."""
         self.steps.append(f"replay {topic}")
+        self._count("replays")
         for body in list(self.world.driver.history.get(topic, ())):
             control = b'"source.delete"' in body or b'"source.acl"' in body
             if control and "redelivered_control" not in self.features:
@@ -229,7 +238,11 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def settle(self, choose: Chooser = fifo) -> None:
         self.steps.append("settle")
+        before = (self.world.driver.delivered, self.world.driver.restarts)
         self.world.run(self.world.driver.drain(choose))
+        self._count("settles")
+        self._count("messages delivered", self.world.driver.delivered - before[0])
+        self._count("stage restarts", self.world.driver.restarts - before[1])
         self.check()
 
     def check(self) -> None:

@@ -9,7 +9,7 @@ overtake the slow one); after each settle Postgres, OpenSearch, ``/v1/documents`
 ``/v1/search`` must equal the reference model (``lifecycle_model``) for each principal.
 
 ``make test`` runs a bounded number of examples (``RAGLINE_LIFECYCLE_EXAMPLES``, default
-5, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 10); ``make soak`` runs many more.
+8, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 10); ``make soak`` runs many more.
 Features that exercise a defect whose fix is not on main yet are off here and covered
 by the strict xfails of ``test_lifecycle_known_defects``.
 """
@@ -17,6 +17,7 @@ by the strict xfails of ``test_lifecycle_known_defects``.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -26,7 +27,7 @@ from lifecycle_world import World
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("RAGLINE_LIFECYCLE_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("RAGLINE_LIFECYCLE_EXAMPLES", "8"))
 STEPS = int(os.environ.get("RAGLINE_LIFECYCLE_STEPS", "10"))
 # every example costs seconds: shrinking a failure can take many minutes, so it is
 # opt-in (the failure message carries the readable step log either way)
@@ -37,6 +38,8 @@ PHASES = tuple(Phase) if SHRINK else (Phase.explicit, Phase.reuse, Phase.generat
 def test_lifecycle_matches_reference_model(lifecycle_world: World) -> None:
     LifecycleMachine.world = lifecycle_world
     LifecycleMachine.features = enabled_features()
+    LifecycleMachine.stats = {}
+    t0 = time.monotonic()
     run_state_machine_as_test(
         LifecycleMachine,
         settings=settings(
@@ -48,4 +51,9 @@ def test_lifecycle_matches_reference_model(lifecycle_world: World) -> None:
             phases=PHASES,
             suppress_health_check=list(HealthCheck),
         ),
+    )
+    stats = ", ".join(f"{k} {v}" for k, v in sorted(LifecycleMachine.stats.items()))
+    print(
+        f"\nlifecycle: {stats}; features {sorted(LifecycleMachine.features)}; "
+        f"{time.monotonic() - t0:.1f} s"
     )
