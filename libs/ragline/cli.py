@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.retrieval.cli",
     "ragline.scanning.cli",
     "ragline.chunking.cli",
+    "ragline.mcp_server.cli",
 )
 
 
