@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.indexing.cli",
     "ragline.ops.cli",
     "ragline.ops.retention_cli",
+    "ragline.ops.documents_cli",
     "ragline.cache.cli",
     "ragline.retrieval.cli",
     "ragline.scanning.cli",

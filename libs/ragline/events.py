@@ -19,7 +19,9 @@ so nothing downstream of the parser has per-format paths.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
@@ -37,6 +39,7 @@ from pydantic import (
 
 __all__ = [
     "ALL_TOPICS",
+    "BIGINT_MAX",
     "EVENT_MODELS",
     "SCHEMA_VERSION",
     "AclChange",
@@ -70,9 +73,12 @@ __all__ = [
     "TableData",
     "Topics",
     "TrustLevel",
+    "acl_digest",
+    "change_identity",
     "dlq_topic",
     "input_adapter",
     "read_event",
+    "unstorable",
 ]
 
 SCHEMA_VERSION = 1  # what this code writes
@@ -81,6 +87,8 @@ SCHEMA_VERSION = 1  # what this code writes
 MIN_SCHEMA_VERSION = 1
 MAX_READ_SCHEMA_VERSION = SCHEMA_VERSION + 1
 TOLERANT = "ragline.tolerant"  # validation-context key of a tolerant (internal) read
+# every sequence is a Postgres bigint: a larger value cannot be stored, so it is refused
+BIGINT_MAX = 2**63 - 1
 
 _TENANT_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 # `<source>:<external id>`: the source name is a slug, the external id is anything printable
@@ -158,8 +166,54 @@ def derive_event_id(event_id: str, step: str) -> str:
     return hashlib.sha256(f"{step}\0{event_id}".encode()).hexdigest()[:32]
 
 
+def change_identity(
+    tenant_id: str, document_id: str, kind: str, source_seq: int, digest: str = ""
+) -> str:
+    """The platform's identity of one change: what it *is* (tenant, document, kind of
+    change, sequence, content/ACL digest), never the id its caller chose. Two deliveries
+    of the same change share it; changes of different tenants or documents never do.
+    Consumers that deduplicate (the indexer's ledger) key on this (docs/adr/0006)."""
+    parts = ("change-v1", tenant_id, document_id, kind, str(source_seq), digest)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def acl_digest(acl_groups: tuple[str, ...], classification: str | None) -> str:
+    """A stable digest of an ACL statement (sorted groups, classification or '-')."""
+    return hashlib.sha256(
+        "\0".join((*sorted(set(acl_groups)), "|", classification or "-")).encode()
+    ).hexdigest()[:32]
+
+
 def _new_id() -> str:
     return str(uuid.uuid4())
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unstorable(value: Any, *, allow_nul: bool = False) -> str | None:
+    """Why ``value`` (a string, or any container/model of strings) cannot be stored as
+    Postgres text or JSON (a NUL, a lone surrogate), or None. Never echoes the value."""
+    if isinstance(value, str):
+        if not allow_nul and "\x00" in value:
+            return "contains a NUL character (U+0000), which cannot be stored"
+        if _SURROGATE.search(value):
+            return "contains a lone surrogate (U+D800..U+DFFF), which is not valid Unicode"
+        return None
+    if isinstance(value, BaseModel):
+        value = dict(value)
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, tuple | list):
+        items = enumerate(value)
+    for k, v in items:
+        if isinstance(k, str) and unstorable(k) is not None:
+            return f"a key {unstorable(k)}"
+        why = unstorable(v)
+        if why is not None:
+            return f"{k}: {why}"
+    return None
 
 
 MetadataValue: TypeAlias = str | int | float | bool | None
@@ -223,7 +277,7 @@ class EventBase(_Model):
     content_hash: str | None = Field(
         default=None, pattern=_SHA256_RE, description="sha256 of the normalized source bytes"
     )
-    source_seq: int = Field(ge=0, description="monotonic per document")
+    source_seq: int = Field(ge=0, le=BIGINT_MAX, description="monotonic per document")
     traceparent: str | None = Field(default=None, max_length=128)
 
     @field_validator("schema_version")
@@ -242,10 +296,12 @@ class EventBase(_Model):
     def derived(self, step: str) -> dict[str, Any]:
         """The envelope of the event ``step`` emits for this one: same tenant, document,
         content hash, sequence, trace and ``occurred_at`` (when the source change
-        happened), and an id derived from this event's id, so a redelivered input yields
-        the same output event (consumers can deduplicate)."""
+        happened), and an id derived from this event's id scoped by tenant and document,
+        so a redelivered input yields the same output event (consumers can deduplicate)
+        and two documents never share one."""
+        scope = f"{self.tenant_id}\0{self.document_id}\0{self.event_id}"
         return {
-            "event_id": derive_event_id(self.event_id, step),
+            "event_id": derive_event_id(scope, step),
             "occurred_at": self.occurred_at,
             "tenant_id": self.tenant_id,
             "document_id": self.document_id,
@@ -265,7 +321,20 @@ class ContentRef(_Model):
     location: str = Field(min_length=1, max_length=4096)
 
 
-class SourceUpsert(EventBase):
+class _SourceEvent(EventBase):
+    """What a source may send: everything must be storable (no NUL, no lone surrogate;
+    ``content_text`` may hold NULs, the parser turns control characters into spaces)."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, v: Any, info: ValidationInfo) -> Any:
+        why = unstorable(v, allow_nul=info.field_name == "content_text")
+        if why is not None:
+            raise ValueError(why)
+        return v
+
+
+class SourceUpsert(_SourceEvent):
     event_type: Literal["source.upsert"] = "source.upsert"
     meta: DocumentMeta
     content_text: str | None = Field(default=None, description="inline text content")
@@ -291,11 +360,11 @@ class SourceUpsert(EventBase):
         return self
 
 
-class SourceDelete(EventBase):
+class SourceDelete(_SourceEvent):
     event_type: Literal["source.delete"] = "source.delete"
 
 
-class SourceAclChange(EventBase):
+class SourceAclChange(_SourceEvent):
     event_type: Literal["source.acl"] = "source.acl"
     acl_groups: tuple[Annotated[str, Field(pattern=_GROUP_RE)], ...]
     classification: Classification | None = None
@@ -505,6 +574,12 @@ class DocEmbedded(_ChunksEvent):
 class AclChange(_Model):
     acl_groups: tuple[str, ...]
     classification: Classification | None = None
+    narrowing: bool = Field(
+        default=False,
+        description="sent for an upsert whose ACL narrows the current one: applied at once "
+        "as the intersection with the current ACL, replaced by the upsert's own ACL when "
+        "that version is indexed (docs/adr/0007)",
+    )
 
 
 class DocControl(EventBase):

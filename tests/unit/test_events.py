@@ -165,8 +165,12 @@ def test_derived_envelope_is_deterministic_and_carries_the_source_fields() -> No
     src = _upsert(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
     env = src.derived("doc.indexed")
     assert env == src.derived("doc.indexed")  # a redelivered input yields the same output
-    assert env["event_id"] == derive_event_id(src.event_id, "doc.indexed") != src.event_id
+    scope = f"{src.tenant_id}\0{src.document_id}\0{src.event_id}"
+    assert env["event_id"] == derive_event_id(scope, "doc.indexed") != src.event_id
     assert src.derived("parser")["event_id"] != env["event_id"]  # each step its own id
+    # the same id on another tenant's or document's event never derives the same id
+    other = src.model_copy(update={"tenant_id": "other"})
+    assert other.derived("doc.indexed")["event_id"] != env["event_id"]
     assert len(env["event_id"]) == 32
     out = DocIndexed(**env, action=IndexAction.UPSERT, generation=1, chunk_count=0)
     assert (out.tenant_id, out.document_id, out.source_seq, out.traceparent) == (

@@ -1,7 +1,10 @@
 """Intake decisions: what a source change becomes (doc.fetched, doc.control or nothing).
 
 Pure functions over the stored state of the document, so the whole policy (stale,
-unchanged, metadata-only, content) is unit-testable without a database or a broker.
+unchanged, metadata-only, content, seq conflicts, implausible seqs, ACL narrowing) is
+unit-testable without a database or a broker. The order itself is ``indexing.order``.
+Every event passed on carries an id minted from what the change is
+(``events.change_identity``): the caller's event id is correlation only.
 """
 
 from __future__ import annotations
@@ -10,24 +13,34 @@ import base64
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ragline.errors import PermanentError
 from ragline.events import (
     AclChange,
+    Classification,
     DocControl,
     DocFetched,
     DocumentMeta,
     SourceAclChange,
     SourceDelete,
     SourceUpsert,
+    acl_digest,
+    change_identity,
 )
+from ragline.indexing.order import ContentKey, content_key
 
 __all__ = [
     "Decision",
+    "ImplausibleSequence",
+    "SeqRule",
     "StoredState",
     "control_event",
     "decide_before_fetch",
     "decide_control",
     "decide_upsert",
     "fetched_event",
+    "narrowing_event",
+    "narrows",
+    "seq_implausible",
 ]
 
 
@@ -36,8 +49,13 @@ class Decision(StrEnum):
     METADATA = "metadata"  # same bytes, new metadata: pipeline re-runs, embeddings cached
     UNCHANGED = "unchanged"  # same bytes and metadata as indexed: nothing to do
     STALE = "stale"  # older than what the platform already holds: dropped
+    # another version was stated at the same source_seq and wins by the order rule
+    # (indexing.order): dropped, counted, so a misbehaving source is visible
+    SEQ_CONFLICT = "seq_conflict"
+    IMPLAUSIBLE_SEQ = "implausible_seq"  # a seq jump beyond the configured rule: DLQ
     FORWARD = "forward"  # delete / acl change passed on to the indexer
     DELETE = "delete"  # (metric label of a forwarded delete)
+    NARROWING = "narrowing"  # (metric label of an upsert's ACL narrowing on the fast path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +70,8 @@ class StoredState:
     pending_seq: int | None = None  # document_status.source_seq (accepted, maybe in flight)
     pending_status: str | None = None
     pending_hash: str | None = None
+    acl_groups: tuple[str, ...] | None = None  # documents.acl_groups (what readers have)
+    classification: str | None = None
 
     def newest_seq(self, *, include_acl: bool) -> int | None:
         """The highest source_seq seen for this document.
@@ -65,6 +85,27 @@ class StoredState:
         known = [s for s in seqs if s is not None]
         return max(known) if known else None
 
+    def newest_key(self) -> ContentKey | None:
+        """The greatest content key held (indexing.order): the applied row's or the
+        status row's (an 'accepted' status without a hash is an accepted delete)."""
+        keys = []
+        if self.source_seq is not None and self.status is not None:
+            keys.append(
+                content_key(
+                    self.source_seq,
+                    deleted=self.status == "deleted",
+                    content_hash=self.content_hash,
+                )
+            )
+        if self.pending_seq is not None and self.pending_status is not None:
+            deleted = self.pending_status == "deleted" or (
+                self.pending_status == "accepted" and self.pending_hash is None
+            )
+            keys.append(
+                content_key(self.pending_seq, deleted=deleted, content_hash=self.pending_hash)
+            )
+        return max(keys) if keys else None
+
     @property
     def indexed(self) -> bool:
         return self.status == "indexed"
@@ -76,9 +117,42 @@ class StoredState:
         return self.pending_status == "accepted"
 
 
-def _older(stored: StoredState | None, source_seq: int, *, include_acl: bool = False) -> bool:
-    newest = stored.newest_seq(include_acl=include_acl) if stored is not None else None
-    return newest is not None and newest > source_seq
+class ImplausibleSequence(PermanentError):
+    """A source_seq the configured rule refuses: dead-lettered with the reason, nothing
+    changes (an operator replays it after ``ragline documents reset-seq`` if it was real)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeqRule:
+    """When a source_seq is implausible (docs/connector.md, "Sequence rules"): above
+    ``max_source_seq``, or more than ``max_seq_jump`` above the newest seq Postgres holds
+    for the document (0 disables the jump check)."""
+
+    max_source_seq: int
+    max_seq_jump: int
+
+
+def seq_implausible(stored: StoredState | None, source_seq: int, rule: SeqRule) -> str | None:
+    """Why ``source_seq`` is refused, or None. Never names document content."""
+    if source_seq > rule.max_source_seq:
+        return f"source_seq is above the configured ceiling {rule.max_source_seq}"
+    newest = stored.newest_seq(include_acl=True) if stored is not None else None
+    if rule.max_seq_jump and newest is not None and source_seq - newest > rule.max_seq_jump:
+        return (
+            f"source_seq jumps {source_seq - newest} above the newest known "
+            f"({newest}); the configured maximum jump is {rule.max_seq_jump}"
+        )
+    return None
+
+
+def _older_content(stored: StoredState | None, key: ContentKey) -> Decision | None:
+    """STALE / SEQ_CONFLICT when a greater content key is held, else None."""
+    newest = stored.newest_key() if stored is not None else None
+    if newest is None or newest <= key:
+        return None
+    if newest.seq == key.seq and newest.rank == key.rank == 0:
+        return Decision.SEQ_CONFLICT
+    return Decision.STALE
 
 
 def decide_upsert(
@@ -86,17 +160,22 @@ def decide_upsert(
 ) -> Decision:
     """The policy for an upsert whose bytes have been hashed.
 
-    Equal ``source_seq`` is not stale: a redelivered event must be able to finish the
+    An equal content key is not stale: a redelivered event must be able to finish the
     work its first delivery started (idempotent downstream). Nothing is dropped as
-    unchanged while another change is in flight: it would win at the indexer.
+    unchanged while another change is in flight: it would win at the indexer. New
+    metadata needs a new seq (at the same seq it would lose at the indexer).
     """
-    if _older(stored, source_seq):
-        return Decision.STALE
+    key = content_key(source_seq, deleted=False, content_hash=content_hash)
+    older = _older_content(stored, key)
+    if older is not None:
+        return older
     if stored is None or not stored.indexed or stored.content_hash != content_hash:
         return Decision.CONTENT
     if stored.in_flight:  # an older change in flight would otherwise overwrite this one
         return Decision.CONTENT
     if stored.meta_hash != meta_hash:
+        if stored.source_seq is not None and stored.source_seq >= source_seq:
+            return Decision.SEQ_CONFLICT
         return Decision.METADATA
     return Decision.UNCHANGED
 
@@ -104,12 +183,22 @@ def decide_upsert(
 def decide_before_fetch(
     stored: StoredState | None, event: SourceUpsert, meta_hash: str
 ) -> Decision | None:
-    """Decide before fetching when the source told us its content hash.
+    """Decide before fetching when the source told us its content hash (or when any
+    content at this seq would lose: a delete or a newer change is held).
 
-    Returns STALE or UNCHANGED when the bytes are not needed, else None (fetch them).
+    Returns STALE, SEQ_CONFLICT or UNCHANGED when the bytes are not needed, else None.
     """
-    if _older(stored, event.source_seq):
+    newest = stored.newest_key() if stored is not None else None
+    if newest is not None and (
+        newest.seq > event.source_seq or (newest.seq == event.source_seq and newest.rank > 0)
+    ):
         return Decision.STALE
+    if event.content_hash is not None:
+        older = _older_content(
+            stored, content_key(event.source_seq, deleted=False, content_hash=event.content_hash)
+        )
+        if older is not None:
+            return older
     if (
         event.content_hash is not None
         and stored is not None
@@ -123,17 +212,28 @@ def decide_before_fetch(
 
 
 def decide_control(stored: StoredState | None, event: SourceDelete | SourceAclChange) -> Decision:
-    """Deletes and ACL changes older than what is held are dropped; others go on.
+    """Deletes and ACL changes older than what is held are dropped; others go on, an
+    equal seq included (a source that deletes or re-permissions at its current revision;
+    the indexer's order rule decides, indexing.order).
 
     A delete for a document never seen is still forwarded: the indexer keeps the
     tombstone's source_seq so an older upsert still in flight cannot resurrect it.
     """
     include_acl = isinstance(event, SourceAclChange)
-    return (
-        Decision.STALE
-        if _older(stored, event.source_seq, include_acl=include_acl)
-        else Decision.FORWARD
-    )
+    newest = stored.newest_seq(include_acl=include_acl) if stored is not None else None
+    return Decision.STALE if newest is not None and newest > event.source_seq else Decision.FORWARD
+
+
+def narrows(stored: StoredState | None, meta: DocumentMeta) -> bool:
+    """Does the upsert's ACL or classification take something away from what readers
+    of the indexed version have now? (then it also takes the fast path, ADR 0007)"""
+    if stored is None or not stored.indexed or stored.acl_groups is None:
+        return False
+    if not set(stored.acl_groups) <= set(meta.acl_groups):
+        return True
+    order = [c.value for c in Classification]
+    now = stored.classification
+    return now in order and order.index(meta.classification.value) > order.index(now)
 
 
 def fetched_event(
@@ -143,11 +243,19 @@ def fetched_event(
     data: bytes,
     content_hash: str,
     change: Decision,
+    meta_digest: str,
 ) -> DocFetched:
     if change not in (Decision.CONTENT, Decision.METADATA):
         raise ValueError(f"no doc.fetched for decision {change}")
+    identity = change_identity(
+        event.tenant_id,
+        event.document_id,
+        "source.upsert",
+        event.source_seq,
+        f"{content_hash}:{meta_digest}",
+    )
     return DocFetched(
-        **{**event.derived("doc.fetched"), "content_hash": content_hash},
+        **{**event.derived("doc.fetched"), "event_id": identity, "content_hash": content_hash},
         meta=meta,
         content_b64=base64.b64encode(data).decode("ascii"),
         size_bytes=len(data),
@@ -155,11 +263,32 @@ def fetched_event(
     )
 
 
-def control_event(event: SourceDelete | SourceAclChange) -> DocControl:
-    if isinstance(event, SourceDelete):
-        return DocControl(**event.derived("doc.control"), action="delete")
+def narrowing_event(event: SourceUpsert, meta: DocumentMeta) -> DocControl:
+    """The fast-path ACL statement of an upsert whose ACL narrows the current one."""
+    cls = meta.classification
+    identity = change_identity(
+        event.tenant_id,
+        event.document_id,
+        "source.upsert.acl",
+        event.source_seq,
+        acl_digest(meta.acl_groups, cls.value),
+    )
     return DocControl(
-        **event.derived("doc.control"),
+        **{**event.derived("doc.control"), "event_id": identity, "content_hash": None},
+        action="acl",
+        acl=AclChange(acl_groups=meta.acl_groups, classification=cls, narrowing=True),
+    )
+
+
+def control_event(event: SourceDelete | SourceAclChange) -> DocControl:
+    t, d, seq = event.tenant_id, event.document_id, event.source_seq
+    if isinstance(event, SourceDelete):
+        identity = change_identity(t, d, "source.delete", seq)
+        return DocControl(**{**event.derived("doc.control"), "event_id": identity}, action="delete")
+    cls = event.classification.value if event.classification is not None else None
+    identity = change_identity(t, d, "source.acl", seq, acl_digest(event.acl_groups, cls))
+    return DocControl(
+        **{**event.derived("doc.control"), "event_id": identity},
         action="acl",
         acl=AclChange(acl_groups=event.acl_groups, classification=event.classification),
     )

@@ -40,6 +40,22 @@ class ConnectorSettings(BaseSettings):
     fetch_timeout_s: float = Field(default=20.0, gt=0)
     fetch_max_redirects: int = Field(default=3, ge=0)
 
+    # docs/connector.md, "Sequence rules": one bad event must not pin a document forever
+    max_source_seq: int = Field(
+        default=2**62,
+        ge=0,
+        le=2**63 - 1,
+        description="a source_seq above this is refused (dead-lettered): leaves headroom "
+        "below the bigint limit, above any nanosecond timestamp until the year 2116",
+    )
+    max_seq_jump: int = Field(
+        default=2**56,
+        ge=0,
+        description="a source_seq more than this above the newest one held for the document "
+        "is refused (dead-lettered); 0 disables. Default ~7.2e16: 2.3 years of nanosecond "
+        "timestamps; a counter-based source should set it far lower (e.g. 1000000)",
+    )
+
     webhook_enabled: bool = Field(
         default=True, description="serve POST /v1/changes from the connector service"
     )

@@ -17,12 +17,17 @@ from urllib.parse import urlsplit
 from ragline.connector.fetch import ContentFetcher, Fetched
 from ragline.connector.intake import (
     Decision,
+    ImplausibleSequence,
+    SeqRule,
     StoredState,
     control_event,
     decide_before_fetch,
     decide_control,
     decide_upsert,
     fetched_event,
+    narrowing_event,
+    narrows,
+    seq_implausible,
 )
 from ragline.connector.metrics import DECISIONS
 from ragline.connector.settings import ConnectorSettings
@@ -37,6 +42,7 @@ from ragline.events import (
     Topics,
 )
 from ragline.hashing import content_hash, meta_hash
+from ragline.indexing.order import ContentKey, content_key
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 
@@ -86,6 +92,9 @@ class ConnectorStage(Stage):
         self.cfg = cfg or ConnectorSettings()
         self.state = state or StateStore(settings.admin_dsn())
         self.fetcher = fetcher or ContentFetcher(self.cfg)
+        self.seq_rule = SeqRule(
+            max_source_seq=self.cfg.max_source_seq, max_seq_jump=self.cfg.max_seq_jump
+        )
 
     async def start(self) -> None:
         await self.state.open()
@@ -129,6 +138,12 @@ class ConnectorStage(Stage):
             )
         except Exception as exc:  # the runtime retries the whole batch
             return [exc] * len(events)
+        for i, ev in list(changes.items()):
+            why = seq_implausible(stored.get(_key(ev)), ev.source_seq, self.seq_rule)
+            if why is not None:  # dead-lettered with the reason; nothing else happens
+                DECISIONS.labels(Decision.IMPLAUSIBLE_SEQ.value).inc()
+                results[i] = ImplausibleSequence(why)
+                del changes[i]
         upserts = {i: ev for i, ev in changes.items() if isinstance(ev, SourceUpsert)}
         metas = {i: (m, meta_hash(m)) for i, ev in upserts.items() for m in (effective_meta(ev),)}
         need = {
@@ -140,7 +155,7 @@ class ConnectorStage(Stage):
         view = dict(stored)  # the stored state as this batch's earlier events left it
         accepts: dict[_Key, tuple[int, str | None]] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
-        waiting: list[tuple[int, _Key, Decision, Output]] = []
+        waiting: list[tuple[int, _Key, Decision, list[Output]]] = []
         for i, ev in changes.items():
             key = _key(ev)
             st = view.get(key)
@@ -157,7 +172,7 @@ class ConnectorStage(Stage):
                 else:  # a delete is a content change: recorded like one (no hash)
                     _note(accepts, key, ev.source_seq, None)
                     view[key] = _seen(st, ev.source_seq, acl=False)
-                    waiting.append((i, key, Decision.DELETE, control))
+                    waiting.append((i, key, Decision.DELETE, [control]))
                 continue
             meta, mhash = metas[i]
             early = decide_before_fetch(st, ev, mhash)
@@ -179,19 +194,30 @@ class ConnectorStage(Stage):
             if key not in acls or acls[key][1] <= ev.source_seq:
                 acls[key] = (meta.acl_groups, ev.source_seq)
             view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash)
-            doc = fetched_event(ev, meta=meta, data=got.data, content_hash=chash, change=decision)
-            waiting.append((i, key, decision, Output(topic=Topics.DOC_FETCHED.value, event=doc)))
+            doc = fetched_event(
+                ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
+            )
+            outs = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
+            if narrows(stored.get(key), meta):  # revocation never waits for the content
+                DECISIONS.labels(Decision.NARROWING.value).inc()
+                outs.insert(
+                    0, Output(topic=Topics.DOC_CONTROL.value, event=narrowing_event(ev, meta))
+                )
+            waiting.append((i, key, decision, outs))
         if waiting:
             try:
-                written = await self.state.record_accepted_many(accepts, acls=acls)
+                written = await self.state.record_accepted_each(accepts, acls=acls)
             except Exception as exc:
                 for i, *_ in waiting:
                     results[i] = exc
                 return results
-            for i, key, decision, out in waiting:
-                if key in written:
-                    results[i] = [out]
-                    self._accepted(out, decision, ctx)
+            for i, key, decision, outs in waiting:
+                ok = written.get(key, False)
+                if isinstance(ok, BaseException):  # this document's write failed alone
+                    results[i] = ok
+                elif ok:
+                    results[i] = outs
+                    self._accepted(outs[-1], decision, ctx)
                 else:  # a newer event moved the status on meanwhile
                     results[i] = self._nothing(changes[i], Decision.STALE, ctx)
         return results
@@ -248,14 +274,22 @@ def _seen(
     st = st or StoredState()
     if acl:
         return replace(st, acl_seq=max(st.acl_seq or 0, seq))
-    if (st.pending_seq or 0) > seq:
+    held = StoredState(
+        pending_seq=st.pending_seq, pending_status=st.pending_status, pending_hash=st.pending_hash
+    ).newest_key()
+    if held is not None and held > _accept_key(seq, content_hash):
         return st
     return replace(st, pending_seq=seq, pending_status="accepted", pending_hash=content_hash)
+
+
+def _accept_key(seq: int, chash: str | None) -> ContentKey:
+    """The content key of an accepted change (no hash: a delete)."""
+    return content_key(seq, deleted=chash is None, content_hash=chash)
 
 
 def _note(
     accepts: dict[_Key, tuple[int, str | None]], key: _Key, seq: int, chash: str | None
 ) -> None:
-    """One status write per document and batch: the newest accepted change."""
-    if key not in accepts or accepts[key][0] <= seq:
+    """One status write per document and batch: the greatest accepted change."""
+    if key not in accepts or _accept_key(*accepts[key]) <= _accept_key(seq, chash):
         accepts[key] = (seq, chash)

@@ -17,13 +17,15 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
 
 from ragline.connector.intake import StoredState
-from ragline.errors import BackendUnavailable, TransientError
+from ragline.errors import BackendUnavailable, PermanentError, RaglineError
+from ragline.store.pg_errors import translate_pg_error
+from ragline.store.status import status_key_sql
 
 __all__ = ["StateStore"]
 
 _COLUMNS = sql.SQL(
     "d.source_seq, d.acl_seq, d.content_hash, d.meta_hash, d.status, "
-    "s.source_seq, s.status, s.content_hash"
+    "s.source_seq, s.status, s.content_hash, d.acl_groups, d.classification"
 )
 
 # one round trip for a whole batch of (tenant, document) keys
@@ -45,35 +47,44 @@ _LIST_SOURCE = sql.SQL(
     "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
 ).format(cols=_COLUMNS)
 
-# a row is only overwritten by an event whose source_seq is >= the stored one. The row's
-# ACL (read by the query role, migration 0007) is the newest of: the upsert's meta ACL at
-# its seq, the documents row's, a parked ACL change's; never older than the stored one. A
-# delete brings no ACL and keeps the last known.
+# a row is only overwritten by a change whose content key (indexing.order) is >= the
+# stored one. The row's ACL (read by the query role, migration 0007) is the one with the
+# greatest ACL key (acl_seq, rank: 0 upsert, 1 ACL change) of: the upsert's meta ACL at
+# its seq, the documents row's, a parked ACL change's; never older than the stored one.
+# A delete brings no ACL and keeps the last known.
 _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
     "  (tenant_id, document_id, source_seq, content_hash, stage, status, acl_groups, "
-    "   acl_seq, updated_at) "
-    "SELECT x.t, x.d, x.q, x.h, 'connector', 'accepted', a.g, a.s, now() "
+    "   acl_seq, acl_rank, updated_at) "
+    "SELECT x.t, x.d, x.q, x.h, 'connector', 'accepted', a.g, a.s, coalesce(a.r, 0), now() "
     "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[]) "
     "  AS x(t, d, q, h, g, gs) "
     "LEFT JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
     "LEFT JOIN pending_acl p ON p.tenant_id = x.t AND p.document_id = x.d "
     "LEFT JOIN LATERAL ("
-    "  SELECT c.g, c.s FROM (VALUES "
+    "  SELECT c.g, c.s, c.r FROM (VALUES "
     "    (1, CASE WHEN x.g IS NOT NULL "
-    "            THEN ARRAY(SELECT jsonb_array_elements_text(x.g)) END, x.gs), "
-    "    (2, doc.acl_groups, doc.acl_seq), (3, p.acl_groups, p.acl_seq)) AS c(i, g, s) "
-    "  WHERE c.g IS NOT NULL AND c.s IS NOT NULL ORDER BY c.s DESC, c.i LIMIT 1"
+    "            THEN ARRAY(SELECT jsonb_array_elements_text(x.g)) END, x.gs, 0::smallint), "
+    "    (2, doc.acl_groups, doc.acl_seq, doc.acl_rank), "
+    "    (3, p.acl_groups, p.acl_seq, 1::smallint)) AS c(i, g, s, r) "
+    "  WHERE c.g IS NOT NULL AND c.s IS NOT NULL ORDER BY c.s DESC, c.r DESC, c.i LIMIT 1"
     ") a ON true "
     "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
     "  findings = NULL, updated_at = EXCLUDED.updated_at, "
-    "  acl_groups = CASE WHEN EXCLUDED.acl_seq >= coalesce(ds.acl_seq, -1) "
-    "    THEN EXCLUDED.acl_groups ELSE ds.acl_groups END, "
-    "  acl_seq = greatest(ds.acl_seq, EXCLUDED.acl_seq) "
-    "WHERE ds.source_seq <= EXCLUDED.source_seq "
+    "  acl_groups = CASE WHEN {acl_newer} THEN EXCLUDED.acl_groups ELSE ds.acl_groups END, "
+    "  acl_rank = CASE WHEN {acl_newer} THEN EXCLUDED.acl_rank ELSE ds.acl_rank END, "
+    "  acl_seq = CASE WHEN {acl_newer} THEN EXCLUDED.acl_seq ELSE ds.acl_seq END "
+    "WHERE {old} <= {new} "
     "RETURNING ds.tenant_id, ds.document_id"
+).format(
+    old=status_key_sql("ds"),
+    new=status_key_sql("EXCLUDED"),
+    acl_newer=sql.SQL(
+        "EXCLUDED.acl_seq IS NOT NULL AND "
+        "(EXCLUDED.acl_seq, EXCLUDED.acl_rank) >= (coalesce(ds.acl_seq, -1), ds.acl_rank)"
+    ),
 )
 
 Key = tuple[str, str]  # (tenant_id, document_id)
@@ -81,7 +92,7 @@ Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
-    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash = row
+    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls = row
     if d_status is None and s_status is None:
         return None
     return StoredState(
@@ -93,6 +104,8 @@ def _state(row: tuple[Any, ...]) -> StoredState | None:
         pending_seq=s_seq,
         pending_status=s_status,
         pending_hash=s_hash,
+        acl_groups=tuple(d_groups) if d_groups is not None else None,
+        classification=d_cls,
     )
 
 
@@ -120,17 +133,33 @@ class StateStore:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout, TooManyRequests) as exc:
             raise BackendUnavailable(f"postgres: {type(exc).__name__}") from exc
-        except psycopg.Error as exc:  # e.g. a missing migration: retried, then the DLQ
-            raise TransientError(f"postgres: {type(exc).__name__}") from exc
+        except psycopg.Error as exc:  # data errors are permanent (one item, not the batch)
+            raise translate_pg_error(exc) from exc
 
     async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
         return (await self.get_many([(tenant_id, document_id)])).get((tenant_id, document_id))
 
     async def get_many(self, keys: Iterable[Key]) -> dict[Key, StoredState]:
-        """The stored state of every key Postgres knows (unknown keys are absent)."""
+        """The stored state of every key Postgres knows (unknown keys are absent). A key
+        Postgres refuses outright (a PermanentError) is left out, so one bad key never
+        hides its batch neighbours; the write of that key fails on its own later."""
         unique = sorted(set(keys))
         if not unique:
             return {}
+        try:
+            return await self._get_many(unique)
+        except PermanentError:
+            if len(unique) == 1:
+                return {}
+        out: dict[Key, StoredState] = {}
+        for k in unique:
+            try:
+                out.update(await self._get_many([k]))
+            except PermanentError:
+                continue
+        return out
+
+    async def _get_many(self, unique: list[Key]) -> dict[Key, StoredState]:
         out: dict[Key, StoredState] = {}
         async with self._conn() as conn:
             cur = await conn.execute(_GET_MANY, ([k[0] for k in unique], [k[1] for k in unique]))
@@ -174,11 +203,44 @@ class StateStore:
     ) -> set[Key]:
         """One statement for a batch (one entry per key: seq, content hash or None for a
         delete; ``acls``: the source's ACL per key, absent for a delete); the keys actually
-        written."""
+        written. Raises the first per-key error (see ``record_accepted_each``)."""
+        each = await self.record_accepted_each(accepted, acls=acls)
+        for result in each.values():
+            if isinstance(result, BaseException):
+                raise result
+        return {k for k, ok in each.items() if ok is True}
+
+    async def record_accepted_each(
+        self,
+        accepted: Mapping[Key, tuple[int, str | None]],
+        *,
+        acls: Mapping[Key, Acl] | None = None,
+    ) -> dict[Key, bool | RaglineError]:
+        """Per key: True written, False a newer change holds the row, or the permanent
+        error of that key alone. One statement for the batch; when Postgres refuses it
+        for good, one statement per key, so a poison item never fails its neighbours."""
         if not accepted:
-            return set()
+            return {}
+        try:
+            written = await self._accept(accepted, acls or {})
+            return {k: k in written for k in accepted}
+        except PermanentError as exc:
+            if len(accepted) == 1:
+                return {k: exc for k in accepted}
+        out: dict[Key, bool | RaglineError] = {}
+        for k in sorted(accepted):
+            one = {k: (acls or {})[k]} if k in (acls or {}) else {}
+            try:
+                out[k] = k in await self._accept({k: accepted[k]}, one)
+            except PermanentError as exc:
+                out[k] = exc
+        return out
+
+    async def _accept(
+        self, accepted: Mapping[Key, tuple[int, str | None]], acls: Mapping[Key, Acl]
+    ) -> set[Key]:
         keys = sorted(accepted)
-        acl = [(acls or {}).get(k) for k in keys]
+        acl = [acls.get(k) for k in keys]
         params = (
             [k[0] for k in keys],
             [k[1] for k in keys],

@@ -24,6 +24,7 @@ class DocumentFields:
     acl_groups: tuple[str, ...]
     classification: str
     acl_seq: int
+    acl_rank: int
     generation: int
     revision: int
     superseded: bool
@@ -38,6 +39,7 @@ def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any
         "meta_hash": meta_hash(meta),
         "source_seq": event.source_seq,
         "acl_seq": fields.acl_seq,
+        "acl_rank": fields.acl_rank,
         "generation": fields.generation,
         "revision": fields.revision,
         "status": "indexed",

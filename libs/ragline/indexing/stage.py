@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 from opensearchpy import AsyncOpenSearch
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.errors import NotBuiltError, RaglineError
+from ragline.errors import (
+    ContractError,
+    NotBuiltError,
+    PermanentError,
+    QuarantineError,
+    RaglineError,
+)
 from ragline.events import DocControl, DocEmbedded, DocQuarantined, Topics
 from ragline.indexing.metrics import OS_SYNC_FAILURES, OS_SYNC_SECONDS
 from ragline.indexing.os_sync import OsSyncer
@@ -45,6 +51,24 @@ def _source_at(ctx: StageContext, event: Indexable) -> datetime:
         except ValueError:
             pass
     return event.occurred_at
+
+
+def _terminal(event: Indexable, exc: Exception) -> Exception:
+    """A version the stores refuse for good is quarantined, so its status ends as
+    'quarantined' with a reason instead of 'accepted' forever (the runtime publishes
+    doc.quarantined for a QuarantineError, which this stage then records)."""
+    if (
+        isinstance(event, DocEmbedded)
+        and isinstance(exc, PermanentError)
+        and not isinstance(exc, QuarantineError)
+    ):
+        kind = "contract" if isinstance(exc, ContractError) else "store"
+        q = QuarantineError(
+            "index_rejected", f"the indexer cannot store this version ({kind}: {exc})"[:1000]
+        )
+        q.__cause__ = exc
+        return q
+    return exc
 
 
 class IndexerStage(Stage):
@@ -112,7 +136,7 @@ class IndexerStage(Stage):
                         try:
                             outcome = await self.writer.apply(conn, ev)
                         except Exception as exc:  # the runtime classifies it
-                            results[i] = exc
+                            results[i] = _terminal(ev, exc)
                             continue
                         if outcome is not None:
                             outcomes[i] = outcome

@@ -1,10 +1,11 @@
-"""Apply one event to Postgres in one transaction: the seq guards, the generation swap,
+"""Apply one event to Postgres in one transaction: the order guards, the generation swap,
 tombstones, ACL re-stamps, supersession and the ledger entry, all or nothing.
 
-Order rules (docs/indexing.md): content and deletes share ``source_seq``; ACL changes
-have ``acl_seq``. An upsert with seq s applies iff s > source_seq; a delete likewise (its
-seq becomes the tombstone's source_seq); an ACL change with seq a applies iff a > acl_seq,
-and an upsert never overwrites an ACL stamped by a newer acl_seq.
+Order rules: ``indexing.order`` (one rule, used by the connector too; docs/indexing.md).
+Content and deletes are ordered by the content key (source_seq, delete over upsert,
+content hash); ACL statements by the ACL key (acl_seq, change over upsert). The ledger
+is keyed by the platform's identity of the change (``ledger_identity``), never by the
+caller's event id, and only ever matches an entry of the same tenant and document.
 
 ``document_status`` carries the newest ACL known too (0007): the indexed ACL on an
 upsert, the event's meta ACL (or a newer stored one) on a quarantine, every applied or
@@ -15,29 +16,82 @@ never-indexed (e.g. quarantined) document through it.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 from psycopg import AsyncConnection
 
 from ragline.errors import PermanentError
-from ragline.events import DocControl, DocEmbedded, DocQuarantined, IndexAction
+from ragline.events import (
+    Classification,
+    DocControl,
+    DocEmbedded,
+    DocQuarantined,
+    IndexAction,
+    acl_digest,
+    change_identity,
+)
+from ragline.hashing import meta_hash
 from ragline.indexing.metrics import CHUNKS_WRITTEN, DOCUMENTS_APPLIED, PG_WRITE_SECONDS
+from ragline.indexing.order import (
+    ACL_FROM_CHANGE,
+    ACL_FROM_UPSERT,
+    AclKey,
+    ContentKey,
+    acl_applies,
+    content_key,
+)
 from ragline.indexing.outcome import Outcome
 from ragline.indexing.projection import DocumentFields, chunk_rows, document_values
 from ragline.runtime.claimcheck import purge_document_bodies
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
-from ragline.store.pending_acl import (
-    PendingAcl,
-    delete_pending_acl,
-    get_pending_acl,
-    put_pending_acl,
+from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
+from ragline.store.status import (
+    mark_awaiting_content,
+    newest_acl,
+    reassert_status,
+    set_status_acl,
+    write_status,
 )
-from ragline.store.status import newest_acl, reassert_status, set_status_acl, write_status
-from ragline.store.supersession import mark_superseded, release_superseded, superseding_document
+from ragline.store.supersession import refresh_supersession
 
-__all__ = ["IndexWriter"]
+__all__ = ["IndexWriter", "ledger_identity", "stricter_classification"]
+
+_CLASS_ORDER = [c.value for c in Classification]  # public < internal < ... < restricted
+
+
+def stricter_classification(a: str | None, b: str | None) -> str | None:
+    """The more restrictive of two classifications (None when both are unknown)."""
+    known = [c for c in (a, b) if c in _CLASS_ORDER]
+    return max(known, key=_CLASS_ORDER.index) if known else (a or b)
+
+
+def ledger_identity(event: DocEmbedded | DocControl) -> str:
+    """What the change *is*, for the ledger: tenant, document, kind, seq and content or
+    ACL digest (events.change_identity). A caller's event id plays no part."""
+    t, d, seq = event.tenant_id, event.document_id, event.source_seq
+    if isinstance(event, DocEmbedded):
+        digest = ":".join(
+            (
+                event.content_hash,
+                meta_hash(event.meta),
+                event.embedding_model,
+                event.embedding_revision,
+            )
+        )
+        return change_identity(t, d, "doc.embedded", seq, digest)
+    if event.action == "delete" or event.acl is None:
+        return change_identity(t, d, "delete", seq)
+    acl = event.acl
+    cls = acl.classification.value if acl.classification is not None else None
+    kind = "acl.narrowing" if acl.narrowing else "acl"
+    return change_identity(t, d, kind, seq, acl_digest(acl.acl_groups, cls))
+
+
+def _stored_key(state: doc_store.DocumentState) -> ContentKey:
+    return content_key(
+        state.source_seq, deleted=state.status == "deleted", content_hash=state.content_hash
+    )
 
 
 class IndexWriter:
@@ -55,16 +109,18 @@ class IndexWriter:
                 return await self._ledgered(conn, event)
             if isinstance(event, DocControl):
                 return await self._ledgered(conn, event)
-            await self.apply_quarantine(conn, event)
-            return None
+            return await self.apply_quarantine(conn, event)
         finally:
             PG_WRITE_SECONDS.observe(time.perf_counter() - t0)
 
     async def _ledgered(self, conn: AsyncConnection, event: DocEmbedded | DocControl) -> Outcome:
         t, d = event.tenant_id, event.document_id
+        identity = ledger_identity(event)
         async with conn.transaction():
             await doc_store.lock_document(conn, t, d)
-            prior = await recorded_outcome(conn, self.consumer, event.event_id)
+            prior = await recorded_outcome(
+                conn, self.consumer, identity, tenant_id=t, document_id=d
+            )
             if prior is not None:
                 outcome = Outcome.model_validate(prior)
                 DOCUMENTS_APPLIED.labels(outcome.action.value, "replayed").inc()
@@ -78,7 +134,7 @@ class IndexWriter:
             await record_outcome(
                 conn,
                 self.consumer,
-                event.event_id,
+                identity,
                 tenant_id=t,
                 document_id=d,
                 source_seq=event.source_seq,
@@ -97,8 +153,9 @@ class IndexWriter:
                 f"{chunk_store.EMBEDDING_DIM} (a new model needs a migration)"
             )
         state = await doc_store.get_state(conn, t, d)
-        if state is not None and ev.source_seq <= state.source_seq:
-            await self._reassert_status(conn, ev.source_seq, state)
+        key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
+        if state is not None and key <= _stored_key(state):
+            await self._reassert_status(conn, state, key)
             return Outcome(
                 action=IndexAction.UPSERT,
                 generation=state.generation,
@@ -108,31 +165,34 @@ class IndexWriter:
                 skipped=True,
                 touched=(d,),
             )
-        # the newest ACL known so far: the row's, or one parked before the row existed
-        # (a tombstone created by a later delete does not carry it)
+        # the ACL with the greatest key: this upsert's own, unless the row (an ACL change
+        # at this seq or later) or a change parked before the row existed is newer; on a
+        # tie the upsert's own wins over its fast-path narrowing (docs/adr/0007)
         pending = await get_pending_acl(conn, t, d)
-        kept: doc_store.DocumentState | PendingAcl | None = state
-        if pending is not None and (state is None or pending.acl_seq > state.acl_seq):
-            kept = pending
-        acl: tuple[str, ...] = meta.acl_groups
+        own = (meta.acl_groups, ev.source_seq, ACL_FROM_UPSERT)
+        best = newest_acl(
+            own,
+            (state.acl_groups, state.acl_seq, state.acl_rank) if state is not None else None,
+            (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
+        )
+        assert best is not None
+        acl, acl_seq, acl_rank = best
         classification: str = meta.classification.value
-        acl_seq = ev.source_seq
-        if kept is not None and kept.acl_seq > ev.source_seq:  # a newer ACL change won
-            acl_seq = kept.acl_seq
-            acl = tuple(kept.acl_groups)
-            classification = kept.classification or classification
+        if best != own:
+            kept = state.classification if state is not None else None
+            if pending is not None and best[1:] == (pending.acl_seq, ACL_FROM_CHANGE):
+                kept = pending.classification
+            classification = kept or classification
         fields = DocumentFields(
             acl_groups=acl,
             classification=classification,
             acl_seq=acl_seq,
+            acl_rank=acl_rank,
             generation=(state.generation if state else 0) + 1,
             revision=(state.revision if state else 0) + 1,
             superseded=False,
             superseded_by=None,
         )
-        by = await superseding_document(conn, t, d)
-        if by is not None:
-            fields = replace(fields, superseded=True, superseded_by=by)
         rows = chunk_rows(ev, fields)
         await doc_store.upsert_document(conn, t, d, document_values(ev, fields))
         await chunk_store.write_chunks(conn, rows)
@@ -141,9 +201,7 @@ class IndexWriter:
         if pending is not None:
             await delete_pending_acl(conn, t, d)
         touched = {d}
-        touched.update(await mark_superseded(conn, t, meta.supersedes, d))
-        if state is not None and state.status == "indexed":
-            touched.update(await release_superseded(conn, t, d))
+        touched.update(await refresh_supersession(conn, t, [d]))
         await write_status(
             conn,
             t,
@@ -153,7 +211,7 @@ class IndexWriter:
             stage="indexer",
             content_hash=ev.content_hash,
             findings=ev.findings.model_dump(mode="json"),
-            acl=(acl, acl_seq),
+            acl=(acl, acl_seq, acl_rank),
         )
         live_before = state is not None and state.status == "indexed"
         return Outcome(
@@ -166,16 +224,18 @@ class IndexWriter:
         )
 
     async def _reassert_status(
-        self, conn: AsyncConnection, seq: int, state: doc_store.DocumentState
+        self, conn: AsyncConnection, state: doc_store.DocumentState, key: ContentKey
     ) -> None:
         """A replay of the current version: put the status back if intake overwrote it."""
-        if seq == state.source_seq:
+        if key == _stored_key(state):
+            deleted = state.status == "deleted"
             await reassert_status(
                 conn,
                 state.tenant_id,
                 state.document_id,
-                source_seq=seq,
-                status="indexed" if state.status == "indexed" else "deleted",
+                source_seq=state.source_seq,
+                content_hash=None if deleted else state.content_hash,
+                status="deleted" if deleted else "indexed",
                 stage="indexer",
             )
 
@@ -183,8 +243,9 @@ class IndexWriter:
     async def _delete(self, conn: AsyncConnection, ev: DocControl) -> Outcome:
         t, d = ev.tenant_id, ev.document_id
         state = await doc_store.get_state(conn, t, d)
-        if state is not None and ev.source_seq <= state.source_seq:
-            await self._reassert_status(conn, ev.source_seq, state)
+        key = content_key(ev.source_seq, deleted=True)
+        if state is not None and key <= _stored_key(state):
+            await self._reassert_status(conn, state, key)
             return Outcome(
                 action=IndexAction.DELETE,
                 generation=state.generation,
@@ -205,7 +266,7 @@ class IndexWriter:
             revision=(state.revision if state else 0) + 1,
         )
         touched = {d}
-        touched.update(await release_superseded(conn, t, d))
+        touched.update(await refresh_supersession(conn, t, [d]))
         await write_status(conn, t, d, source_seq=ev.source_seq, status="deleted", stage="indexer")
         live_before = state is not None and state.status == "indexed"
         return Outcome(
@@ -221,14 +282,17 @@ class IndexWriter:
         t, d = ev.tenant_id, ev.document_id
         groups = tuple(sorted(set(ev.acl.acl_groups)))
         cls = ev.acl.classification.value if ev.acl.classification is not None else None
+        rank = ACL_FROM_UPSERT if ev.acl.narrowing else ACL_FROM_CHANGE
         state = await doc_store.get_state(conn, t, d)
-        # the status row (say, of a document quarantined before it was ever indexed) is
-        # read through its own ACL: it follows every change, guarded by its own acl_seq
-        await set_status_acl(conn, t, d, acl_seq=ev.source_seq, acl_groups=groups)
-        if state is None:  # overtook the first upsert: keep it for that upsert
-            await put_pending_acl(
-                conn, t, d, acl_seq=ev.source_seq, acl_groups=groups, classification=cls
-            )
+        if state is None:
+            if not ev.acl.narrowing:  # overtook the first upsert: keep it for that upsert
+                await put_pending_acl(
+                    conn, t, d, acl_seq=ev.source_seq, acl_groups=groups, classification=cls
+                )
+                # the status row (or, for a document never seen, a new 'awaiting_content'
+                # one) is read through its own ACL: it follows every change
+                await set_status_acl(conn, t, d, acl_seq=ev.source_seq, acl_groups=groups)
+                await mark_awaiting_content(conn, t, d, acl_seq=ev.source_seq, acl_groups=groups)
             return Outcome(
                 action=IndexAction.ACL,
                 generation=0,
@@ -236,7 +300,13 @@ class IndexWriter:
                 acl_groups_after=groups,
                 skipped=True,
             )
-        if ev.source_seq <= state.acl_seq:
+        if ev.acl.narrowing:  # at once, and never wider than what readers have now
+            groups = tuple(sorted(set(groups) & set(state.acl_groups)))
+            cls = stricter_classification(state.classification, cls)
+        new_key = AclKey(ev.source_seq, rank)
+        stored_key = AclKey(state.acl_seq, state.acl_rank)
+        same = groups == state.acl_groups and cls in (None, state.classification)
+        if not acl_applies(new_key, stored_key) or (new_key == stored_key and same):
             return Outcome(
                 action=IndexAction.ACL,
                 generation=state.generation,
@@ -246,18 +316,34 @@ class IndexWriter:
                 skipped=True,
                 touched=(d,),
             )
+        return await self._restamp(conn, state, groups, cls, new_key)
+
+    async def _restamp(
+        self,
+        conn: AsyncConnection,
+        state: doc_store.DocumentState,
+        groups: tuple[str, ...],
+        cls: str | None,
+        key: AclKey,
+    ) -> Outcome:
+        """Apply an ACL statement to the document row, its chunks and its status."""
+        t, d = state.tenant_id, state.document_id
         live = state.status == "indexed"
         await doc_store.set_acl(
             conn,
             t,
             d,
-            acl_seq=ev.source_seq,
+            acl_seq=key.seq,
+            acl_rank=key.rank,
             acl_groups=groups,
             classification=cls,
             revision=state.revision + (1 if live else 0),
         )
+        await set_status_acl(conn, t, d, acl_seq=key.seq, acl_groups=groups, acl_rank=key.rank)
+        touched = {d}
         if live:
             await chunk_store.restamp_acl(conn, t, d, acl_groups=groups, classification=cls)
+            touched.update(await refresh_supersession(conn, t, [d]))
         return Outcome(
             action=IndexAction.ACL,
             generation=state.generation,
@@ -265,13 +351,16 @@ class IndexWriter:
             acl_groups_before=state.acl_groups,
             acl_groups_after=groups,
             skipped=not live,
-            touched=(d,),
+            touched=tuple(sorted(touched)),
         )
 
     # ------------------------------------------------------------------ quarantine
-    async def apply_quarantine(self, conn: AsyncConnection, ev: DocQuarantined) -> None:
-        """Record why the document was stopped (guarded by seq; idempotent by nature)."""
+    async def apply_quarantine(self, conn: AsyncConnection, ev: DocQuarantined) -> Outcome | None:
+        """Record why the version was stopped (guarded by its content key; idempotent by
+        nature). The version's ACL still narrows what stays indexed of an older version
+        (docs/adr/0007): that ACL change is the outcome returned (None if nothing changed)."""
         t, d = ev.tenant_id, ev.document_id
+        outcome: Outcome | None = None
         async with conn.transaction():
             await doc_store.lock_document(conn, t, d)
             # the ACL the status is read through: the event's, unless an ACL change
@@ -279,11 +368,11 @@ class IndexWriter:
             state = await doc_store.get_state(conn, t, d)
             pending = await get_pending_acl(conn, t, d)
             acl = newest_acl(
-                (ev.meta.acl_groups, ev.source_seq) if ev.meta is not None else None,
-                (state.acl_groups, state.acl_seq) if state is not None else None,
-                (pending.acl_groups, pending.acl_seq) if pending is not None else None,
+                (ev.meta.acl_groups, ev.source_seq, ACL_FROM_UPSERT) if ev.meta else None,
+                (state.acl_groups, state.acl_seq, state.acl_rank) if state else None,
+                (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
             )
-            await write_status(
+            written = await write_status(
                 conn,
                 t,
                 d,
@@ -296,4 +385,14 @@ class IndexWriter:
                 findings=ev.findings.model_dump(mode="json") if ev.findings else None,
                 acl=acl,
             )
+            if written and state is not None and state.status == "indexed" and ev.meta:
+                key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
+                narrow_key = AclKey(ev.source_seq, ACL_FROM_UPSERT)
+                stored = AclKey(state.acl_seq, state.acl_rank)
+                groups = tuple(sorted(set(ev.meta.acl_groups) & set(state.acl_groups)))
+                cls = stricter_classification(state.classification, ev.meta.classification)
+                changed = groups != state.acl_groups or cls != state.classification
+                if key > _stored_key(state) and acl_applies(narrow_key, stored) and changed:
+                    outcome = await self._restamp(conn, state, groups, cls, narrow_key)
         DOCUMENTS_APPLIED.labels("quarantine", "applied").inc()
+        return outcome

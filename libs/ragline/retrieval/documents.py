@@ -5,6 +5,10 @@ The database decides what is visible: a status row is readable when its own ACL
 row admits the principal. So the owners of a document quarantined before it was ever
 indexed (no document row) see why it is not searchable, and everybody else gets the
 same "not found" as for a document that does not exist (docs/query.md).
+
+A deleted document is gone for every reader: ``get_document`` finds nothing of it (its
+status still says 'deleted' to the groups that could read it). ``superseded_by`` names
+the successor only when the caller can read it (RLS decides, in the same query).
 """
 
 from __future__ import annotations
@@ -35,9 +39,12 @@ async def get_document(
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
             "SELECT document_id, status, title, uri, source_type, mime_type, language, version,"
-            " series_id, effective_date, expiry_date, superseded, superseded_by, classification,"
-            " trust, generation, chunk_count, findings, created_at, updated_at, indexed_at,"
-            " deleted_at FROM documents WHERE tenant_id = %s AND document_id = %s",
+            " series_id, effective_date, expiry_date, superseded,"
+            " (SELECT s.document_id FROM documents s WHERE s.tenant_id = d.tenant_id"
+            "   AND s.document_id = d.superseded_by AND s.status = 'indexed') AS superseded_by,"
+            " classification, trust, generation, chunk_count, findings, created_at, updated_at,"
+            " indexed_at, deleted_at FROM documents d"
+            " WHERE tenant_id = %s AND document_id = %s AND status = 'indexed'",
             (principal.tenant, document_id),
         )
         row = await cur.fetchone()

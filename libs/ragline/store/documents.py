@@ -35,6 +35,7 @@ DOCUMENT_COLUMNS: tuple[str, ...] = (
     "meta_hash",
     "source_seq",
     "acl_seq",
+    "acl_rank",
     "generation",
     "revision",
     "status",
@@ -70,6 +71,7 @@ class DocumentState:
     content_hash: str | None
     source_seq: int
     acl_seq: int
+    acl_rank: int
     generation: int
     revision: int
     os_revision: int
@@ -108,7 +110,7 @@ async def get_state(
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
             "SELECT tenant_id, document_id, status, content_hash, source_seq, acl_seq,"
-            " generation, revision, os_revision, acl_groups, classification, superseded,"
+            " acl_rank, generation, revision, os_revision, acl_groups, classification, superseded,"
             " superseded_by, chunk_count"
             " FROM documents WHERE tenant_id = %s AND document_id = %s",
             (tenant_id, document_id),
@@ -162,8 +164,9 @@ async def tombstone(
 ) -> None:
     """Mark the document deleted at ``source_seq`` (creating the row if it never existed).
 
-    Content is dropped (hash, findings, metadata); the seqs, ACL and identity stay so an
-    older upsert arriving late cannot resurrect it and audits can still see it existed.
+    Everything about the document is dropped (content hash, title, uri, version, series,
+    dates, metadata, findings: a deleted document is gone for every reader); only the
+    seqs and the ACL stay, so an older upsert arriving late cannot resurrect it.
     """
     with pg_errors():
         await conn.execute(
@@ -175,7 +178,10 @@ async def tombstone(
             " revision = EXCLUDED.revision, status = 'deleted', deleted_at = now(),"
             " content_hash = NULL, meta_hash = NULL, findings = NULL,"
             " metadata = '{}'::jsonb, chunk_count = 0, superseded = false,"
-            " superseded_by = NULL, supersedes = '{}', updated_at = now()",
+            " superseded_by = NULL, supersedes = '{}', title = NULL, uri = NULL,"
+            " version = NULL, series_id = NULL, mime_type = NULL, language = NULL,"
+            " source_type = NULL, trust = NULL, effective_date = NULL, expiry_date = NULL,"
+            " indexed_at = NULL, updated_at = now()",
             (tenant_id, document_id, source_seq, generation, revision),
         )
 
@@ -186,16 +192,25 @@ async def set_acl(
     document_id: str,
     *,
     acl_seq: int,
+    acl_rank: int,
     acl_groups: Sequence[str],
     classification: str | None,
     revision: int,
 ) -> None:
     with pg_errors():
         await conn.execute(
-            "UPDATE documents SET acl_seq = %s, acl_groups = %s,"
+            "UPDATE documents SET acl_seq = %s, acl_rank = %s, acl_groups = %s,"
             " classification = coalesce(%s, classification), revision = %s, updated_at = now()"
             " WHERE tenant_id = %s AND document_id = %s",
-            (acl_seq, list(acl_groups), classification, revision, tenant_id, document_id),
+            (
+                acl_seq,
+                acl_rank,
+                list(acl_groups),
+                classification,
+                revision,
+                tenant_id,
+                document_id,
+            ),
         )
 
 

@@ -1,7 +1,12 @@
-"""The processed-event ledger: an event id recorded in the same transaction as its effect.
+"""The processed-event ledger: a change's identity recorded in the same transaction as
+its effect.
 
-A redelivered event (the offset was not committed before a crash) finds its id here and
-re-emits the recorded outcome instead of writing twice.
+The identity is minted by the platform from what the change is (tenant, document, kind,
+seq, content/ACL digest: ``indexing.writer.ledger_identity``), stored in the
+``event_id`` column; a caller's event id plays no part. A redelivered event (the offset
+was not committed before a crash) finds its identity here and re-emits the recorded
+outcome instead of writing twice. A lookup only ever matches an entry of the same tenant
+and document.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ __all__ = ["prune_ledger", "record_outcome", "recorded_outcome"]
 
 
 async def recorded_outcome(
-    conn: AsyncConnection, consumer: str, event_id: str
+    conn: AsyncConnection, consumer: str, event_id: str, *, tenant_id: str, document_id: str
 ) -> dict[str, Any] | None:
     with pg_errors():
         cur = await conn.execute(
-            "SELECT outcome FROM processed_events WHERE consumer = %s AND event_id = %s",
-            (consumer, event_id),
+            "SELECT outcome FROM processed_events WHERE consumer = %s AND event_id = %s"
+            " AND tenant_id = %s AND document_id = %s",
+            (consumer, event_id, tenant_id, document_id),
         )
         row = await cur.fetchone()
     return None if row is None else dict(row[0])

@@ -45,7 +45,8 @@ async def put_pending_acl(
     acl_groups: Sequence[str],
     classification: str | None,
 ) -> bool:
-    """Store the change unless a newer one is kept; True when stored."""
+    """Store the change unless a newer one is kept (at an equal seq the later change
+    wins, indexing.order); True when stored."""
     with pg_errors():
         cur = await conn.execute(
             "INSERT INTO pending_acl AS p (tenant_id, document_id, acl_seq, acl_groups,"
@@ -53,7 +54,11 @@ async def put_pending_acl(
             " ON CONFLICT (tenant_id, document_id) DO UPDATE SET acl_seq = EXCLUDED.acl_seq,"
             " acl_groups = EXCLUDED.acl_groups,"
             " classification = coalesce(EXCLUDED.classification, p.classification),"
-            " updated_at = now() WHERE p.acl_seq < EXCLUDED.acl_seq RETURNING 1",
+            " updated_at = now() WHERE p.acl_seq < EXCLUDED.acl_seq"
+            " OR (p.acl_seq = EXCLUDED.acl_seq"
+            " AND (p.acl_groups, p.classification) IS DISTINCT FROM"
+            " (EXCLUDED.acl_groups, coalesce(EXCLUDED.classification, p.classification)))"
+            " RETURNING 1",
             (tenant_id, document_id, acl_seq, list(acl_groups), classification),
         )
         return await cur.fetchone() is not None

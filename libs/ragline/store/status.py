@@ -1,7 +1,8 @@
 """The ``document_status`` table: where each document is, written with a seq guard.
 
-A row is only overwritten by an event whose source_seq is >= the stored one, so a late
-retry of an old version cannot hide the state of a newer one. The row also carries the
+A row is only overwritten by a change whose content key (``indexing.order``: seq, then
+delete over upsert, then content hash) is >= the stored one, so a late retry of an old
+version cannot hide the state of a newer one. The row also carries the
 newest ACL its writers knew (``acl_groups``/``acl_seq``, migration 0007): the query role
 reads a status through it when the document was never indexed, so the ACL is guarded by
 its own seq, like ``documents.acl_seq``, and a write without an ACL keeps the stored one.
@@ -12,35 +13,86 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
+from ragline.indexing.order import ACL_FROM_CHANGE, AclKey
 from ragline.store.pg_errors import pg_errors
 
 __all__ = [
+    "AWAITING_CONTENT_REASON",
     "StatusAcl",
     "StatusValue",
+    "mark_awaiting_content",
     "newest_acl",
     "reassert_status",
     "set_status_acl",
+    "status_key_sql",
     "write_status",
 ]
 
-StatusValue = Literal["accepted", "indexed", "quarantined", "deleted", "failed"]
-StatusAcl = tuple[tuple[str, ...], int]  # (acl_groups, acl_seq)
+StatusValue = Literal["accepted", "indexed", "quarantined", "deleted", "failed", "awaiting_content"]
+StatusAcl = tuple[tuple[str, ...], int, int]  # (acl_groups, acl_seq, acl_rank)
+
+AWAITING_CONTENT_REASON = (
+    "an ACL change arrived before any content of this document; it is kept and applied "
+    "when the content arrives"
+)
 
 
-def newest_acl(*candidates: tuple[Sequence[str], int] | None) -> StatusAcl | None:
-    """The candidate with the highest seq (the earliest one on a tie); None if none given.
+def status_key_sql(alias: str) -> sql.Composed:
+    """The content key (indexing.order) of a ``document_status`` row in SQL: (seq, rank,
+    digest); an 'accepted' row without a content hash is an accepted delete."""
+    a = sql.SQL(alias)
+    deleted = sql.SQL(
+        "({a}.status = 'deleted' OR ({a}.status = 'accepted' AND {a}.content_hash IS NULL))"
+    ).format(a=a)
+    return sql.SQL(
+        "({a}.source_seq, CASE WHEN {d} THEN 1 ELSE 0 END,"
+        " CASE WHEN {d} THEN '' ELSE coalesce({a}.content_hash, '') END)"
+    ).format(a=a, d=deleted)
+
+
+def newest_acl(*candidates: StatusAcl | None) -> StatusAcl | None:
+    """The candidate with the greatest ACL key (the earliest one on a tie); None if none.
 
     Callers pass the event's own ACL first, then what Postgres already holds (the
     documents row, a pending ACL change), so a newer ACL change is never undone.
     """
     best: StatusAcl | None = None
     for c in candidates:
-        if c is not None and (best is None or c[1] > best[1]):
-            best = (tuple(c[0]), c[1])
+        if c is not None and (best is None or AclKey(c[1], c[2]) > AclKey(best[1], best[2])):
+            best = (tuple(c[0]), c[1], c[2])
     return best
+
+
+_WRITE = sql.SQL(
+    "INSERT INTO document_status AS s (tenant_id, document_id, source_seq,"
+    " content_hash, stage, status, reason_code, reason, findings, acl_groups, acl_seq,"
+    " acl_rank, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, 0), now())"
+    " ON CONFLICT (tenant_id, document_id) DO UPDATE SET"
+    " source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash,"
+    " stage = EXCLUDED.stage, status = EXCLUDED.status,"
+    " reason_code = EXCLUDED.reason_code, reason = EXCLUDED.reason,"
+    " findings = EXCLUDED.findings, updated_at = now(),"
+    " acl_groups = CASE WHEN {acl_newer} THEN EXCLUDED.acl_groups ELSE s.acl_groups END,"
+    " acl_rank = CASE WHEN {acl_newer} THEN EXCLUDED.acl_rank ELSE s.acl_rank END,"
+    " acl_seq = CASE WHEN {acl_newer} THEN EXCLUDED.acl_seq ELSE s.acl_seq END"
+    " WHERE {old} < {new} OR ({old} = {new}"
+    " AND ((s.content_hash, s.stage, s.status, s.reason_code, s.reason, s.findings)"
+    " IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.stage, EXCLUDED.status,"
+    " EXCLUDED.reason_code, EXCLUDED.reason, EXCLUDED.findings)"
+    " OR (EXCLUDED.acl_seq, EXCLUDED.acl_rank) > (coalesce(s.acl_seq, -1), s.acl_rank)))"
+    " RETURNING 1"
+).format(
+    old=status_key_sql("s"),
+    new=status_key_sql("EXCLUDED"),
+    acl_newer=sql.SQL(
+        "EXCLUDED.acl_seq IS NOT NULL"
+        " AND (EXCLUDED.acl_seq, EXCLUDED.acl_rank) >= (coalesce(s.acl_seq, -1), s.acl_rank)"
+    ),
+)
 
 
 async def write_status(
@@ -57,33 +109,17 @@ async def write_status(
     findings: dict[str, Any] | None = None,
     acl: StatusAcl | None = None,
 ) -> bool:
-    """Upsert the status row unless a newer seq is stored; True when it was written.
+    """Upsert the status row unless it holds a newer change (content key, indexing.order);
+    True when it was written.
 
-    ``acl`` (groups, acl_seq) replaces the stored ACL only if its seq is not older; None
-    keeps the stored one (a delete). An identical rewrite at the same seq is a no-op
-    (``updated_at`` untouched), so a replay leaves the table exactly as it was.
+    ``acl`` (groups, acl_seq, acl_rank) replaces the stored ACL only if its key is not
+    smaller; None keeps the stored one (a delete). An identical rewrite of the same change
+    is a no-op (``updated_at`` untouched), so a replay leaves the table as it was.
     """
-    groups, acl_seq = (list(acl[0]), acl[1]) if acl is not None else (None, None)
+    groups, acl_seq, rank = (list(acl[0]), acl[1], acl[2]) if acl else (None, None, None)
     with pg_errors():
         cur = await conn.execute(
-            "INSERT INTO document_status AS s (tenant_id, document_id, source_seq,"
-            " content_hash, stage, status, reason_code, reason, findings, acl_groups, acl_seq,"
-            " updated_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"
-            " ON CONFLICT (tenant_id, document_id) DO UPDATE SET"
-            " source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash,"
-            " stage = EXCLUDED.stage, status = EXCLUDED.status,"
-            " reason_code = EXCLUDED.reason_code, reason = EXCLUDED.reason,"
-            " findings = EXCLUDED.findings, updated_at = now(),"
-            " acl_groups = CASE WHEN EXCLUDED.acl_seq >= coalesce(s.acl_seq, -1)"
-            "   THEN EXCLUDED.acl_groups ELSE s.acl_groups END,"
-            " acl_seq = greatest(s.acl_seq, EXCLUDED.acl_seq)"
-            " WHERE s.source_seq < EXCLUDED.source_seq OR (s.source_seq = EXCLUDED.source_seq"
-            " AND ((s.content_hash, s.stage, s.status, s.reason_code, s.reason, s.findings)"
-            " IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.stage, EXCLUDED.status,"
-            " EXCLUDED.reason_code, EXCLUDED.reason, EXCLUDED.findings)"
-            " OR EXCLUDED.acl_seq > coalesce(s.acl_seq, -1)))"
-            " RETURNING 1",
+            _WRITE,
             (
                 tenant_id,
                 document_id,
@@ -96,6 +132,7 @@ async def write_status(
                 Jsonb(findings) if findings is not None else None,
                 groups,
                 acl_seq,
+                rank,
             ),
         )
         return await cur.fetchone() is not None
@@ -108,15 +145,57 @@ async def set_status_acl(
     *,
     acl_seq: int,
     acl_groups: Sequence[str],
+    acl_rank: int = ACL_FROM_CHANGE,
 ) -> bool:
-    """An ACL change: re-stamp the status row unless it holds a newer ACL already; True
-    when a row was changed. No row is created (the status says where the content is)."""
+    """An ACL statement: re-stamp the status row unless it holds an ACL with a greater
+    key; True when a row was changed. No row is created (``mark_awaiting_content`` does
+    that for a document never seen)."""
     with pg_errors():
         cur = await conn.execute(
-            "UPDATE document_status SET acl_groups = %s, acl_seq = %s"
+            "UPDATE document_status SET acl_groups = %s, acl_seq = %s, acl_rank = %s"
             " WHERE tenant_id = %s AND document_id = %s"
-            " AND (acl_seq IS NULL OR acl_seq < %s)",
-            (list(acl_groups), acl_seq, tenant_id, document_id, acl_seq),
+            " AND (acl_seq IS NULL OR (acl_seq, acl_rank) <= (%s, %s))"
+            " AND (acl_groups IS DISTINCT FROM %s OR (acl_seq, acl_rank) < (%s, %s))",
+            (
+                list(acl_groups),
+                acl_seq,
+                acl_rank,
+                tenant_id,
+                document_id,
+                acl_seq,
+                acl_rank,
+                list(acl_groups),
+                acl_seq,
+                acl_rank,
+            ),
+        )
+    return cur.rowcount > 0
+
+
+async def mark_awaiting_content(
+    conn: AsyncConnection,
+    tenant_id: str,
+    document_id: str,
+    *,
+    acl_seq: int,
+    acl_groups: Sequence[str],
+) -> bool:
+    """An ACL change for a document with no status at all: record it as
+    'awaiting_content' (visible to the groups it names) instead of leaving no trace."""
+    with pg_errors():
+        cur = await conn.execute(
+            "INSERT INTO document_status (tenant_id, document_id, source_seq, stage, status,"
+            " reason_code, reason, acl_groups, acl_seq, acl_rank, updated_at)"
+            " VALUES (%s, %s, 0, 'indexer', 'awaiting_content', 'acl_before_content', %s,"
+            " %s, %s, %s, now()) ON CONFLICT (tenant_id, document_id) DO NOTHING",
+            (
+                tenant_id,
+                document_id,
+                AWAITING_CONTENT_REASON,
+                list(acl_groups),
+                acl_seq,
+                ACL_FROM_CHANGE,
+            ),
         )
     return cur.rowcount > 0
 
@@ -127,17 +206,19 @@ async def reassert_status(
     document_id: str,
     *,
     source_seq: int,
+    content_hash: str | None,
     status: StatusValue,
     stage: str,
 ) -> bool:
     """Put back the status of the version already applied at ``source_seq`` when intake
-    (a replayed ``accepted``) overwrote it; a no-op otherwise."""
+    (a replayed ``accepted`` of that very version) overwrote it; a no-op otherwise (an
+    accepted *different* change at the same seq is still in flight and may win)."""
     with pg_errors():
         cur = await conn.execute(
             "UPDATE document_status SET status = %s, stage = %s, reason_code = NULL,"
             " reason = NULL, updated_at = now()"
             " WHERE tenant_id = %s AND document_id = %s AND source_seq = %s"
-            " AND status = 'accepted'",
-            (status, stage, tenant_id, document_id, source_seq),
+            " AND status = 'accepted' AND content_hash IS NOT DISTINCT FROM %s",
+            (status, stage, tenant_id, document_id, source_seq, content_hash),
         )
     return cur.rowcount > 0

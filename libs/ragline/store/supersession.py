@@ -1,9 +1,18 @@
-"""Superseded versions: a document listing others in ``supersedes`` marks them superseded.
+"""Superseded versions: a document listing others in ``supersedes`` marks them superseded,
+but only where it may (docs/indexing.md, "Supersession"):
+
+* the target is in the same source (the ``<source>:`` prefix of its id) or the same
+  series (both carry the same ``series_id``), so a low-trust ticket cannot hide the
+  security policy;
+* the superseding document's ACL covers the target's (every group that can read the
+  target can read its successor), so nobody loses a document to one they cannot read.
 
 Parallel versions of one series (v3.9 and v4.2 both current) stay current: only an
-explicit ``supersedes`` marks a document. The mark is order-independent: a superseded
-document that arrives after its successor is marked on arrival, and deleting the
-successor releases its predecessors. The flag is denormalized onto chunks by the caller.
+explicit ``supersedes`` marks a document. The mark is recomputed from the stored rows
+whenever a document is written, deleted or re-permissioned, so it is order-independent
+(a superseded document that arrives after its successor is marked on arrival; deleting
+or narrowing the successor releases its predecessors). The flag is denormalized onto
+chunks here too.
 """
 
 from __future__ import annotations
@@ -14,80 +23,51 @@ from psycopg import AsyncConnection
 
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["mark_superseded", "release_superseded", "superseding_document"]
+__all__ = ["refresh_supersession"]
+
+# for every live candidate target: the first live document that may supersede it
+_REFRESH = (
+    "WITH cand AS ("
+    "  SELECT t.document_id, ("
+    "    SELECT s.document_id FROM documents s"
+    "     WHERE s.tenant_id = t.tenant_id AND s.status = 'indexed'"
+    "       AND s.document_id <> t.document_id AND t.document_id = ANY(s.supersedes)"
+    "       AND (split_part(s.document_id, ':', 1) = split_part(t.document_id, ':', 1)"
+    "            OR (s.series_id IS NOT NULL AND s.series_id = t.series_id))"
+    "       AND t.acl_groups <@ s.acl_groups"
+    "     ORDER BY s.document_id LIMIT 1) AS by"
+    "  FROM documents t"
+    "  WHERE t.tenant_id = %(t)s AND t.status = 'indexed'"
+    "    AND (t.document_id = ANY(%(ids)s) OR t.superseded_by = ANY(%(ids)s)"
+    "         OR t.document_id IN (SELECT unnest(x.supersedes) FROM documents x"
+    "                               WHERE x.tenant_id = %(t)s AND x.document_id = ANY(%(ids)s)))"
+    ")"
+    " UPDATE documents u SET superseded = (cand.by IS NOT NULL), superseded_by = cand.by,"
+    "   revision = u.revision + 1, updated_at = now()"
+    " FROM cand WHERE u.tenant_id = %(t)s AND u.document_id = cand.document_id"
+    "   AND (u.superseded, u.superseded_by) IS DISTINCT FROM (cand.by IS NOT NULL, cand.by)"
+    " RETURNING u.document_id, u.superseded"
+)
 
 
-async def superseding_document(
-    conn: AsyncConnection, tenant_id: str, document_id: str
-) -> str | None:
-    """The live document that supersedes ``document_id``, if any (deterministic pick)."""
-    with pg_errors():
-        cur = await conn.execute(
-            "SELECT document_id FROM documents WHERE tenant_id = %s AND status = 'indexed'"
-            " AND %s = ANY(supersedes) AND document_id <> %s ORDER BY document_id LIMIT 1",
-            (tenant_id, document_id, document_id),
-        )
-        row = await cur.fetchone()
-    return None if row is None else str(row[0])
-
-
-async def mark_superseded(
-    conn: AsyncConnection, tenant_id: str, targets: Sequence[str], by: str
+async def refresh_supersession(
+    conn: AsyncConnection, tenant_id: str, document_ids: Sequence[str]
 ) -> list[str]:
-    """Mark the live ``targets`` superseded by ``by``; returns the ids that changed."""
-    targets = [t for t in targets if t != by]
-    if not targets:
+    """Recompute the mark of every live document ``document_ids`` may affect: themselves,
+    what they list in ``supersedes`` and what they currently supersede. Returns the ids
+    whose mark changed (their OpenSearch copies need the new flag)."""
+    ids = sorted(set(document_ids))
+    if not ids:
         return []
     with pg_errors():
-        cur = await conn.execute(
-            "UPDATE documents SET superseded = true, superseded_by = %s,"
-            " revision = revision + 1, updated_at = now()"
-            " WHERE tenant_id = %s AND document_id = ANY(%s) AND status = 'indexed'"
-            " AND (NOT superseded OR superseded_by IS DISTINCT FROM %s)"
-            " RETURNING document_id",
-            (by, tenant_id, list(targets), by),
-        )
-        changed = [str(r[0]) for r in await cur.fetchall()]
-        if changed:
-            await conn.execute(
-                "UPDATE chunks SET superseded = true WHERE tenant_id = %s"
-                " AND document_id = ANY(%s)",
-                (tenant_id, changed),
-            )
-    return sorted(changed)
-
-
-async def release_superseded(conn: AsyncConnection, tenant_id: str, by: str) -> list[str]:
-    """``by`` is gone (deleted, or no longer lists them): re-evaluate what it superseded.
-
-    A predecessor another live document still supersedes moves to that one; the rest
-    become current again. Returns the ids that changed.
-    """
-    with pg_errors():
-        cur = await conn.execute(
-            "WITH cand AS ("
-            "  SELECT d.document_id, ("
-            "    SELECT s.document_id FROM documents s WHERE s.tenant_id = d.tenant_id"
-            "      AND s.status = 'indexed' AND s.document_id <> %s"
-            "      AND d.document_id = ANY(s.supersedes)"
-            "    ORDER BY s.document_id LIMIT 1) AS other"
-            "  FROM documents d WHERE d.tenant_id = %s AND d.superseded_by = %s"
-            "    AND NOT (d.document_id = ANY(coalesce(("
-            "      SELECT b.supersedes FROM documents b WHERE b.tenant_id = %s"
-            "        AND b.document_id = %s AND b.status = 'indexed'), '{}'))))"
-            " UPDATE documents u SET superseded = (cand.other IS NOT NULL),"
-            "   superseded_by = cand.other, revision = u.revision + 1, updated_at = now()"
-            " FROM cand WHERE u.tenant_id = %s AND u.document_id = cand.document_id"
-            " RETURNING u.document_id, u.superseded",
-            (by, tenant_id, by, tenant_id, by, tenant_id),
-        )
+        cur = await conn.execute(_REFRESH, {"t": tenant_id, "ids": ids})
         rows = await cur.fetchall()
         for flag in (True, False):
-            ids = [str(d) for d, s in rows if bool(s) is flag]
-            if ids:
+            changed = [str(d) for d, s in rows if bool(s) is flag]
+            if changed:
                 await conn.execute(
                     "UPDATE chunks SET superseded = %s WHERE tenant_id = %s"
                     " AND document_id = ANY(%s)",
-                    (flag, tenant_id, ids),
+                    (flag, tenant_id, changed),
                 )
     return sorted(str(d) for d, _ in rows)

@@ -61,6 +61,7 @@ async def test_get_list_and_accept_with_seq_guard(stack: Settings, tenant: str) 
             pending_seq=10,
             pending_status="indexed",
             pending_hash=content_hash(TEXT.encode()),
+            acl_groups=("eng",),
         )
         # accepted only by an event at least as new as the stored status
         assert not await store.record_accepted(tenant, "wiki:a", 9, "0" * 64)

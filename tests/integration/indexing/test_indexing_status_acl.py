@@ -68,7 +68,8 @@ async def test_quarantine_after_a_parked_acl_change_takes_the_newer_acl(apply, a
     # the revocation (seq 5, fast path) lands before the quarantine of version 4, whose
     # meta still names the old groups: the status must not re-open it to them
     indexed((await apply([acl(tenant, "vault:p", 5, "sec")]))[0])
-    assert await status_acl(admin, tenant, "vault:p") is None  # no row to re-stamp yet
+    # no content yet: visible as 'awaiting_content' (issue 12, defect 8)
+    assert await status_acl(admin, tenant, "vault:p") == ("awaiting_content", ["sec"], 5)
     await apply([quarantined(tenant, "vault:p", 4, "eng")])
     assert await status_acl(admin, tenant, "vault:p") == ("quarantined", ["sec"], 5)
 

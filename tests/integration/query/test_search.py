@@ -119,8 +119,9 @@ async def test_deleted_content_never_returns(client: httpx.AsyncClient, corpus: 
                 },
             )
             assert "tmp:deleted" not in _docs(resp)
+    # a deleted document is gone for every reader (issue 12, defect 7)
     r = await client.get("/v1/documents/tmp:deleted", headers=auth(corpus.tenant, [GROUP_A]))
-    assert r.status_code == 200 and r.json()["status"] == "deleted"
+    assert r.status_code == 404
 
 
 async def test_superseded_only_when_asked(client: httpx.AsyncClient, corpus: Corpus):

@@ -22,7 +22,7 @@ from ragline.events import (
     SourceAclChange,
     SourceDelete,
     SourceUpsert,
-    derive_event_id,
+    change_identity,
 )
 from ragline.hashing import content_hash, meta_hash
 
@@ -128,33 +128,37 @@ def test_control_stale_rules() -> None:
     stored_seq=st.integers(0, 100),
     pending=st.one_of(st.none(), st.integers(0, 100)),
     pending_status=st.sampled_from(["accepted", "indexed", "quarantined"]),
+    pending_same=st.booleans(),
     seq=st.integers(0, 100),
     same_content=st.booleans(),
     same_meta=st.booleans(),
 )
-def test_decision_is_stale_exactly_when_something_newer_is_held(
+def test_decision_is_dropped_exactly_when_a_greater_content_key_is_held(
     stored_seq: int,
     pending: int | None,
     pending_status: str,
+    pending_same: bool,
     seq: int,
     same_content: bool,
     same_meta: bool,
 ) -> None:
-    stored = indexed(seq=stored_seq, pending_seq=pending, pending_status=pending_status)
-    d = decide_upsert(
-        stored,
-        source_seq=seq,
-        content_hash=H1 if same_content else H2,
-        meta_hash=M1 if same_meta else M2,
+    phash = H1 if pending_same else H2
+    stored = indexed(
+        seq=stored_seq, pending_seq=pending, pending_status=pending_status, pending_hash=phash
     )
-    newest = max(stored_seq, pending or 0)
-    assert (d is Decision.STALE) == (newest > seq)
-    if newest <= seq:
-        if not same_content or pending_status == "accepted":
-            expected = Decision.CONTENT  # new bytes, or something else in flight
-        else:
-            expected = Decision.UNCHANGED if same_meta else Decision.METADATA
-        assert d is expected
+    chash = H1 if same_content else H2
+    d = decide_upsert(stored, source_seq=seq, content_hash=chash, meta_hash=M1 if same_meta else M2)
+    # the reference: the order rule (seq, upsert, content hash), nothing else
+    held = max([(stored_seq, 0, H1)] + ([(pending, 0, phash)] if pending is not None else []))
+    if held > (seq, 0, chash):
+        expected = Decision.SEQ_CONFLICT if held[0] == seq else Decision.STALE
+    elif not same_content or pending_status == "accepted":
+        expected = Decision.CONTENT  # new bytes, or something else in flight
+    elif same_meta:
+        expected = Decision.UNCHANGED
+    else:  # new metadata needs a new seq
+        expected = Decision.METADATA if stored_seq < seq else Decision.SEQ_CONFLICT
+    assert d is expected
 
 
 def test_nothing_is_dropped_as_unchanged_while_another_change_is_in_flight() -> None:
@@ -170,14 +174,30 @@ def test_nothing_is_dropped_as_unchanged_while_another_change_is_in_flight() -> 
 def test_fetched_event_is_deterministic_and_carries_the_bytes() -> None:
     ev = upsert(seq=3)
     data = b"version one"
-    a = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
-    b = fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.METADATA)
-    assert a.event_id == b.event_id == derive_event_id(ev.event_id, "doc.fetched")
+    kw = {"meta": META, "data": data, "content_hash": H1, "meta_digest": M1}
+    a = fetched_event(ev, change=Decision.METADATA, **kw)  # type: ignore[arg-type]
+    b = fetched_event(
+        ev.model_copy(update={"event_id": "another-caller-id"}),
+        change=Decision.METADATA,
+        **kw,  # type: ignore[arg-type]
+    )
+    # the id is what the change is, never the caller's id (issue 12, defect 1)
+    assert (
+        a.event_id
+        == b.event_id
+        == change_identity("acme", "wiki:a", "source.upsert", 3, f"{H1}:{M1}")
+    )
+    other = fetched_event(
+        ev.model_copy(update={"document_id": "wiki:b"}),
+        change=Decision.METADATA,
+        **kw,  # type: ignore[arg-type]
+    )
+    assert other.event_id != a.event_id
     assert a.change == "metadata" and a.source_seq == 3 and a.size_bytes == len(data)
     assert base64.b64decode(a.content_b64) == data
     assert (a.tenant_id, a.document_id, a.content_hash) == ("acme", "wiki:a", H1)
     with pytest.raises(ValueError):
-        fetched_event(ev, meta=META, data=data, content_hash=H1, change=Decision.STALE)
+        fetched_event(ev, change=Decision.STALE, **kw)  # type: ignore[arg-type]
 
 
 def test_control_events() -> None:

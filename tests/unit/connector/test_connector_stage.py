@@ -12,7 +12,7 @@ from ragline.connector.fetch import ContentFetcher
 from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage, effective_meta
-from ragline.errors import BackendUnavailable, QuarantineError
+from ragline.errors import BackendUnavailable, PermanentError, QuarantineError
 from ragline.events import (
     ContentRef,
     DocControl,
@@ -36,6 +36,7 @@ class MemoryState:
         self.lookups = 0
         self.down = False
         self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
+        self.poison: set[str] = set()  # documents whose status write Postgres refuses
         self.acls: dict[tuple[str, str], tuple[tuple[str, ...], int]] = {}
 
     async def open(self) -> None: ...
@@ -51,20 +52,24 @@ class MemoryState:
         self.lookups += 1
         return {k: self.rows[k] for k in keys if k in self.rows}
 
-    async def record_accepted_many(
+    async def record_accepted_each(
         self,
         accepted: dict[Key, tuple[int, str]],
         *,
         acls: dict[Key, tuple[tuple[str, ...], int]] | None = None,
-    ) -> set[Key]:
+    ) -> dict[Key, bool | Exception]:
         self.acls.update(acls or {})
-        written = set()
+        written: dict[Key, bool | Exception] = {}
         for key, (seq, _) in accepted.items():
             old = self.rows.get(key)
+            if key[1] in self.poison:
+                written[key] = PermanentError("postgres DataError (22021)")
+                continue
             if key[1] in self.newer_meanwhile or (old is not None and (old.pending_seq or 0) > seq):
+                written[key] = False
                 continue
             self.accepted.append((key[1], seq))
-            written.add(key)
+            written[key] = True
         return written
 
 

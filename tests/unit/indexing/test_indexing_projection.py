@@ -21,6 +21,7 @@ FIELDS = DocumentFields(
     acl_groups=("eng",),
     classification="confidential",
     acl_seq=9,
+    acl_rank=1,
     generation=3,
     revision=7,
     superseded=True,

@@ -1,0 +1,75 @@
+"""``ragline documents reset-seq``: the operator's way out of a pinned sequence
+(``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a backend failed or no such
+document, 2 bad arguments. The report goes to stdout (``--json`` for machines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _reset(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from ragline.errors import ConfigError, RaglineError
+    from ragline.ops.seq_reset import reset_seq
+    from ragline.runtime.settings import Settings
+
+    async def run() -> Any:
+        async with await psycopg.AsyncConnection.connect(
+            Settings().admin_dsn(), autocommit=True
+        ) as conn:
+            return await reset_seq(
+                conn,
+                tenant_id=args.tenant,
+                document_id=args.document,
+                to=args.to,
+                actor=args.actor or getpass.getuser(),
+                reason=args.reason,
+            )
+
+    try:
+        report = asyncio.run(run())
+    except ConfigError as exc:
+        print(f"ragline documents reset-seq: {exc}", file=sys.stderr)
+        return 2
+    except (RaglineError, psycopg.Error) as exc:
+        print(f"ragline documents reset-seq: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(
+            f"{report.tenant_id}/{report.document_id}: source_seq {report.old_source_seq} -> "
+            f"{min(report.old_source_seq or 0, report.new_seq)}, acl_seq {report.old_acl_seq}, "
+            f"status seq {report.old_status_seq}; {report.ledger_entries_dropped} ledger "
+            "entries dropped; audited in seq_resets"
+        )
+    return 0
+
+
+def register(sub: Any) -> None:
+    docs = sub.add_parser("documents", help="operator commands on single documents")
+    actions = docs.add_subparsers(dest="documents_command", required=True)
+    p = actions.add_parser(
+        "reset-seq",
+        help="move a document's source_seq back (e.g. after a bogus 2^63-1), audited",
+        description="Lowers documents.source_seq/acl_seq, the status row's and a parked ACL "
+        "change's seq to --to (never raises them) and drops the document's ledger entries "
+        "above it, in one transaction under the document lock; records actor and reason in "
+        "the seq_resets table. Content stays until the next change above --to replaces it.",
+    )
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--document", required=True, help="the document id, <source>:<id>")
+    p.add_argument("--to", type=int, required=True, metavar="SEQ", help="the new sequence")
+    p.add_argument("--reason", required=True, help="why (audited)")
+    p.add_argument("--actor", default=None, help="who (audited; default: the OS user)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.set_defaults(func=_reset)
