@@ -576,6 +576,7 @@ class AclChange(_Model):
     classification: Classification | None = None
     narrowing: bool = Field(
         default=False,
+        exclude_if=lambda v: not v,  # absent unless set: what 0.1.0 wrote stays byte-equal
         description="sent for an upsert whose ACL narrows the current one: applied at once "
         "as the intersection with the current ACL, replaced by the upsert's own ACL when "
         "that version is indexed (docs/adr/0007)",

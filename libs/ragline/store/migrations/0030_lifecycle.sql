@@ -1,5 +1,5 @@
--- 0030 lifecycle (issue 12): the ACL key's rank, the 'awaiting_content' status, the seq
--- reset audit, and tombstones that keep nothing of the deleted document.
+-- 0030 lifecycle (issue 12): the ACL key's rank, the seq reset audit, and tombstones
+-- that keep nothing of the deleted document ('awaiting_content': 0031).
 --
 -- Owner: store/indexer. Additive: the previous release ignores the new columns (their
 -- defaults reproduce its behaviour) and never writes the new status value.
@@ -10,13 +10,6 @@
 -- (libs/ragline/indexing/order.py, docs/indexing.md "Order rules").
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS acl_rank smallint NOT NULL DEFAULT 0;
 ALTER TABLE document_status ADD COLUMN IF NOT EXISTS acl_rank smallint NOT NULL DEFAULT 0;
-
--- an ACL change for a document never seen is parked in pending_acl and visible as
--- status 'awaiting_content' (to the groups it names) until the content arrives
-ALTER TABLE document_status DROP CONSTRAINT IF EXISTS document_status_status_check;
-ALTER TABLE document_status ADD CONSTRAINT document_status_status_check
-    CHECK (status IN ('accepted', 'indexed', 'quarantined', 'deleted', 'failed',
-                      'awaiting_content'));
 
 -- `ragline documents reset-seq`: who moved a document's sequence back, from what, why
 CREATE TABLE IF NOT EXISTS seq_resets (
@@ -34,7 +27,6 @@ CREATE TABLE IF NOT EXISTS seq_resets (
 CREATE INDEX IF NOT EXISTS seq_resets_doc_idx ON seq_resets (tenant_id, document_id);
 ALTER TABLE seq_resets ENABLE ROW LEVEL SECURITY;
 ALTER TABLE seq_resets FORCE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS pipeline_all ON seq_resets;
 CREATE POLICY pipeline_all ON seq_resets FOR ALL TO ragline_pipeline
     USING (true) WITH CHECK (true);
 GRANT SELECT, INSERT ON seq_resets TO ragline_pipeline;
