@@ -20,10 +20,10 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(BIN)/pip install -q -c constraints.txt torch
 	@# the client distribution (the API models' one home) in the same resolve, so the
 	@# `ragline-client` requirement is met by this checkout, never looked up on an index
-	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[local,eval,dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install everything
+install: $(STAMP) ## create .venv and install everything (core + local stack + eval + dev extras)
 
 up: install ## start the stack + all services, ingest examples/, run a sample query
 	$(BIN)/ragline up

