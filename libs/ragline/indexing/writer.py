@@ -123,6 +123,8 @@ class IndexWriter:
             )
             if prior is not None:
                 outcome = Outcome.model_validate(prior)
+                # a redelivery through intake wrote 'accepted' again: put the status back
+                await self._reassert_replayed(conn, event)
                 DOCUMENTS_APPLIED.labels(outcome.action.value, "replayed").inc()
                 return outcome
             if isinstance(event, DocEmbedded):
@@ -222,6 +224,17 @@ class IndexWriter:
             acl_groups_after=acl,
             touched=tuple(sorted(touched)),
         )
+
+    async def _reassert_replayed(
+        self, conn: AsyncConnection, event: DocEmbedded | DocControl
+    ) -> None:
+        if isinstance(event, DocControl) and event.action != "delete":
+            return  # ACL changes never write an intake status
+        state = await doc_store.get_state(conn, event.tenant_id, event.document_id)
+        if state is not None:
+            deleted = isinstance(event, DocControl)
+            key = content_key(event.source_seq, deleted=deleted, content_hash=event.content_hash)
+            await self._reassert_status(conn, state, key)
 
     async def _reassert_status(
         self, conn: AsyncConnection, state: doc_store.DocumentState, key: ContentKey

@@ -244,3 +244,17 @@ async def test_d5_implausible_seq_jumps_are_refused(flow, stack, tenant):
     assert not isinstance(ok, BaseException)
     assert (await statuses(stack, tenant))["fs:j.md"][0] == "indexed"
     assert "fs:new.md" not in await statuses(stack, tenant)
+
+
+# ------------------------------------------------------------------ defects 1/3 (F5)
+async def test_redelivered_changes_never_leave_a_status_accepted(flow, stack, tenant):
+    up = upsert(tenant, "fs:r.md", 1, "to be deleted")
+    kept = upsert(tenant, "fs:k.md", 1, "stays")
+    await flow.run([up, kept])
+    gone = SourceDelete(tenant_id=tenant, document_id="fs:r.md", source_seq=2)
+    never = SourceDelete(tenant_id=tenant, document_id="fs:never.md", source_seq=1)
+    await flow.run([gone, never])
+    # a broker redelivery of the very same events (same ids, same bodies)
+    await flow.run([gone, never, kept])
+    got = {d: s for d, (s, _) in (await statuses(stack, tenant)).items()}
+    assert got == {"fs:r.md": "deleted", "fs:never.md": "deleted", "fs:k.md": "indexed"}
