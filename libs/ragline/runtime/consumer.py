@@ -90,6 +90,34 @@ def _record(raw: Any, prefix: str = "") -> Record:
     )
 
 
+# topics carrying a version of a document between the connector and the indexer
+_CONTENT_TOPICS = frozenset(
+    t.value
+    for t in (
+        Topics.DOC_FETCHED,
+        Topics.DOC_PARSED,
+        Topics.DOC_SCANNED,
+        Topics.DOC_CHUNKED,
+        Topics.DOC_ENRICHED,
+        Topics.DOC_EMBEDDED,
+    )
+)
+
+
+class _DeadLettered(QuarantineError):
+    """A version dead-lettered for a reason that is not the document's fault."""
+
+
+def _dead_lettered(exc: BaseException, stage: str, attempts: int) -> _DeadLettered:
+    q = _DeadLettered(
+        "dead_lettered",
+        f"{stage} could not process this version ({type(exc).__name__} after {attempts} "
+        "attempt(s)); it is in the dead-letter topic (ragline dlq replay)",
+    )
+    q.__cause__ = exc
+    return q
+
+
 def _retriable(exc: BaseException) -> bool:
     if isinstance(exc, TransientError):
         return True
@@ -292,6 +320,11 @@ class StageRunner:
         )
 
     async def _fail(self, rec: Record, event: Any, exc: BaseException, attempts: int) -> None:
+        if not isinstance(exc, QuarantineError) and rec.topic in _CONTENT_TOPICS:
+            # every document that entered gets a terminal status, never 'accepted'
+            # forever (issue 12): a version dead-lettered for any other reason is
+            # recorded as quarantined too; `ragline dlq replay` can still index it
+            exc = _dead_lettered(exc, self.stage.name, attempts)
         if isinstance(exc, QuarantineError):
             QUARANTINED.labels(self.stage.name, exc.reason_code).inc()
             q = DocQuarantined(
@@ -308,6 +341,7 @@ class StageRunner:
                 findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
             )
             await self._publish_output(rec, event, Output(topic=Topics.DOC_QUARANTINED, event=q))
+            exc = exc.__cause__ if isinstance(exc, _DeadLettered) and exc.__cause__ else exc
         await self._dead_letter(rec, exc, attempts=attempts, event=event)
 
     async def _dead_letter(
