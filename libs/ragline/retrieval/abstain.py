@@ -2,20 +2,43 @@
 
 The signal is the best cosine similarity between the query and any returned chunk
 (computed in the Postgres re-read for every result, lexical hits included), or the best
-rerank score when a reranker ran and a rerank threshold is configured. One exception:
-a query naming an exact identifier (an error code, a ticket key) that appears verbatim
-in a result is answered even when similarity is low, because embedding models are weak
-on such tokens and BM25 found the exact match.
+rerank score when a reranker ran and a rerank threshold is configured.
+
+The exact-identifier rule, weighed by how specific each identifier is in the caller's
+corpus (``IdentifierStats``: in how many of the documents the caller can see it occurs):
+
+- a query naming an identifier (an error code, a ticket key) that is **specific** (in at
+  most ``max(1, identifier_max_df_ratio * documents)`` documents) and appears verbatim in
+  a result is answered even when similarity is low: embedding models are weak on such
+  tokens and BM25 found the exact match;
+- an identifier that occurs all over the corpus (a product model name) is no evidence:
+  the similarity rule decides;
+- when **every** identifier of the query occurs in no document at all, the search
+  abstains (``identifier_not_found``): nothing the caller can see is about it.
+
+Without statistics (the lookup failed) the rule falls back to "appears in a result".
+Version mentions (``v6.1``, ``6.x``) and tokens without a letter (dates) are not
+identifiers for this rule.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["AbstainPolicy", "Assessment", "Evidence", "Signal", "assess", "decide", "identifiers"]
+__all__ = [
+    "AbstainPolicy",
+    "Assessment",
+    "Evidence",
+    "IdentifierStats",
+    "Signal",
+    "assess",
+    "decide",
+    "identifiers",
+    "rule_identifiers",
+]
 
 # which rule decided: a caller replaying the rule at another threshold (the evaluation
 # harness's sweep) may only move the decisions the similarity threshold made
@@ -23,12 +46,24 @@ Signal = Literal["no_results", "identifier", "rerank", "similarity", "none"]
 
 # tokens with a digit and a letter or a separator (ERR-4711, KB00123, 0x1F, v2-api)
 _IDENT_RE = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z_-])[\w][\w.-]{2,}\b")
+_VERSION_TOKEN_RE = re.compile(r"^v?\d+(?:\.\d+)*(?:\.[x*])?$")
+_LETTER_RE = re.compile(r"[a-z]")
 
 
 @dataclass(frozen=True, kw_only=True)
 class AbstainPolicy:
     min_similarity: float = 0.325  # QuerySettings.abstain_min_similarity
     min_rerank: float | None = None
+    # an identifier in more than this share of the caller's documents is not specific
+    identifier_max_df_ratio: float = 0.2
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentifierStats:
+    """How specific identifiers are in the caller's corpus (read under RLS)."""
+
+    documents: int  # documents the caller can see
+    df: Mapping[str, int] = field(default_factory=dict)  # identifier -> documents holding it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +75,12 @@ class Evidence:
 
 def identifiers(query: str) -> set[str]:
     return {m.group(0).lower() for m in _IDENT_RE.finditer(query)}
+
+
+def rule_identifiers(queries: Sequence[str]) -> set[str]:
+    """The identifiers the abstention rule weighs: with a letter, not a version mention."""
+    found = set().union(*(identifiers(q) for q in queries)) if queries else set()
+    return {i for i in found if _LETTER_RE.search(i) and not _VERSION_TOKEN_RE.match(i)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +96,10 @@ class Assessment:
 
 
 def assess(
-    results: Sequence[Evidence], queries: Sequence[str], policy: AbstainPolicy
+    results: Sequence[Evidence],
+    queries: Sequence[str],
+    policy: AbstainPolicy,
+    stats: IdentifierStats | None = None,
 ) -> Assessment:
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
@@ -73,7 +117,12 @@ def assess(
 
     if not results:
         return out("no_results", "no_results")
-    idents = set().union(*(identifiers(q) for q in queries)) if queries else set()
+    idents = rule_identifiers(queries)
+    if idents and stats is not None:
+        if all(stats.df.get(i, 0) == 0 for i in idents):
+            return out("identifier_not_found", "identifier")
+        limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
+        idents = {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
     if idents and any(i in r.text.lower() for r in results for i in idents):
         return out(None, "identifier")
     if policy.min_rerank is not None and best_rr is not None:
@@ -86,7 +135,10 @@ def assess(
 
 
 def decide(
-    results: Sequence[Evidence], queries: Sequence[str], policy: AbstainPolicy
+    results: Sequence[Evidence],
+    queries: Sequence[str],
+    policy: AbstainPolicy,
+    stats: IdentifierStats | None = None,
 ) -> str | None:
     """The abstain reason, or None to answer."""
-    return assess(results, queries, policy).reason
+    return assess(results, queries, policy, stats).reason

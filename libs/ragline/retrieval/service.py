@@ -17,7 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
-from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess
+from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess, rule_identifiers
 from ragline.retrieval.api_models import (
     AbstainEvidence,
     Citation,
@@ -47,6 +47,7 @@ from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
 from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.specificity import IdentifierFrequency
 from ragline.retrieval.timing import Timings
 from ragline.retrieval.versions import KnownVersions
 
@@ -127,6 +128,7 @@ class SearchService:
         self._s = settings
         self._today = today
         self._versions = KnownVersions(backends.pool)
+        self._ident_df = IdentifierFrequency(backends.pool)
         self._policy = AbstainPolicy(
             min_similarity=settings.abstain_min_similarity, min_rerank=settings.abstain_min_rerank
         )
@@ -195,6 +197,8 @@ class SearchService:
         parents: dict[str, str] = {}
         results: list[Result] = []
         with t.stage("abstain"):
+            idents = rule_identifiers(req.query_texts)
+            stats = await self._ident_df.get(principal, idents) if idents and final else None
             assessment = assess(
                 [
                     Evidence(text=c.row.text, similarity=c.row.similarity, rerank=c.rerank)
@@ -202,6 +206,7 @@ class SearchService:
                 ],
                 req.query_texts,
                 self._policy,
+                stats,
             )
             reason = assessment.reason
         with t.stage("finalize"):

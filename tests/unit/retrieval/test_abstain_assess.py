@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess
+from ragline.retrieval.abstain import (
+    AbstainPolicy,
+    Evidence,
+    IdentifierStats,
+    assess,
+    rule_identifiers,
+)
 from ragline.retrieval.api_models import AbstainEvidence, SearchResponse
 
 POL = AbstainPolicy(min_similarity=0.3)
@@ -55,3 +61,48 @@ def test_response_evidence_is_additive() -> None:
         old | {"evidence": {"signal": "similarity", "best_similarity": 0.2, "threshold": 0.3}}
     )
     assert new.evidence == AbstainEvidence(signal="similarity", best_similarity=0.2, threshold=0.3)
+
+
+# ---------------------------------------------------------- identifiers weighed by specificity
+# (issue 21, defect 4): an identifier that is everywhere in the caller's corpus is no
+# evidence; one that is nowhere is a reason to abstain
+
+
+def _stats(documents: int, **df: int) -> IdentifierStats:
+    return IdentifierStats(documents=documents, df={k.replace("_", "-"): v for k, v in df.items()})
+
+
+def test_a_ubiquitous_identifier_does_not_answer_on_its_own() -> None:
+    weak = [ev(0.2, text="the TN-300 control head draws 9 W")]
+    q = ["Does the TN-300 accept a satellite compass over Ethernet?"]
+    # old rule: the model name appears verbatim, so the search answered
+    assert assess(weak, q, POL).signal == "identifier"
+    common = assess(weak, q, POL, _stats(20, tn_300=12))
+    assert (common.reason, common.signal) == ("below_similarity_threshold", "similarity")
+
+
+def test_a_rare_identifier_still_answers_with_weak_similarity() -> None:
+    weak = [ev(0.1, text="TN-E402: rudder feedback does not match")]
+    rare = assess(weak, ["TN-E402"], POL, _stats(20, tn_e402=1))
+    assert (rare.reason, rare.signal) == (None, "identifier")
+    # small corpora: one document is always specific enough
+    assert assess(weak, ["TN-E402"], POL, _stats(3, tn_e402=1)).reason is None
+
+
+def test_an_identifier_found_nowhere_abstains() -> None:
+    near = [ev(0.6, text="FS-1182: autopilot drops out")]  # a look-alike, good similarity
+    q = ["What was the root cause of FS-9999?"]
+    assert assess(near, q, POL).reason is None  # old rule: similarity answered
+    miss = assess(near, q, POL, _stats(20, fs_9999=0))
+    assert (miss.reason, miss.signal) == ("identifier_not_found", "identifier")
+    # one of two identifiers found: the found one decides, the other is ignored
+    both = assess(
+        [ev(0.1, text="alarm TN-E515")], ["TN-E515 on FS-9999?"], POL, _stats(20, tn_e515=2)
+    )
+    assert (both.reason, both.signal) == (None, "identifier")
+
+
+def test_versions_and_dates_are_not_identifiers_for_the_rule() -> None:
+    assert rule_identifiers(["what changed in v6.1 and 6.x on 2025-09-03 for TN-300"]) == {"tn-300"}
+    # no rule identifier: similarity decides even with statistics
+    assert assess([ev(0.6)], ["rudder gain in v6.1"], POL, _stats(20)).signal == "similarity"

@@ -166,7 +166,9 @@ class AbstainEvidence(BaseModel):
 
     signal: Literal["no_results", "identifier", "rerank", "similarity", "none"] = Field(
         description="the rule that decided: similarity/rerank compare the best score with "
-        "the threshold; identifier = an exact identifier of the query matched (answered); "
+        "the threshold; identifier = an exact identifier of the query that is rare in the "
+        "caller's corpus matched (answered), or no identifier of the query occurs in it at all "
+        "(abstained, identifier_not_found); "
         "none = no calibrated score (lexical search, answered); no_results (abstained)"
     )
     best_similarity: float | None = Field(

@@ -1,0 +1,93 @@
+"""How specific a query's identifiers are in the caller's corpus: in how many of the
+documents the caller can see each one occurs verbatim (case-insensitive), and how many
+documents that is out of. The abstention rule (``abstain.IdentifierStats``) trusts an
+exact match only for identifiers that are rare, and abstains when none occurs at all.
+
+Read under RLS (counts are over the caller's own documents only, so they reveal nothing
+about other tenants or groups), bounded by a statement timeout, cached briefly per scope
+and identifier. A failed or timed-out lookup returns None: the rule then falls back to
+"appears in a result".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from psycopg_pool import AsyncConnectionPool
+
+from ragline.auth.principal import Principal
+from ragline.errors import RaglineError
+from ragline.retrieval.abstain import IdentifierStats
+from ragline.retrieval.scope import rls_transaction
+
+__all__ = ["IdentifierFrequency"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_IDENTS = 16  # more than this in one query: the first 16 (sorted) are weighed
+_MAX_LEN = 200
+
+# one pass over the caller's child chunks; RLS restricts both tables to the caller
+_SQL = """
+SELECT i.ident,
+       (SELECT count(DISTINCT c.document_id) FROM chunks c
+         WHERE c.level = 'child' AND strpos(lower(c.text), i.ident) > 0) AS df
+  FROM unnest(%s::text[]) AS i(ident)
+"""
+_DOCS_SQL = "SELECT count(*) FROM documents WHERE status = 'indexed'"
+
+
+class IdentifierFrequency:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        *,
+        ttl_s: float = 30.0,
+        timeout_ms: int = 1000,
+        max_entries: int = 65536,
+    ) -> None:
+        self._pool = pool
+        self._ttl = ttl_s
+        self._timeout_ms = timeout_ms
+        self._max = max_entries
+        self._df: dict[tuple[str, str], tuple[float, int]] = {}
+        self._docs: dict[str, tuple[float, int]] = {}
+
+    async def get(self, principal: Principal, idents: Iterable[str]) -> IdentifierStats | None:
+        wanted = sorted({i for i in idents if 0 < len(i) <= _MAX_LEN})[:_MAX_IDENTS]
+        scope = principal.scope_key
+        now = time.monotonic()
+        fresh = {
+            i: hit[1]
+            for i in wanted
+            if (hit := self._df.get((scope, i))) is not None and now - hit[0] < self._ttl
+        }
+        docs_hit = self._docs.get(scope)
+        missing = [i for i in wanted if i not in fresh]
+        documents = docs_hit[1] if docs_hit and now - docs_hit[0] < self._ttl else None
+        if missing or documents is None:
+            try:
+                async with rls_transaction(
+                    self._pool, principal, statement_timeout_ms=self._timeout_ms
+                ) as conn:
+                    if documents is None:
+                        cur = await conn.execute(_DOCS_SQL)
+                        row = await cur.fetchone()
+                        documents = int(row[0]) if row else 0
+                    if missing:
+                        cur = await conn.execute(_SQL, (missing,))
+                        fresh.update({str(r[0]): int(r[1]) for r in await cur.fetchall()})
+            except RaglineError as exc:
+                _log.warning(
+                    "identifier frequency lookup failed",
+                    extra={"fields": {"error": type(exc).__name__}},
+                )
+                return None
+            if len(self._df) + len(missing) > self._max:
+                self._df.clear()
+            for i in missing:
+                self._df[(scope, i)] = (now, fresh.get(i, 0))
+            self._docs[scope] = (now, documents)
+        return IdentifierStats(documents=documents, df=fresh)
