@@ -1,11 +1,15 @@
-"""The golden set end to end: every pipeline service and the query service as their own
-processes on the real stack; the corpus goes in through ``source.changes`` (deletes and
-ACL revocations applied afterwards), every case is asked over HTTP in every mode, and the
-run fails on any forbidden hit or on falling below tests/golden/thresholds.yaml.
+"""Both golden sets end to end: every pipeline service and the query service as their
+own processes on the real stack; each corpus goes in through ``source.changes`` (deletes
+and ACL revocations applied afterwards), every case is asked over HTTP in every mode, and
+the run fails on any forbidden hit or on falling below the set's thresholds.yaml.
 
-The report (JSON, table, PNG) is written to ``$RAGLINE_EVAL_E2E_OUT`` when set, else to
-the test's temp dir, so CI can keep it as an artifact and later runs can use it as a
-``--baseline``.
+The sets are ``tests/golden`` (an API gateway company) and ``tests/golden_marine`` (a
+marine navigation company, written to check that the rules generalize: issue 21). Their
+tenants differ, so both are ingested into the one stack and share the services.
+
+The reports (JSON, table, PNG) are written to ``$RAGLINE_EVAL_E2E_OUT/<set>`` when set,
+else to the test's temp dir, so CI can keep them as artifacts and later runs can use them
+as a ``--baseline``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from ragline.evaluation.runner import run_modes
 from ragline.evaluation.settings import EvalSettings
 from ragline.runtime.settings import Settings
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN_SETS = tuple(Path(__file__).resolve().parents[1] / n for n in ("golden", "golden_marine"))
 PIPELINE = ("connector", "parser", "scanner", "chunker", "enricher", "embedder", "indexer")
 MODES = ("lexical", "dense", "hybrid", "hybrid+rerank")
 TOP_K = 20
@@ -80,14 +84,23 @@ async def test_golden_set_end_to_end(
     query = service_process("query", env=env)
     await asyncio.gather(*(asyncio.to_thread(p.wait_metrics, 180.0) for p in procs))
 
-    dataset = load_golden(GOLDEN)
-    ingest = await ingest_dataset(
-        dataset, stack, timeout_s=600, poll_interval_s=0.5, progress=False, drain=("indexer",)
+    datasets = [load_golden(root) for root in GOLDEN_SETS]
+    ingests = await asyncio.gather(
+        *(
+            ingest_dataset(
+                d, stack, timeout_s=600, poll_interval_s=0.5, progress=False, drain=("indexer",)
+            )
+            for d in datasets
+        )
     )
-    assert not ingest.quarantined, f"golden documents quarantined: {ingest.quarantined}"
-    assert not ingest.unexpected, f"ingest outcome differs from the manifest: {ingest.unexpected}"
+    for root, ingest in zip(GOLDEN_SETS, ingests, strict=True):
+        assert not ingest.quarantined, f"{root.name} documents quarantined: {ingest.quarantined}"
+        assert not ingest.unexpected, (
+            f"{root.name} ingest differs from its manifest: {ingest.unexpected}"
+        )
 
     es = EvalSettings(query_url=query.http_url, jwt_secret=secret, concurrency=2, warmup_queries=2)
+    all_runs = []
     async with QueryClient(es) as client:
         for _ in range(120):
             if await client.ready():
@@ -96,29 +109,45 @@ async def test_golden_set_end_to_end(
             await asyncio.sleep(1.0)
         else:
             pytest.fail(f"query service never became ready:\n{query.log()[-4000:]}")
-        runs = await run_modes(
-            client, dataset, MODES, top_k=TOP_K, concurrency=2, warmup=2, progress=False
+        for dataset in datasets:
+            all_runs.append(
+                await run_modes(
+                    client, dataset, MODES, top_k=TOP_K, concurrency=2, warmup=2, progress=False
+                )
+            )
+
+    failures: list[str] = []
+    for root, dataset, runs, ingest in zip(GOLDEN_SETS, datasets, all_runs, ingests, strict=True):
+        report = build_report(
+            dataset,
+            runs,
+            top_k=TOP_K,
+            concurrency=2,
+            query_url=query.http_url,
+            command="pytest tests/e2e/test_golden.py",
+            ingest=ingest.as_dict(),
         )
+        base = os.environ.get("RAGLINE_EVAL_E2E_OUT")
+        out = (Path(base) if base else tmp_path) / root.name
+        out.mkdir(parents=True, exist_ok=True)
+        save_report(report, out / "report.json")
+        plot_report(report, out / "report.png")
+        tables = render_table(report) + "\n\n" + render_categories(report)
+        (out / "report.txt").write_text(tables + "\n")
+        print(f"== {root.name}\n{tables}")
 
-    report = build_report(
-        dataset,
-        runs,
-        top_k=TOP_K,
-        concurrency=2,
-        query_url=query.http_url,
-        command="pytest tests/e2e/test_golden.py",
-        ingest=ingest.as_dict(),
-    )
-    out = Path(os.environ.get("RAGLINE_EVAL_E2E_OUT") or tmp_path)
-    save_report(report, out / "report.json")
-    plot_report(report, out / "report.png")
-    tables = render_table(report) + "\n\n" + render_categories(report)
-    (out / "report.txt").write_text(tables + "\n")
-    print(tables)
-
-    leaks = [
-        (c.mode, c.case_id, c.forbidden_documents) for c in report.cases if c.forbidden_documents
-    ]
-    assert not leaks, f"forbidden content returned: {leaks}"
-    violations = check_thresholds(report, load_thresholds(GOLDEN / "thresholds.yaml"))
-    assert not violations, render_violations(violations) + f"\nreport: {out / 'report.json'}"
+        leaks = [
+            (c.mode, c.case_id, c.forbidden_documents)
+            for c in report.cases
+            if c.forbidden_documents
+        ]
+        if leaks:
+            failures.append(f"{root.name}: forbidden content returned: {leaks}")
+        violations = check_thresholds(report, load_thresholds(root / "thresholds.yaml"))
+        if violations:
+            failures.append(
+                f"{root.name}: "
+                + render_violations(violations)
+                + f"\nreport: {out / 'report.json'}"
+            )
+    assert not failures, "\n".join(failures)
