@@ -55,7 +55,7 @@ class AbstainPolicy:
     min_similarity: float = 0.325  # QuerySettings.abstain_min_similarity
     min_rerank: float | None = None
     # an identifier in more than this share of the caller's documents is not specific
-    identifier_max_df_ratio: float = 0.2
+    identifier_max_df_ratio: float = 0.1
 
 
 @dataclass(frozen=True, kw_only=True)
