@@ -1,5 +1,6 @@
 """How specific a query's identifiers are in the caller's corpus: in how many of the
-documents the caller can see each one occurs verbatim (case-insensitive), and how many
+documents the caller can see each one occurs verbatim (case-insensitive; in a chunk's
+text, its document title or its contextual header), and how many
 documents that is out of. The abstention rule (``abstain.IdentifierStats``) trusts an
 exact match only for identifiers that are rare, and abstains when none occurs at all.
 
@@ -29,11 +30,14 @@ _log = logging.getLogger(__name__)
 _MAX_IDENTS = 16  # more than this in one query: the first 16 (sorted) are weighed
 _MAX_LEN = 200
 
-# one pass over the caller's child chunks; RLS restricts both tables to the caller
+# one pass over the caller's child chunks (text, title and contextual header: a ticket
+# key is often only in its title); RLS restricts both tables to the caller
 _SQL = """
 SELECT i.ident,
        (SELECT count(DISTINCT c.document_id) FROM chunks c
-         WHERE c.level = 'child' AND strpos(lower(c.text), i.ident) > 0) AS df
+         WHERE c.level = 'child'
+           AND strpos(lower(concat_ws(' ', c.title, c.contextual_header, c.text)), i.ident) > 0
+       ) AS df
   FROM unnest(%s::text[]) AS i(ident)
 """
 _DOCS_SQL = "SELECT count(*) FROM documents WHERE status = 'indexed'"

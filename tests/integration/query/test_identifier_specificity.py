@@ -42,6 +42,9 @@ async def test_frequencies_are_counted_under_the_callers_scope(
         assert sa.df["delcanary"] == 0  # the deleted document's chunks are gone
         assert sa.df["err-9999"] == 0 and sa.df["err-4703"] == 1
         assert sa.documents == len(corpus.visible[(corpus.tenant, GROUP_A)])
+        # a key that is only in a document's title still counts ("Error reference 4703")
+        titled = await freq.get(a, ["reference 4703"])
+        assert titled and titled.df["reference 4703"] == 1
         # cached per scope: the same answer again
         assert (await freq.get(a, ["err-4711"])) == type(sa)(
             documents=sa.documents, df={"err-4711": 1}
