@@ -7,7 +7,12 @@ from typing import Any
 
 import httpx
 import pytest
-from query_helpers import GROUP_A, Corpus, auth
+from query_helpers import GROUP_A, GROUP_B, Corpus, auth
+
+from ragline.auth.principal import Principal
+from ragline.retrieval.specificity import IdentifierFrequency
+from ragline.runtime.settings import Settings
+from ragline.store.pool import open_pool
 
 pytestmark = pytest.mark.integration
 
@@ -42,3 +47,56 @@ async def test_abstention_reports_the_best_similarity(
     lexical = await _search(client, corpus, {"query": "ERR-4711", "mode": "lexical"})
     assert not lexical["abstained"]
     assert lexical["evidence"]["signal"] in {"identifier", "none"}
+
+
+# ------------------------------------------------ identifier specificity (issue 21, defect 4)
+# counted in Postgres under RLS: other groups, other tenants and deleted documents never
+# count, and an identifier found nowhere makes the search abstain
+
+
+async def test_frequencies_are_counted_under_the_callers_scope(
+    stack: Settings, corpus: Corpus
+) -> None:
+    pool = await open_pool(stack.query_dsn(), name="ident-df-test")
+    try:
+        freq = IdentifierFrequency(pool)
+        a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
+        b = Principal(tenant=corpus.tenant, groups=(GROUP_B,), subject="t")
+        both = Principal(tenant=corpus.tenant, groups=(GROUP_A, GROUP_B), subject="t")
+        other = Principal(tenant=corpus.other_tenant, groups=(GROUP_A,), subject="t")
+        idents = ["err-4711", "err-4703", "bcanary", "delcanary", "err-9999"]
+        sa = await freq.get(a, idents)
+        sb = await freq.get(b, idents)
+        sboth = await freq.get(both, idents)
+        so = await freq.get(other, idents)
+        assert sa and sb and sboth and so
+        # ERR-4711: the troubleshooting page (group A), the payroll page (group B) and the
+        # other tenant's page each hold it; every caller counts only its own
+        assert (sa.df["err-4711"], sb.df["err-4711"], sboth.df["err-4711"]) == (1, 1, 2)
+        assert so.df["err-4711"] == 1 and so.documents == 1
+        assert sa.df["bcanary"] == 0 and sb.df["bcanary"] == 1  # group B's canary
+        assert sa.df["delcanary"] == 0  # the deleted document's chunks are gone
+        assert sa.df["err-9999"] == 0 and sa.df["err-4703"] == 1
+        assert sa.documents == len(corpus.visible[(corpus.tenant, GROUP_A)])
+        # a key that is only in a document's title still counts ("Error reference 4703")
+        titled = await freq.get(a, ["reference 4703"])
+        assert titled and titled.df["reference 4703"] == 1
+        # cached per scope: the same answer again
+        assert (await freq.get(a, ["err-4711"])) == type(sa)(
+            documents=sa.documents, df={"err-4711": 1}
+        )
+    finally:
+        await pool.close()
+
+
+async def test_an_identifier_found_nowhere_abstains(
+    client: httpx.AsyncClient, corpus: Corpus
+) -> None:
+    # ERR-4799 looks exactly like the 24 reference entries, but no document holds it
+    miss = await _search(client, corpus, {"query": "what does error ERR-4799 mean?", "top_k": 5})
+    assert miss["abstained"] and miss["abstain_reason"] == "identifier_not_found"
+    assert miss["evidence"]["signal"] == "identifier"
+    # ... while the one page that does mention ERR-4711 still answers
+    hit = await _search(client, corpus, {"query": "what does error ERR-4711 mean?", "top_k": 5})
+    assert not hit["abstained"]
+    assert hit["results"][0]["document_id"] == "kb:ingest-troubleshooting"
