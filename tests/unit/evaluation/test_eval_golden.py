@@ -185,3 +185,40 @@ def test_loader_rejects_missing_files(copy: Path) -> None:
         load_golden(copy)
     with pytest.raises(ConfigError, match="cannot read"):
         load_golden(copy / "nowhere")
+
+
+def test_second_set_has_what_issue_21_asks_for() -> None:
+    """A product in two lines (5.4 and 6.x with 6.0 and 6.1), a superseded policy, tables,
+    code, transcripts, a second tenant, a delete and a revocation, in another domain."""
+    marine = load_golden(GOLDEN_SETS[1])
+    docs = {d.document_id: d for d in marine.documents}
+    assert {d.tenant for d in marine.documents} == {"corvid", "marlow"}
+    assert not {d.tenant for d in marine.documents} & {"acme", "globex"}
+    labels = {d.meta.version for d in marine.documents if d.document_id.startswith("docs:tern/")}
+    assert {"5.4", "6.0", "6.1"} <= labels
+    m54, m61 = docs["docs:tern/5.4/operator-manual"], docs["docs:tern/6.1/operator-manual"]
+    assert m54.meta.series_id == m61.meta.series_id and not m61.meta.supersedes
+    assert docs["docs:tern/parameter-reference"].meta.version is None  # answers both lines
+    assert docs["policy:standby-allowance/2024"].meta.supersedes == (
+        "policy:standby-allowance/2022",
+    )
+    ticket = docs["tickets:FS-1207"]
+    assert "ignore all previous instructions" in ticket.content_text
+    assert ticket.meta.trust == "low"
+    mimes = {d.meta.mime_type for d in marine.documents}
+    assert {"text/markdown", "text/html", "text/csv", "text/x-python"} <= mimes
+    assert "application/vnd.ragline.transcript+json" in mimes
+    actions = {(a.action, a.document_id) for a in marine.after_ingest}
+    assert actions == {
+        ("delete", "wiki:projects/heron"),
+        ("acl", "wiki:procurement/approved-shipyards"),
+    }
+    canary = "HERON-CANARY-5VZ8"
+    assert [d.document_id for d in marine.documents if canary in d.content_text] == [
+        "wiki:projects/heron"
+    ]
+    # the categories' counts match the first set's floor (>= 5 each) and versions are
+    # asked in many surface forms, some ending in punctuation
+    questions = " ".join(c.question for c in marine.cases)
+    for form in ("Tern 6 ", "6.x", "v5.4", "version 6.1", "release 5.4", "6.1.2", "5.4–6.1"):
+        assert form in questions, form
