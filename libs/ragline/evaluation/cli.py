@@ -29,7 +29,12 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", help="beir:<dir> or golden:<dir>")
+    src.add_argument(
+        "--dataset",
+        action="append",
+        help="beir:<dir> or golden:<dir>; repeat to evaluate several datasets on one stack "
+        "(each gets its own report under --out/<name> and its own thresholds)",
+    )
     src.add_argument("--report", type=Path, help="gate/compare an existing report.json only")
     p.add_argument("--modes", default=ALL_MODES, help=f"comma-separated (default {ALL_MODES})")
     p.add_argument("--baseline", type=Path, help="earlier report.json to compare with")
@@ -53,11 +58,11 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=main)
 
 
-def _thresholds_path(args: argparse.Namespace) -> Path | None:
+def _thresholds_path(args: argparse.Namespace, spec: str | None) -> Path | None:
     if args.thresholds is not None:
         return Path(args.thresholds)
-    if args.dataset and args.dataset.startswith("golden:"):
-        candidate = Path(args.dataset.partition(":")[2]) / "thresholds.yaml"
+    if spec and spec.startswith("golden:"):
+        candidate = Path(spec.partition(":")[2]) / "thresholds.yaml"
         return candidate if candidate.is_file() else None
     return None
 
@@ -77,22 +82,23 @@ def _eval_settings(args: argparse.Namespace) -> Any:
     return EvalSettings().model_copy(update=overrides)
 
 
-def _dataset(args: argparse.Namespace) -> Any:
+def _dataset(args: argparse.Namespace, spec: str) -> Any:
     from ragline.evaluation.datasets import load_dataset
 
     beir_options: dict[str, Any] = {}
-    if args.dataset.startswith("beir:"):
+    if spec.startswith("beir:"):
         beir_options = {
             "split": args.split,
             "tenant": args.tenant,
             "groups": tuple(g for g in args.groups.split(",") if g),
             "limit_queries": args.limit,
         }
-    return load_dataset(args.dataset, **beir_options)
+    return load_dataset(spec, **beir_options)
 
 
-async def _produce(args: argparse.Namespace) -> Any:
-    """Ingest, query, build the report (the part that needs the running platform)."""
+async def _produce(args: argparse.Namespace) -> list[Any]:
+    """Ingest, query, build one report per dataset (the part that needs the running
+    platform); several datasets share one platform, one after another."""
     from pydantic import SecretStr
 
     from ragline.evaluation.evaluate import evaluate
@@ -101,18 +107,21 @@ async def _produce(args: argparse.Namespace) -> Any:
 
     es = _eval_settings(args)
     modes = parse_modes(args.modes)  # fail on a typo before anything starts
-    dataset = _dataset(args)
+    datasets = [_dataset(args, spec) for spec in args.dataset]  # all load before any run
     command = "ragline " + " ".join(sys.argv[1:])
     if not args.private_stack:
-        return await evaluate(
-            dataset,
-            settings=Settings(),
-            eval_settings=es,
-            modes=modes,
-            ingest=not args.no_ingest,
-            progress=not args.no_progress,
-            command=command,
-        )
+        return [
+            await evaluate(
+                dataset,
+                settings=Settings(),
+                eval_settings=es,
+                modes=modes,
+                ingest=not args.no_ingest,
+                progress=not args.no_progress,
+                command=command,
+            )
+            for dataset in datasets
+        ]
     from ragline.evaluation.platform import private_platform
 
     extra = {
@@ -125,25 +134,30 @@ async def _produce(args: argparse.Namespace) -> Any:
         )
         if args.keep_stack:
             print(f"private platform logs: {plat.log_dir}")
-        return await evaluate(
-            dataset,
-            settings=plat.settings,
-            eval_settings=es,
-            modes=modes,
-            ingest=True,
-            progress=not args.no_progress,
-            command=command,
-        )
+        return [
+            await evaluate(
+                dataset,
+                settings=plat.settings,
+                eval_settings=es,
+                modes=modes,
+                ingest=True,
+                progress=not args.no_progress,
+                command=command,
+            )
+            for dataset in datasets
+        ]
 
 
 def _out_dir(args: argparse.Namespace, dataset_name: str) -> Path:
-    if args.out is not None:
-        return Path(args.out)
     slug = dataset_name.replace(":", "-").replace("/", "-")
+    if args.out is not None:
+        several = args.dataset is not None and len(args.dataset) > 1
+        return Path(args.out) / slug if several else Path(args.out)
     return Path("reports") / f"{slug}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from ragline.errors import ConfigError
     from ragline.evaluation.evaluate import write_outputs
     from ragline.evaluation.gate import (
         ThresholdConfig,
@@ -161,34 +175,43 @@ def _evaluate(args: argparse.Namespace) -> int:
         sweep_summary,
     )
 
-    tpath = _thresholds_path(args)
-    config = load_thresholds(tpath) if tpath is not None else ThresholdConfig()
+    if args.dataset and len(args.dataset) > 1 and (args.baseline or args.thresholds):
+        raise ConfigError("--baseline/--thresholds apply to one dataset; run them one by one")
     baseline = load_report(args.baseline) if args.baseline is not None else None
     if args.report is not None:
-        report = load_report(args.report)
+        runs = [(load_report(args.report), None)]
     else:
-        report = asyncio.run(_produce(args))
-        out = _out_dir(args, report.meta.dataset)
-        written = write_outputs(report, out, baseline)
-        print(f"report written to {out}/: {', '.join(p.name for p in written)}")
-    print(render_table(report))
-    print()
-    print(render_categories(report))
-    sweep = sweep_summary(report)
-    if sweep:
+        runs = []
+        for spec, report in zip(args.dataset, asyncio.run(_produce(args)), strict=True):
+            out = _out_dir(args, report.meta.dataset)
+            written = write_outputs(report, out, baseline)
+            print(f"report written to {out}/: {', '.join(p.name for p in written)}")
+            runs.append((report, spec))
+    broken = False
+    for report, spec in runs:
+        if len(runs) > 1:
+            print(f"\n== {report.meta.dataset}")
+        tpath = _thresholds_path(args, spec)
+        config = load_thresholds(tpath) if tpath is not None else ThresholdConfig()
+        print(render_table(report))
         print()
-        print("\n".join(sweep))
-    for note in report.meta.notes:
-        print(f"note: {note}")
-    for f in case_failures(report):
-        print(f"FAILED CASE {f}")
-    if baseline is not None:
+        print(render_categories(report))
+        sweep = sweep_summary(report)
+        if sweep:
+            print()
+            print("\n".join(sweep))
+        for note in report.meta.notes:
+            print(f"note: {note}")
+        for f in case_failures(report):
+            print(f"FAILED CASE {f}")
+        if baseline is not None:
+            print()
+            print(render_changes(compare(report, baseline, config)))
+        violations = check_thresholds(report, config, baseline)
         print()
-        print(render_changes(compare(report, baseline, config)))
-    violations = check_thresholds(report, config, baseline)
-    print()
-    print(render_violations(violations))
-    return EXIT_GATE if violations else EXIT_OK
+        print(render_violations(violations))
+        broken = broken or bool(violations)
+    return EXIT_GATE if broken else EXIT_OK
 
 
 def main(args: argparse.Namespace) -> int:

@@ -180,3 +180,51 @@ def test_cli_config_errors(tmp_path: Path, report: Report) -> None:
     assert ragline_main(["eval", "--report", str(cur), "--thresholds", str(thr)]) == 2
     assert ragline_main(["eval", "--report", str(tmp_path / "none.json")]) == 2
     assert ragline_main(["eval", "--dataset", "trec:/x"]) == 2
+
+
+def test_cli_several_datasets_report_and_gate_each(
+    tmp_path: Path,
+    report: Report,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--dataset A --dataset B`` (both golden sets on one stack): one report per dataset
+    under --out/<name>, each gated by its own thresholds.yaml; the worst verdict wins."""
+    sets = []
+    for name, rule in (
+        ("one", "{metric: mrr, mode: good, min: 0.0}"),
+        ("two", "{metric: forbidden_hits, max: 0}"),
+    ):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "thresholds.yaml").write_text(f"version: 1\nthresholds:\n  - {rule}\n")
+        sets.append(root)
+    reports = [
+        report.model_copy(
+            update={"meta": report.meta.model_copy(update={"dataset": f"golden:{r.name}"})}
+        )
+        for r in sets
+    ]
+
+    async def fake_produce(args: object) -> list[Report]:
+        return reports
+
+    monkeypatch.setattr("ragline.evaluation.cli._produce", fake_produce)
+    out = tmp_path / "out"
+    argv = [
+        "eval",
+        "--out",
+        str(out),
+        "--dataset",
+        f"golden:{sets[0]}",
+        "--dataset",
+        f"golden:{sets[1]}",
+    ]
+    assert ragline_main(argv) == 1  # set "two" forbids the leaky mode's hit
+    text = capsys.readouterr().out
+    assert "== golden:one" in text and "== golden:two" in text
+    assert text.count("gate: PASS") == 1 and text.count("gate: FAIL") == 1
+    assert (out / "golden-one" / "report.json").is_file()
+    assert (out / "golden-two" / "report.json").is_file()
+    # a baseline or thresholds file belongs to one dataset
+    assert ragline_main([*argv, "--thresholds", str(sets[0] / "thresholds.yaml")]) == 2
