@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,19 +78,28 @@ async def seeded(stack: Settings) -> Seeded:
 def query_url(stack: Settings, seeded: Seeded) -> Iterator[str]:
     """``ragline run query`` on a free port (rate limit off), for the whole session."""
     logs = Path(tempfile.mkdtemp(prefix="ragline-client-query-"))
-    proc = ServiceProcess(
-        "query",
-        env=child_env(
-            RAGLINE_QUERY_JWT_SECRET=SECRET,
-            RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE="0",
-        ),
-        log_path=logs / "query.log",
-        metrics_port=free_port(),
-        http_port=free_port(),
-        cwd=REPO,
-    )
+    for attempt in range(3):
+        proc = ServiceProcess(
+            "query",
+            env=child_env(RAGLINE_QUERY_JWT_SECRET=SECRET, RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE="0"),
+            log_path=logs / f"query-{attempt}.log",
+            metrics_port=free_port(),
+            http_port=free_port(),
+            cwd=REPO,
+        )
+        try:
+            proc.wait_ready(timeout_s=240)
+            time.sleep(1.0)
+            # on a busy shared machine another process may grab the free port first and
+            # answer /readyz; ours then exits on the bind: only a live process counts
+            if proc.running():
+                break
+        except RuntimeError:
+            pass
+        proc.cleanup()
+    else:
+        raise RuntimeError(f"the query service did not start; logs in {logs}")
     try:
-        proc.wait_ready(timeout_s=240)
         yield proc.http_url
     finally:
         proc.cleanup()

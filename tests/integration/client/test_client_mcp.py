@@ -99,6 +99,8 @@ def mcp_http(query_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             assert proc.poll() is None, Path(log).read_text()
             try:
                 httpx.get(url, timeout=2)
+                time.sleep(1.0)  # still ours? (another process may have taken the port)
+                assert proc.poll() is None, Path(log).read_text()
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline, Path(log).read_text()
