@@ -340,6 +340,11 @@ valueFrom:
   "HF_HUB_OFFLINE" "1"
   "TRANSFORMERS_OFFLINE" "1"
 -}}
+{{- if $v.tracing.enabled }}
+{{- $_ := set $data "RAGLINE_TRACING_ENABLED" "true" }}
+{{- $_ := set $data "RAGLINE_TRACING_SAMPLE_RATIO" (toString $v.tracing.sampleRatio) }}
+{{- with $v.tracing.otlpEndpoint }}{{ $_ := set $data "RAGLINE_TRACING_OTLP_ENDPOINT" . }}{{ end }}
+{{- end -}}
 {{- with $v.kafka.topics.minInsyncReplicas }}{{ $_ := set $data "RAGLINE_TOPICS_MIN_INSYNC_REPLICAS" (toString .) }}{{ end -}}
 {{- with $v.auth.jwksUrl }}{{ $_ := set $data "RAGLINE_QUERY_JWT_JWKS_URL" . }}{{ end -}}
 {{- with $v.auth.issuer }}{{ $_ := set $data "RAGLINE_QUERY_JWT_ISSUER" . }}{{ end -}}

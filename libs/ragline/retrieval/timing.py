@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ragline.retrieval.metrics import STAGE_SECONDS
+from ragline.runtime.tracing import span
 
 __all__ = ["BACKEND_STAGES", "Timings"]
 
@@ -24,7 +25,8 @@ class Timings:
     def stage(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
-            yield
+            with span(f"query {name}", attributes={"ragline.query_stage": name}):
+                yield
         finally:
             self.add(name, time.perf_counter() - t0)
 

@@ -46,7 +46,16 @@ from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_bro
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
-from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
+from ragline.runtime.tracing import (
+    TRACE_HEADER,
+    context_of,
+    current_traceparent,
+    end_span,
+    remote_context,
+    span,
+    start_span,
+    use_span,
+)
 
 __all__ = ["FatalError", "Record", "StageRunner"]
 
@@ -222,7 +231,36 @@ class StageRunner:
         HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ processing
+    def _consume_span(self, rec: Record) -> Any:
+        """The consumer span of one record (None with tracing off): a child of the span
+        that published it (its ``traceparent``), and linked to it, so one document's
+        spans form one trace from ``source.changes`` to ``doc.indexed``."""
+        producer = remote_context(rec.headers.get(TRACE_HEADER))
+        return start_span(
+            f"{rec.topic} process",
+            kind="consumer",
+            parent=producer,
+            links=(producer,),
+            attributes={
+                "messaging.system": "kafka",
+                "messaging.operation.type": "process",
+                "messaging.destination.name": rec.topic,
+                "messaging.destination.partition.id": str(rec.partition),
+                "messaging.kafka.offset": rec.offset if rec.offset is not None else -1,
+                "messaging.consumer.group.name": consumer_group(self.stage.name, self.prefix),
+                "ragline.stage": self.stage.name,
+            },
+        )
+
     async def process(self, records: Sequence[Record]) -> None:
+        spans = {id(rec): self._consume_span(rec) for rec in records}
+        try:
+            await self._process(records, spans)
+        finally:
+            for s in spans.values():
+                end_span(s)
+
+    async def _process(self, records: Sequence[Record], spans: dict[int, Any]) -> None:
         valid: list[tuple[Record, Any]] = []
         for rec in records:
             CONSUMED.labels(self.stage.name, rec.topic).inc()
@@ -233,28 +271,32 @@ class StageRunner:
                 event = read_event(rec.topic, body)
             except (ValidationError, ValueError, PermanentError) as exc:
                 FAILED.labels(self.stage.name, rec.topic, type(exc).__name__).inc()
-                await self._dead_letter(rec, exc, attempts=1, event=None)
+                with use_span(spans[id(rec)]):
+                    await self._dead_letter(rec, exc, attempts=1, event=None)
                 continue
+            if (s := spans[id(rec)]) is not None:
+                s.set_attribute("ragline.document_id", event.document_id)
             valid.append((rec, event))
         if not valid:
             return
-        results = await self._handle(valid)
+        results = await self._handle(valid, [spans[id(rec)] for rec, _ in valid])
         # publish concurrently across documents, in order within one document (its key)
         by_key: dict[bytes | None, list[tuple[Record, Any, Any]]] = {}
         for (rec, event), result in zip(valid, results, strict=True):
             by_key.setdefault(rec.key, []).append((rec, event, result))
-        await asyncio.gather(*(self._emit(items) for items in by_key.values()))
+        await asyncio.gather(*(self._emit(items, spans) for items in by_key.values()))
 
-    async def _emit(self, items: Sequence[tuple[Record, Any, Any]]) -> None:
+    async def _emit(self, items: Sequence[tuple[Record, Any, Any]], spans: dict[int, Any]) -> None:
         for rec, event, result in items:
-            if isinstance(result, _Failure):
-                await self._fail(rec, event, result.error, result.attempts)
-            else:
-                for out in result:
-                    await self._publish_output(rec, event, out)
+            with use_span(spans[id(rec)]):
+                if isinstance(result, _Failure):
+                    await self._fail(rec, event, result.error, result.attempts)
+                else:
+                    for out in result:
+                        await self._publish_output(rec, event, out)
 
     async def _handle(
-        self, valid: Sequence[tuple[Record, Any]]
+        self, valid: Sequence[tuple[Record, Any]], spans: Sequence[Any] = ()
     ) -> list[Sequence[Output] | _Failure]:
         n = len(valid)
         attempts = [0] * n
@@ -267,7 +309,16 @@ class StageRunner:
                 attempt=max(attempts[i] for i in pending) + 1,
                 headers=valid[pending[0]][0].headers if len(pending) == 1 else {},
             )
-            outs = await self.stage.handle_batch([valid[i][1] for i in pending], ctx)
+            # one handle span per attempt: a child of the first record's consume span,
+            # linked to the others of the batch
+            owners = [spans[i] for i in pending if i < len(spans)]
+            with span(
+                f"{self.stage.name} handle",
+                parent=context_of(owners[0]) if owners else None,
+                links=[context_of(s) for s in owners[1:]],
+                attributes={"ragline.stage": self.stage.name, "ragline.batch_size": len(pending)},
+            ):
+                outs = await self.stage.handle_batch([valid[i][1] for i in pending], ctx)
             retry: list[int] = []
             for i, out in zip(pending, outs, strict=True):
                 attempts[i] += 1
@@ -312,9 +363,22 @@ class StageRunner:
 
     async def _publish_output(self, rec: Record, event: Any, out: Output) -> None:
         parent = rec.headers.get(TRACE_HEADER) or getattr(event, "traceparent", None)
-        ev = out.event.model_copy(update={"traceparent": child_traceparent(parent)})
         source_at = self._source_at(rec, event)
-        await self._with_retries(lambda: self.publisher.publish(out.topic, ev, source_at=source_at))
+        with span(
+            f"{out.topic} publish",
+            kind="producer",
+            attributes={
+                "messaging.system": "kafka",
+                "messaging.operation.type": "send",
+                "messaging.destination.name": out.topic,
+            },
+        ):
+            # the output carries this publish span's context: its consumer's span is a
+            # child of it (a fresh child id of the input's when tracing is off)
+            ev = out.event.model_copy(update={"traceparent": current_traceparent(parent)})
+            await self._with_retries(
+                lambda: self.publisher.publish(out.topic, ev, source_at=source_at)
+            )
         FRESHNESS.labels(self.stage.name).observe(
             max(0.0, (datetime.now(source_at.tzinfo) - source_at).total_seconds())
         )

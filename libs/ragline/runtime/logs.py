@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from ragline.runtime.tracing import log_ids
+
 __all__ = ["JsonFormatter", "configure_logging"]
 
 _FORBIDDEN_KEYS = frozenset({"text", "content", "body", "value", "secret", "password"})
@@ -30,6 +32,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        out.update(log_ids())  # trace_id / span_id of the current span (tracing on)
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             out.update({k: v for k, v in fields.items() if k not in _FORBIDDEN_KEYS})

@@ -20,7 +20,7 @@ from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
 from ragline.runtime.settings import Settings
 from ragline.runtime.topology import physical_topic
-from ragline.runtime.tracing import TRACE_HEADER, child_traceparent
+from ragline.runtime.tracing import TRACE_HEADER, current_traceparent, span
 
 __all__ = ["SOURCE_AT_HEADER", "EventPublisher", "make_broker"]
 
@@ -93,7 +93,20 @@ class EventPublisher:
         *,
         source_at: datetime | None = None,
     ) -> None:
-        traceparent = event.traceparent or child_traceparent(None)
+        if event.traceparent is not None:  # a stage's output: its publish span is current
+            await self._publish(topic, event, event.traceparent, source_at)
+            return
+        # a new trace starts here (webhook, sync, watcher): its root is this publish span
+        with span(
+            f"{topic} publish",
+            kind="producer",
+            attributes={"messaging.system": "kafka", "messaging.destination.name": topic},
+        ):
+            await self._publish(topic, event, current_traceparent(None), source_at)
+
+    async def _publish(
+        self, topic: str, event: EventBase, traceparent: str, source_at: datetime | None
+    ) -> None:
         headers = {
             TRACE_HEADER: traceparent,
             "event-type": event.event_type,

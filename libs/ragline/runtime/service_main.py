@@ -14,6 +14,7 @@ from ragline.runtime.logs import configure_logging
 from ragline.runtime.metrics import SERVICE_UP, serve_metrics
 from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
+from ragline.runtime.tracing import configure_tracing, trace_asgi
 
 __all__ = ["SERVICES", "load_service", "run_service"]
 
@@ -51,6 +52,7 @@ def load_service(name: str) -> Any:
 
 async def _run_stage(stage: Stage, settings: Settings) -> int:
     log = configure_logging(stage.name, settings.log_level)
+    configure_tracing(stage.name)
     runner = StageRunner(stage, settings, log)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -91,13 +93,13 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
 
 async def _run_http(svc: HttpService, settings: Settings) -> int:
     log = configure_logging(svc.name, settings.log_level)
+    configure_tracing(svc.name)
+    app = trace_asgi(svc.app)
     # /metrics on its own port, as for the consumers: the NetworkPolicy can then let the
     # scrapers reach the metrics without opening the API port (and the API's Ingress
     # never publishes it)
     metrics = serve_metrics(metrics_port(svc.name, settings), settings.metrics_host)
-    server = make_server(
-        svc.app, settings.http_host, http_port(svc.name, settings), own_signals=False
-    )
+    server = make_server(app, settings.http_host, http_port(svc.name, settings), own_signals=False)
 
     def _stop() -> None:
         server.should_exit = True

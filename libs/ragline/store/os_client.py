@@ -31,7 +31,11 @@ def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSear
             settings.opensearch_user,
             password.get_secret_value() if password is not None else "",
         )
-    return AsyncOpenSearch(hosts=[settings.opensearch_url], **kwargs)
+    from ragline.runtime.tracing import trace_opensearch
+
+    client = AsyncOpenSearch(hosts=[settings.opensearch_url], **kwargs)
+    trace_opensearch(client)
+    return client
 
 
 def translate_os_error(exc: BaseException) -> RaglineError:

@@ -10,6 +10,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from ragline.runtime.tracing import pg_cursor_factory
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["open_pool"]
@@ -32,6 +33,9 @@ async def open_pool(
 
     Raises ``BackendUnavailable`` when Postgres cannot be reached within ``timeout_s``.
     """
+    kwargs: dict[str, object] = {"application_name": f"ragline-{name}"}
+    if (cursor := pg_cursor_factory()) is not None:  # a span per statement (tracing on)
+        kwargs["cursor_factory"] = cursor
     pool = AsyncConnectionPool(
         dsn,
         min_size=min_size,
@@ -40,7 +44,7 @@ async def open_pool(
         open=False,
         timeout=timeout_s,
         configure=_configure,
-        kwargs={"application_name": f"ragline-{name}"},
+        kwargs=kwargs,
     )
     with pg_errors():
         await pool.open(wait=True, timeout=timeout_s)

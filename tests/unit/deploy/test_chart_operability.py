@@ -364,3 +364,24 @@ def test_chart_metadata() -> None:
         chart["icon"].endswith("docs/assets/ragline.svg")
         and (REPO / "docs/assets/ragline.svg").exists()
     )
+
+
+def test_tracing_is_off_by_default_and_configurable(render: Render) -> None:
+    from ragline.runtime.tracing import TracingSettings
+
+    docs = render()
+    (cm,) = [c for c in kinds(docs, "ConfigMap") if "RAGLINE_KAFKA_BOOTSTRAP" in c["data"]]
+    assert not any(k.startswith("RAGLINE_TRACING_") for k in cm["data"])
+    assert 4318 not in _egress_ports(by_component(docs, "NetworkPolicy")["parser"])
+    url = "http://otel.observability:4318/v1/traces"
+    docs = render(values={"tracing": {"enabled": True, "otlpEndpoint": url, "sampleRatio": 0.25}})
+    (cm,) = [c for c in kinds(docs, "ConfigMap") if "RAGLINE_KAFKA_BOOTSTRAP" in c["data"]]
+    env = {
+        k.removeprefix("RAGLINE_TRACING_").lower(): v
+        for k, v in cm["data"].items()
+        if k.startswith("RAGLINE_TRACING_")
+    }
+    ts = TracingSettings(**env)
+    assert ts.enabled and ts.otlp_endpoint == url and ts.sample_ratio == 0.25
+    for np in by_component(docs, "NetworkPolicy").values():
+        assert 4318 in _egress_ports(np)
