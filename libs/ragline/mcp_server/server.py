@@ -28,7 +28,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ragline.auth import AuthError, JwtVerifier
 from ragline.auth import Forbidden as NoGroups
@@ -166,6 +166,14 @@ def _tool_error(exc: Exception) -> ToolError:
     return ToolError("the query service's answer could not be read")
 
 
+def _answer(text: str, structured: BaseModel) -> CallToolResult:
+    """The text for the model, the structured form (its ``outputSchema``) for programs."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured.model_dump(mode="json"),
+    )
+
+
 def build_server(
     settings: McpSettings,
     *,
@@ -260,10 +268,7 @@ def build_server(
             max_item_chars=settings.max_item_chars,
             max_response_chars=settings.max_response_chars,
         )
-        return CallToolResult(
-            content=[TextContent(type="text", text=render_search(ev))],
-            structured_content=ev.model_dump(mode="json"),
-        )
+        return _answer(render_search(ev), ev)
 
     @server.tool(
         name="get_document",
@@ -277,10 +282,7 @@ def build_server(
     ) -> Annotated[CallToolResult, DocumentEvidence]:
         doc, left = await call(ctx, lambda rag: rag.document(document_id))
         ev = DocumentEvidence(document=doc, calls_left=left)
-        return CallToolResult(
-            content=[TextContent(type="text", text=render_document(ev))],
-            structured_content=ev.model_dump(mode="json"),
-        )
+        return _answer(render_document(ev), ev)
 
     @server.tool(
         name="document_status",
@@ -294,9 +296,6 @@ def build_server(
     ) -> Annotated[CallToolResult, StatusEvidence]:
         st, left = await call(ctx, lambda rag: rag.document_status(document_id))
         ev = StatusEvidence(status=st, calls_left=left)
-        return CallToolResult(
-            content=[TextContent(type="text", text=render_status(ev))],
-            structured_content=ev.model_dump(mode="json"),
-        )
+        return _answer(render_status(ev), ev)
 
     return server

@@ -5,12 +5,10 @@ server (``ragline run query``), shared by the client, framework and MCP tests.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,39 +16,15 @@ import pytest_asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "query"))
 
+from client_helpers import REPO, Seeded, child_env
 from query_corpus import main_corpus, seed
-from query_helpers import GROUP_A, GROUP_B, SECRET, make_token
+from query_helpers import GROUP_A, GROUP_B, SECRET
 
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
-
-REPO = Path(__file__).resolve().parents[3]
-CLIENT_SRC = REPO / "clients" / "python" / "src"
-
-
-@dataclass(frozen=True)
-class Seeded:
-    tenant: str
-    # document ids each group may see
-    visible_a: frozenset[str]
-    visible_b: frozenset[str]
-
-    def token(self, group: str = GROUP_A, **kw: object) -> str:
-        return make_token(self.tenant, [group], **kw)  # type: ignore[arg-type]
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """The environment of a subprocess: this checkout's client package and libs first."""
-    env = dict(os.environ)
-    parts = [str(CLIENT_SRC), str(REPO / "libs"), str(REPO)]
-    if env.get("PYTHONPATH"):
-        parts.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(parts)
-    env.update(extra)
-    return env
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

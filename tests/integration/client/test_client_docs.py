@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, Seeded, child_env
+from client_helpers import REPO, Seeded, child_env
 from query_helpers import GROUP_A
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ text, citation, scores and the injection/PII flags; ACLs hold; async paths work.
 from __future__ import annotations
 
 import pytest
-from conftest import Seeded
+from client_helpers import Seeded
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle

@@ -6,14 +6,14 @@ refresh after a real 401, a real 429 with Retry-After, and signed source changes
 from __future__ import annotations
 
 import asyncio
-import json
+import importlib.util
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer
-from conftest import Seeded
+from client_helpers import Seeded
 from query_helpers import GROUP_A, GROUP_B, make_token, query_settings, running_app
 
 from ragline.connector.settings import ConnectorSettings
@@ -185,28 +185,14 @@ async def test_a_real_429_is_waited_out_per_retry_after(stack: Settings, seeded:
         embedder.close()
 
 
-async def _source_changes(stack: Settings, tenant: str, count: int) -> list[dict[str, Any]]:
-    consumer = AIOKafkaConsumer(
-        Topics.SOURCE_CHANGES.value,
-        bootstrap_servers=stack.kafka_bootstrap,
-        group_id=None,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    await consumer.start()
-    found: list[dict[str, Any]] = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(found) < count and time.monotonic() < deadline:
-            batch = await consumer.getmany(timeout_ms=500)
-            for records in batch.values():
-                for rec in records:
-                    ev = json.loads(rec.value)
-                    if ev.get("tenant_id") == tenant:
-                        found.append(ev)
-    finally:
-        await consumer.stop()
-    return found
+def _connector_collect() -> Any:
+    """The connector tests' topic reader (tests/integration/connector/conftest.py)."""
+    path = Path(__file__).resolve().parents[1] / "connector" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("connector_test_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.collect
 
 
 async def test_source_changes_through_the_real_webhook(stack: Settings, seeded: Seeded) -> None:
@@ -240,5 +226,6 @@ async def test_source_changes_through_the_real_webhook(stack: Settings, seeded: 
         ) as hook:
             with pytest.raises(Unauthorized):
                 await hook.send(upsert)
-    [event] = await _source_changes(stack, tenant, count=1)
+    collect = _connector_collect()
+    [event] = await collect(stack, Topics.SOURCE_CHANGES.value, tenant, count=1)
     assert event["event_id"] == receipt.event_id and event["document_id"] == "wiki:client-1"

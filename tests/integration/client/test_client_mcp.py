@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from conftest import REPO, Seeded, child_env
+from client_helpers import REPO, Seeded, child_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client

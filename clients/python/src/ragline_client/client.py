@@ -12,12 +12,12 @@ the API's own models before they are sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 
+from ragline_client._closing import AsyncClosing, SyncClosing
 from ragline_client._transport import USER_AGENT, Request, parse, send_async, send_sync
 from ragline_client.auth import TokenLike, TokenProvider, as_provider
 from ragline_client.errors import ResponseShapeError
@@ -92,7 +92,7 @@ class _Base:
         return f"{type(self).__name__}({self.base_url!r})"
 
 
-class Ragline(_Base):
+class Ragline(_Base, SyncClosing):
     """The synchronous client. Thread-safe; share one per process."""
 
     def __init__(
@@ -151,19 +151,8 @@ class Ragline(_Base):
         if self._owns_http:
             self._http.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncRagline(_Base):
+class AsyncRagline(_Base, AsyncClosing):
     """The asyncio client; one per event loop."""
 
     def __init__(
@@ -222,14 +211,3 @@ class AsyncRagline(_Base):
     async def aclose(self) -> None:
         if self._owns_http:
             await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

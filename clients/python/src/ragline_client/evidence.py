@@ -24,6 +24,10 @@ def primary_score(result: Result) -> float | None:
     return None
 
 
+def _span(start: int, end: int | None) -> str:
+    return f"{start}" if end in (None, start) else f"{start}-{end}"
+
+
 def cite(result: Result) -> str:
     """A one-line human citation: ``Title › section (v2.0, lines 3-9) <uri>``."""
     c = result.citation
@@ -34,19 +38,9 @@ def cite(result: Result) -> str:
     if c.version:
         where.append(f"v{c.version}" if c.version[:1].isdigit() else c.version)
     if c.page_start is not None:
-        pages = (
-            f"{c.page_start}"
-            if c.page_end in (None, c.page_start)
-            else f"{c.page_start}-{c.page_end}"
-        )
-        where.append(f"p. {pages}")
+        where.append(f"p. {_span(c.page_start, c.page_end)}")
     elif c.line_start is not None:
-        lines = (
-            f"{c.line_start}"
-            if c.line_end in (None, c.line_start)
-            else f"{c.line_start}-{c.line_end}"
-        )
-        where.append(f"lines {lines}")
+        where.append(f"lines {_span(c.line_start, c.line_end)}")
     if where:
         head += f" ({', '.join(where)})"
     if c.uri:

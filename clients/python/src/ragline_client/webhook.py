@@ -25,12 +25,12 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from ragline_client._closing import AsyncClosing, SyncClosing
 from ragline_client._transport import USER_AGENT, Request, parse, send_async, send_sync
 from ragline_client.retry import RetryPolicy
 
@@ -59,6 +59,9 @@ class WebhookReceipt(BaseModel):
     event_type: str
     document_id: str
     topic: str | None = None
+    duplicate: bool = Field(
+        default=False, description="the webhook-id was seen before: nothing republished"
+    )
 
 
 def _key(secret: str) -> bytes:
@@ -168,7 +171,7 @@ class _WebhookBase:
         return f"{type(self).__name__}({self.base_url!r}, auth={self.auth!r})"
 
 
-class ChangeWebhook(_WebhookBase):
+class ChangeWebhook(_WebhookBase, SyncClosing):
     def __init__(
         self,
         base_url: str,
@@ -196,19 +199,8 @@ class ChangeWebhook(_WebhookBase):
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncChangeWebhook(_WebhookBase):
+class AsyncChangeWebhook(_WebhookBase, AsyncClosing):
     def __init__(
         self,
         base_url: str,
@@ -235,14 +227,3 @@ class AsyncChangeWebhook(_WebhookBase):
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
