@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 
 from ragline.errors import BackendUnavailable, PermanentError
+from ragline.events import unstorable
 from ragline.hashing import sha256_hex
 from ragline.runtime.settings import Settings
 
@@ -38,9 +39,11 @@ def body_owner(body: bytes) -> tuple[str | None, str | None]:
     if not isinstance(obj, dict):
         return None, None
     tenant, doc = obj.get("tenant_id"), obj.get("document_id")
+    # a poison body (a NUL or a lone surrogate in its ids, issue 12) has no storable
+    # owner: its dead letter must still be written
     return (
-        tenant if isinstance(tenant, str) else None,
-        doc if isinstance(doc, str) else None,
+        tenant if isinstance(tenant, str) and unstorable(tenant) is None else None,
+        doc if isinstance(doc, str) and unstorable(doc) is None else None,
     )
 
 

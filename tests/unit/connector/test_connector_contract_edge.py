@@ -126,3 +126,11 @@ def test_storable_text_is_accepted(value: str) -> None:
     else:
         with pytest.raises(ValidationError):
             _ADAPTER.validate_python(upsert(meta={"acl_groups": ["eng"], "title": value}))
+
+
+def test_a_poison_body_has_no_owner_so_its_dead_letter_is_still_stored() -> None:
+    from ragline.runtime.claimcheck import body_owner
+
+    assert body_owner(b'{"tenant_id": "t", "document_id": "a:\\u0000b"}') == ("t", None)
+    assert body_owner(b'{"tenant_id": "t\\ud800", "document_id": "a:b"}') == (None, "a:b")
+    assert body_owner(b'{"tenant_id": "t", "document_id": "a:b"}') == ("t", "a:b")
