@@ -3,9 +3,11 @@ modules import it, never ``conftest``, which another directory's conftest may sh
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from query_helpers import GROUP_A, make_token
 
@@ -33,3 +35,13 @@ def child_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(parts)
     env.update(extra)
     return env
+
+
+def connector_collect() -> Any:
+    """The connector tests' topic reader (tests/integration/connector/conftest.py)."""
+    path = Path(__file__).resolve().parents[1] / "connector" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("connector_test_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.collect

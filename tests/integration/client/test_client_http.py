@@ -6,14 +6,11 @@ refresh after a real 401, a real 429 with Retry-After, and signed source changes
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from client_helpers import Seeded
+from client_helpers import Seeded, connector_collect
 from query_helpers import GROUP_A, GROUP_B, make_token, query_settings, running_app
 
 from ragline.connector.settings import ConnectorSettings
@@ -185,16 +182,6 @@ async def test_a_real_429_is_waited_out_per_retry_after(stack: Settings, seeded:
         embedder.close()
 
 
-def _connector_collect() -> Any:
-    """The connector tests' topic reader (tests/integration/connector/conftest.py)."""
-    path = Path(__file__).resolve().parents[1] / "connector" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("connector_test_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.collect
-
-
 async def test_source_changes_through_the_real_webhook(stack: Settings, seeded: Seeded) -> None:
     secret = "client-webhook-secret-0123456789"
     tenant = f"{seeded.tenant}-wh"
@@ -226,6 +213,6 @@ async def test_source_changes_through_the_real_webhook(stack: Settings, seeded: 
         ) as hook:
             with pytest.raises(Unauthorized):
                 await hook.send(upsert)
-    collect = _connector_collect()
+    collect = connector_collect()
     [event] = await collect(stack, Topics.SOURCE_CHANGES.value, tenant, count=1)
     assert event["event_id"] == receipt.event_id and event["document_id"] == "wiki:client-1"
