@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install up down status test test-unit test-integration soak chaos lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help install up down status test test-unit test-integration soak chaos fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -50,6 +50,10 @@ soak: install ## lifecycle state machine, long run (RAGLINE_LIFECYCLE_EXAMPLES, 
 
 chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run (RAGLINE_CHAOS_DOCS, default 1000)
 	RAGLINE_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 tests/chaos
+
+fuzz-api: install ## schemathesis, every check, a long run against a real query service
+	RAGLINE_FUZZ_EXAMPLES=$${RAGLINE_FUZZ_EXAMPLES:-500} $(BIN)/pytest -q -p no:cacheprovider \
+		--timeout=3600 tests/integration/query/test_openapi_fuzz.py
 
 lint: install ## ruff + mypy
 	$(BIN)/ruff check libs services tests bench clients

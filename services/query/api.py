@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -27,37 +28,56 @@ from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import REQUEST_SECONDS, REQUESTS
 from ragline.retrieval.ratelimit import TokenBuckets
 from ragline.retrieval.rerank import CrossEncoderReranker, Reranker
+from ragline.retrieval.safe_text import valid_document_id
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.service import InvalidRequest, SearchBackends, SearchService
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.http import HttpService
+from ragline.runtime.http_limits import SizeLimits
 from ragline.runtime.settings import Settings
 from ragline.runtime.tracing import new_traceparent, valid_traceparent
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
-from ragline_client.models import (
-    DocumentResponse,
-    DocumentStatusResponse,
-    Problem,
-    SearchRequest,
-    SearchResponse,
-)
+from ragline.store.query_role import assert_unprivileged
+from ragline_client.models import DocumentResponse, DocumentStatusResponse, SearchResponse
+from services.query.openapi import authed_errors, build_openapi, error_responses
 from services.query.problems import install_problem_handlers, problem
+from services.query.requests import (
+    checked_document_id,
+    legacy_status_id,
+    parse_search_request,
+    query_opensearch_settings,
+)
 
 __all__ = ["build", "create_app"]
 
 _log = logging.getLogger("ragline.query")
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": Problem, "description": d}
-    for s, d in (
-        (400, "unknown field or invalid request"),
-        (401, "missing, invalid or expired token"),
-        (403, "token grants no groups"),
-        (422, "invalid field value"),
-        (429, "rate limited"),
-        (503, "a backend is unavailable"),
-    )
+_URL_SAFE = "/:@!$&'()*+,;=-._~"
+_DESCRIPTION = (
+    "Permission-correct hybrid retrieval with citations. Every /v1 route takes the "
+    "caller's tenant and groups from the bearer JWT only. Errors are RFC 9457 problem "
+    "documents (application/problem+json); limits shown here are the ones in force."
+)
+_DOCUMENT_ROUTE = (
+    "The whole path after /v1/documents/ is the id (percent-encode ?, # and %). "
+    "Deprecated: a path ending in /status that names no visible document is answered "
+    "as the status of the rest (use /v1/document-status/{document_id}), with "
+    "`Deprecation: true` and a successor Link; the body is then a DocumentStatusResponse."
+)
+_READY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["status", "checks"],
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "degraded"]},
+        "checks": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
 }
+
+
+def _cached_openapi(app: FastAPI, qs: QuerySettings) -> dict[str, Any]:
+    if app.openapi_schema is None:
+        app.openapi_schema = build_openapi(app, qs)
+    return app.openapi_schema
 
 
 async def _load_reranker(qs: QuerySettings) -> Reranker | None:
@@ -102,7 +122,10 @@ def create_app(
             min_size=qs.pool_min_size,
             max_size=qs.pool_max_size,
         )
-        os_client = make_client(settings, timeout_s=qs.backend_timeout_s)
+        await assert_unprivileged(pool)  # never serve as a superuser or a BYPASSRLS role
+        os_client = make_client(
+            query_opensearch_settings(settings, qs), timeout_s=qs.backend_timeout_s
+        )
         lexical = LexicalSearcher(os_client, index_prefix=settings.opensearch_index_prefix)
         app.state.pool = pool
         app.state.lexical = lexical
@@ -122,10 +145,12 @@ def create_app(
     app = FastAPI(
         title="ragline query API",
         version="1",
-        description="Permission-correct hybrid retrieval with citations.",
+        description=_DESCRIPTION,
         lifespan=lifespan,
+        redirect_slashes=False,
     )
     install_problem_handlers(app)
+    app.openapi = lambda: _cached_openapi(app, qs)  # type: ignore[method-assign]
 
     @app.middleware("http")
     async def trace(request: Request, call_next: Any) -> Response:
@@ -135,6 +160,11 @@ def create_app(
         response: Response = await call_next(request)
         response.headers["traceparent"] = tp
         return response
+
+    # outermost: oversized requests are refused before routing, parsing and the token
+    app.add_middleware(
+        SizeLimits, max_body_bytes=qs.max_body_bytes, max_header_bytes=qs.max_header_bytes
+    )
 
     async def principal(request: Request) -> Principal:
         header = request.headers.get("authorization", "")
@@ -147,8 +177,23 @@ def create_app(
 
     Caller = Annotated[Principal, Depends(principal)]
 
-    @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS)
-    async def search(body: SearchRequest, request: Request, who: Caller) -> SearchResponse:
+    @app.post(
+        "/v1/search",
+        operation_id="search",
+        summary="Search the documents the caller may see",
+        response_model=SearchResponse,
+        responses=authed_errors(400, 415, 422, 503),
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/SearchRequest"}}
+                },
+            }
+        },
+    )
+    async def search(request: Request, who: Caller) -> SearchResponse:
+        body = await parse_search_request(request)
         t0 = time.perf_counter()
         status = "500"
         try:
@@ -180,33 +225,68 @@ def create_app(
                 },
             )
 
+    async def _status(request: Request, who: Principal, document_id: str) -> Any:
+        async with rls_transaction(request.app.state.pool, who) as conn:
+            return await get_status(conn, who, document_id)
+
     @app.get(
-        "/v1/documents/{document_id:path}/status",
+        "/v1/document-status/{document_id:anypath}",
+        operation_id="getDocumentStatus",
+        summary="Ingestion status of a document (any id, including ids ending in /status)",
         response_model=DocumentStatusResponse,
-        responses=_ERRORS,
+        responses=authed_errors(404, 422, 503),
     )
     async def document_status(document_id: str, request: Request, who: Caller) -> Any:
-        async with rls_transaction(request.app.state.pool, who) as conn:
-            row = await get_status(conn, who, document_id)
+        row = await _status(request, who, checked_document_id(document_id))
         REQUESTS.labels("status", "-", "200" if row else "404").inc()
         if row is None:
             return problem(request, 404, "document not found")
         return row
 
-    @app.get("/v1/documents/{document_id:path}", response_model=DocumentResponse, responses=_ERRORS)
+    @app.get(
+        "/v1/documents/{document_id:anypath}",
+        operation_id="getDocument",
+        summary="Metadata of a document (any id, including ids ending in /status)",
+        description=_DOCUMENT_ROUTE,
+        response_model=DocumentResponse,
+        responses=authed_errors(404, 422, 503),
+    )
     async def document(document_id: str, request: Request, who: Caller) -> Any:
-        async with rls_transaction(request.app.state.pool, who) as conn:
-            row = await get_document(conn, who, document_id)
+        legacy = legacy_status_id(document_id)
+        if legacy is None:
+            checked_document_id(document_id)
+        row = None
+        if legacy is None or valid_document_id(document_id):
+            async with rls_transaction(request.app.state.pool, who) as conn:
+                row = await get_document(conn, who, document_id)
+        if row is None and legacy is not None:
+            # the deprecated status form, taken only when no visible document has this id
+            st = await _status(request, who, legacy)
+            REQUESTS.labels("status", "-", "200" if st else "404").inc()
+            if st is None:
+                return problem(request, 404, "document not found")
+            successor = f"</v1/document-status/{quote(legacy, safe=_URL_SAFE)}>"
+            return JSONResponse(
+                st.model_dump(mode="json"),
+                headers={"Deprecation": "true", "Link": f'{successor}; rel="successor-version"'},
+            )
         REQUESTS.labels("document", "-", "200" if row else "404").inc()
         if row is None:
             return problem(request, 404, "document not found")
         return row
 
-    @app.get("/healthz")
+    @app.get("/healthz", operation_id="healthz", responses=error_responses())
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz")
+    @app.get(
+        "/readyz",
+        operation_id="readyz",
+        responses={
+            200: {"content": {"application/json": {"schema": _READY_SCHEMA}}},
+            **error_responses(503),
+        },
+    )
     async def readyz(request: Request) -> JSONResponse:
         async def pg() -> str:
             async with request.app.state.pool.connection() as conn:
@@ -228,7 +308,18 @@ def create_app(
         status = "ok" if checks["opensearch"] == "ok" else "degraded"
         return JSONResponse({"status": status, "checks": checks})
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        operation_id="metrics",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "Prometheus text exposition format",
+                "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+            },
+            **error_responses(),
+        },
+    )
     async def metrics() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 

@@ -15,6 +15,7 @@ from ragline.errors import RaglineError, TransientError
 from ragline.retrieval.ratelimit import RateLimited
 from ragline.retrieval.service import InvalidRequest
 from ragline_client.models import Problem
+from services.query.requests import UnsupportedMediaType
 
 __all__ = ["install_problem_handlers", "problem"]
 
@@ -26,7 +27,10 @@ _TYPES = {
     404: "not-found",
     405: "method-not-allowed",
     422: "unprocessable",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
     429: "rate-limited",
+    431: "headers-too-large",
     500: "internal",
     503: "backend-unavailable",
 }
@@ -59,7 +63,10 @@ def problem(
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)]
+    """``("body", "filters", "versions", 0)`` -> ``filters.versions.0``; a path or
+    query parameter by its name."""
+    head = loc[:1]
+    parts = [str(p) for p in (loc[1:] if head in (("body",), ("path",), ("query",)) else loc)]
     return ".".join(parts) or "body"
 
 
@@ -73,6 +80,10 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
     status = 400 if bad else 422
     title = "unknown or malformed field" if bad else "invalid field value"
     return problem(request, status, title, invalid_params=params)
+
+
+async def _media(request: Request, exc: Exception) -> JSONResponse:
+    return problem(request, 415, "unsupported media type", "send application/json")
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
@@ -126,6 +137,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(InvalidRequest, _invalid)
+    app.add_exception_handler(UnsupportedMediaType, _media)
     app.add_exception_handler(AuthError, _auth)
     app.add_exception_handler(Forbidden, _forbidden)
     app.add_exception_handler(RateLimited, _limited)

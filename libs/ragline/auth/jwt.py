@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from ragline.auth.principal import AuthError, Forbidden, Principal
 from ragline.errors import ConfigError
 
 __all__ = ["JwtConfig", "JwtVerifier"]
+
+_log = logging.getLogger("ragline.auth")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +38,13 @@ class JwtConfig:
     audience: str | None = None
     leeway_s: float = 30.0
     jwks_cache_s: int = 300
+    # RS256/JWKS keys usually belong to a shared identity provider: without iss and aud
+    # checks a token minted for any other application would be accepted
+    insecure_allow_any_issuer_and_audience: bool = False
+
+    @property
+    def asymmetric(self) -> bool:
+        return bool(self.rs256_public_key or self.jwks_file or self.jwks_url)
 
     def __repr__(self) -> str:  # never print key material
         return (
@@ -70,6 +80,19 @@ class JwtVerifier:
             )
         if config.hs256_secret is not None and len(config.hs256_secret) < 32:
             raise ConfigError("the HS256 secret must be at least 32 characters (RFC 7518)")
+        if config.asymmetric and not (config.issuer and config.audience):
+            if not config.insecure_allow_any_issuer_and_audience:
+                raise ConfigError(
+                    "RS256/JWKS needs RAGLINE_QUERY_JWT_ISSUER and RAGLINE_QUERY_JWT_AUDIENCE "
+                    "(tokens of other applications of the identity provider would be "
+                    "accepted); RAGLINE_QUERY_JWT_INSECURE_ALLOW_ANY_ISSUER_AND_AUDIENCE=true "
+                    "overrides this"
+                )
+            _log.warning(
+                "JWT issuer/audience checks are OFF "
+                "(RAGLINE_QUERY_JWT_INSECURE_ALLOW_ANY_ISSUER_AND_AUDIENCE): any token signed "
+                "by the identity provider is accepted"
+            )
         self._config = config
         self._jwks: pyjwt.PyJWKSet | None = None
         if config.jwks_file is not None:
@@ -116,14 +139,19 @@ class JwtVerifier:
     def verify(self, token: str) -> Principal:
         key, alg = self._key_for(token)
         cfg = self._config
-        options: pyjwt.types.Options = {"require": ["exp"], "verify_aud": cfg.audience is not None}
+        required = ["exp"]
+        if cfg.issuer:
+            required.append("iss")
+        if cfg.audience:
+            required.append("aud")
+        options: pyjwt.types.Options = {"require": required, "verify_aud": bool(cfg.audience)}
         try:
             claims = pyjwt.decode(
                 token,
                 key,
                 algorithms=[alg],
-                audience=cfg.audience,
-                issuer=cfg.issuer,
+                audience=cfg.audience or None,
+                issuer=cfg.issuer or None,
                 leeway=cfg.leeway_s,
                 options=options,
             )

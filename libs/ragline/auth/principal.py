@@ -9,8 +9,12 @@ from ragline.errors import RaglineError
 
 __all__ = ["AuthError", "Forbidden", "Principal"]
 
-_TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-_GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$")
+# always fullmatch: with re.match, ``$`` also matches before a trailing newline
+_TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+_GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}")
+# subjects are opaque (emails, UUIDs, service names) but end up in the audit log: no
+# control characters (NUL cannot even be stored), no lone surrogates, bounded
+_SUBJECT_RE = re.compile(r"[^\x00-\x1f\x7f-\x9f\ud800-\udfff]{1,256}")
 
 
 class AuthError(RaglineError):
@@ -33,11 +37,13 @@ class Principal:
     subject: str
 
     def __post_init__(self) -> None:
-        if not _TENANT_RE.match(self.tenant):
+        if not _TENANT_RE.fullmatch(self.tenant):
             raise AuthError("tenant claim is not a valid tenant id")
-        bad = [g for g in self.groups if not _GROUP_RE.match(g)]
+        bad = [g for g in self.groups if not _GROUP_RE.fullmatch(g)]
         if bad:
             raise AuthError("groups claim holds an invalid group name")
+        if not _SUBJECT_RE.fullmatch(self.subject):
+            raise AuthError("subject claim holds control characters or is too long")
         object.__setattr__(self, "groups", tuple(sorted(set(self.groups))))
 
     @property

@@ -1,5 +1,5 @@
 """Connector settings (env prefix ``RAGLINE_CONNECTOR_``): fetch limits, allow-lists and
-the webhook's shared secret.
+the webhook's credentials.
 """
 
 from __future__ import annotations
@@ -61,7 +61,23 @@ class ConnectorSettings(BaseSettings):
     )
     webhook_secret: SecretStr | None = Field(
         default=None,
-        description="shared secret: bearer token or HMAC-SHA256 key; webhook refuses all without",
+        description="one shared secret (credential 'default', bound to webhook_tenants, any "
+        "source); see webhook_credentials for several scoped ones",
+    )
+    webhook_credentials: SecretStr | None = Field(
+        default=None,
+        description="JSON list of {id, secret, tenants, document_id_prefixes}: each "
+        "credential writes only its tenants and sources (docs/connector.md)",
+    )
+    webhook_credentials_file: Path | None = Field(
+        default=None, description="the same JSON list in a file (a mounted Secret)"
+    )
+    webhook_replay_window_s: int = Field(
+        default=300, ge=1, le=3600, description="Standard Webhooks timestamp tolerance"
+    )
+    webhook_legacy_signature: bool = Field(
+        default=True,
+        description="accept the deprecated X-Ragline-Signature (no timestamp: replayable)",
     )
     webhook_max_body_bytes: int = Field(
         default=36 * _MIB, ge=1, description="base64 inflates content by 4/3"
@@ -78,6 +94,14 @@ class ConnectorSettings(BaseSettings):
     @classmethod
     def _csv(cls, v: object) -> object:
         return _split_csv(v)
+
+    @property
+    def webhook_configured(self) -> bool:
+        return bool(
+            (self.webhook_secret is not None and self.webhook_secret.get_secret_value())
+            or self.webhook_credentials is not None
+            or self.webhook_credentials_file is not None
+        )
 
     @field_validator("allowed_hosts")
     @classmethod

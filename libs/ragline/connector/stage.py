@@ -106,7 +106,7 @@ class ConnectorStage(Stage):
 
     def http_app(self) -> FastAPI | None:
         """The webhook, served by the runtime next to the consumer (None if not configured)."""
-        if not self.cfg.webhook_enabled or self.cfg.webhook_secret is None:
+        if not self.cfg.webhook_enabled or not self.cfg.webhook_configured:
             return None
         from ragline.connector.webhook import create_app
         from ragline.runtime.publisher import EventPublisher

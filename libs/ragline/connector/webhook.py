@@ -1,16 +1,17 @@
 """The HTTP webhook source: ``POST /v1/changes`` publishes one SourceChange event.
 
-Authentication is a shared secret, sent either as ``Authorization: Bearer <secret>`` or
-as ``X-Ragline-Signature: sha256=<hex HMAC-SHA256 of the raw body keyed by the secret>``
-(the form to use when the secret must not travel). Answers: 202 with the event id,
-401 bad auth, 403 tenant not allowed, 413 too large, 422 invalid (with the failing
-field), 503 when the broker is down. Error bodies never echo the submitted values.
+Callers authenticate with one of several credentials, each bound to the tenants and
+document-id prefixes it may write (webhook_auth.py): Standard Webhooks signatures
+(``webhook-id``/``webhook-timestamp``/``webhook-signature``, with a replay window),
+``Authorization: Bearer <secret>``, or the deprecated ``X-Ragline-Signature``.
+Answers: 202 with the event id (``duplicate: true`` for a webhook-id already
+published), 401 bad auth, 403 tenant or source not allowed for the credential, 413
+too large, 422 invalid (with the failing field), 503 when the broker is down. Error
+bodies never echo the submitted values.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -22,19 +23,22 @@ from pydantic import TypeAdapter, ValidationError
 from ragline.connector.metrics import WEBHOOK_REQUESTS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.source import EventSink
+from ragline.connector.webhook_auth import (
+    LEGACY_SIGNATURE_HEADER,
+    AuthFailure,
+    WebhookAuthenticator,
+    WebhookCredential,
+    parse_credentials,
+    sign,
+)
 from ragline.errors import BackendUnavailable, ConfigError
 from ragline.events import SourceChange, SourceUpsert, Topics
 
-__all__ = ["SIGNATURE_HEADER", "create_app", "sign"]
+__all__ = ["SIGNATURE_HEADER", "create_app", "credentials_of", "sign"]
 
-SIGNATURE_HEADER = "X-Ragline-Signature"
+SIGNATURE_HEADER = LEGACY_SIGNATURE_HEADER
 _TAGS = frozenset({"source.upsert", "source.delete", "source.acl"})
 _MAX_ERRORS = 20
-
-
-def sign(secret: str, body: bytes) -> str:
-    """The signature header value a caller sends: ``sha256=<hex>``."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def _problem(status: int, error: str, reason: str, **extra: Any) -> JSONResponse:
@@ -66,22 +70,48 @@ def _validation_problem(exc: ValidationError) -> JSONResponse:
     )
 
 
-def _authenticate(request: Request, body: bytes, secret: str) -> str | None:
-    """None when authenticated, else the reason."""
-    auth = request.headers.get("authorization")
-    signature = request.headers.get(SIGNATURE_HEADER)
-    if signature is not None:
-        if hmac.compare_digest(signature.strip().encode(), sign(secret, body).encode()):
-            return None
-        return f"{SIGNATURE_HEADER} does not match the body (expected sha256=<hex hmac>)"
-    if auth is not None:
-        scheme, _, token = auth.partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return "Authorization must be 'Bearer <secret>'"
-        if hmac.compare_digest(token.strip().encode(), secret.encode()):
-            return None
-        return "bearer token is not valid"
-    return f"missing credentials: send 'Authorization: Bearer <secret>' or '{SIGNATURE_HEADER}'"
+def credentials_of(cfg: ConnectorSettings) -> tuple[WebhookCredential, ...]:
+    """Every configured credential: the scoped list (env or file) plus the single
+    ``webhook_secret`` as credential ``default`` (bound to ``webhook_tenants``)."""
+    creds: list[WebhookCredential] = []
+    if cfg.webhook_credentials is not None:
+        creds.extend(parse_credentials(cfg.webhook_credentials.get_secret_value()))
+    if cfg.webhook_credentials_file is not None:
+        try:
+            text = cfg.webhook_credentials_file.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the webhook credentials file: {exc}") from exc
+        creds.extend(parse_credentials(text))
+    if cfg.webhook_secret is not None and cfg.webhook_secret.get_secret_value():
+        creds.append(
+            WebhookCredential(
+                id="default",
+                secret=cfg.webhook_secret.get_secret_value(),
+                tenants=cfg.webhook_tenants,
+            )
+        )
+    if len({c.id for c in creds}) != len(creds):
+        raise ConfigError("webhook credential ids must be unique ('default' is webhook_secret)")
+    if not creds:
+        raise ConfigError(
+            "the webhook needs RAGLINE_CONNECTOR_WEBHOOK_SECRET or "
+            "RAGLINE_CONNECTOR_WEBHOOK_CREDENTIALS(_FILE)"
+        )
+    return tuple(creds)
+
+
+def _accepted(event: Any, *, duplicate: bool) -> JSONResponse:
+    return JSONResponse(
+        {
+            "accepted": True,
+            "duplicate": duplicate,
+            "event_id": event.event_id,
+            "event_type": event.event_type,
+            "document_id": event.document_id,
+            "topic": Topics.SOURCE_CHANGES.value,
+        },
+        status_code=202,
+    )
 
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:
@@ -98,9 +128,11 @@ def create_app(
     publisher_factory: Callable[[], AbstractAsyncContextManager[EventSink]],
 ) -> FastAPI:
     """``publisher_factory`` opens the sink for the app's lifetime (an EventPublisher)."""
-    if cfg.webhook_secret is None or not cfg.webhook_secret.get_secret_value():
-        raise ConfigError("the webhook needs RAGLINE_CONNECTOR_WEBHOOK_SECRET")
-    secret = cfg.webhook_secret.get_secret_value()
+    auth = WebhookAuthenticator(
+        credentials_of(cfg),
+        replay_window_s=cfg.webhook_replay_window_s,
+        legacy_signature=cfg.webhook_legacy_signature,
+    )
     adapter: TypeAdapter[Any] = TypeAdapter(SourceChange)
     sink: dict[str, EventSink] = {}
 
@@ -127,15 +159,20 @@ def create_app(
         body = await _read_limited(request, limit)
         if body is None:
             return _problem(413, "too_large", too_big, limit=limit)
-        reason = _authenticate(request, body, secret)
-        if reason is not None:
-            return _problem(401, "unauthorized", reason)
+        try:
+            who = auth.authenticate(request.headers, body)
+        except AuthFailure as exc:
+            return _problem(401, "unauthorized", exc.reason)
         try:
             event = adapter.validate_json(body)
         except ValidationError as exc:
             return _validation_problem(exc)
-        if cfg.webhook_tenants and event.tenant_id not in cfg.webhook_tenants:
-            return _problem(403, "forbidden", "tenant not accepted here", field="tenant_id")
+        refused = who.credential.refusal(event.tenant_id, event.document_id)
+        if refused is not None:
+            return _problem(403, "forbidden", refused[1], field=refused[0])
+        if who.duplicate:
+            WEBHOOK_REQUESTS.labels("202").inc()
+            return _accepted(event, duplicate=True)
         if (
             isinstance(event, SourceUpsert)
             and event.content_ref is not None
@@ -154,16 +191,8 @@ def create_app(
             await sink["pub"].publish(Topics.SOURCE_CHANGES.value, event)
         except BackendUnavailable:
             return _problem(503, "unavailable", "the event broker is unreachable; retry")
+        auth.record(who)
         WEBHOOK_REQUESTS.labels("202").inc()
-        return JSONResponse(
-            {
-                "accepted": True,
-                "event_id": event.event_id,
-                "event_type": event.event_type,
-                "document_id": event.document_id,
-                "topic": Topics.SOURCE_CHANGES.value,
-            },
-            status_code=202,
-        )
+        return _accepted(event, duplicate=False)
 
     return app

@@ -211,7 +211,7 @@ def load_beir(
         if not p.is_file():
             raise ConfigError(f"BEIR dataset: {p} is missing")
     source = source or re.sub(r"[^a-z0-9_.-]", "-", directory.name.lower()) or "beir"
-    if not _SOURCE_RE.match(source):
+    if not _SOURCE_RE.fullmatch(source):
         raise ConfigError(f"BEIR source name {source!r} is not a valid document-id prefix")
     meta_common: Mapping[str, Any] = {
         "source_type": "beir",

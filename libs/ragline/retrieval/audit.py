@@ -1,6 +1,8 @@
 """The search audit trail: one append-only row per search (migrations/0020_query_audit.sql).
 
-Records who asked what (the query's sha256, or its text when the policy says so), with
+Records who asked what (an HMAC-SHA256 of the query keyed by the deployment secret
+``RAGLINE_QUERY_AUDIT_HASH_KEY``, so short queries cannot be recovered by hashing a
+dictionary; or its text when the policy says so), with
 which filters, and which chunks came back; never the evidence text. The row is written
 as the query role inside the principal's RLS scope, which only lets it insert rows of
 its own tenant.
@@ -8,7 +10,11 @@ its own tenant.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import logging
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,16 +22,37 @@ from typing import Any, Literal
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
+from pydantic import SecretStr
 
 from ragline.auth.principal import Principal
-from ragline.hashing import sha256_hex
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["AuditRecord", "query_hash", "sweep_audit", "write_audit"]
+__all__ = ["AuditRecord", "audit_key", "query_hash", "sweep_audit", "write_audit"]
+
+_log = logging.getLogger("ragline.query")
+_PROCESS_KEY = secrets.token_bytes(32)
+_warned = False
 
 
-def query_hash(queries: Sequence[str]) -> str:
-    return sha256_hex(json.dumps(list(queries), ensure_ascii=False))
+def audit_key(configured: SecretStr | None) -> bytes:
+    """The configured key, else a random one for this process (and a warning, once)."""
+    global _warned
+    if configured is not None and configured.get_secret_value():
+        return configured.get_secret_value().encode()
+    if not _warned:
+        _warned = True
+        _log.warning(
+            "RAGLINE_QUERY_AUDIT_HASH_KEY is not set: audit query hashes use a per-process "
+            "random key and do not compare across replicas or restarts"
+        )
+    return _PROCESS_KEY
+
+
+def query_hash(queries: Sequence[str], key: bytes) -> str:
+    """HMAC-SHA256 (hex) of the query texts: without the key a hash cannot be confirmed
+    against guessed queries."""
+    text = json.dumps(list(queries), ensure_ascii=False).encode()
+    return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +73,11 @@ class AuditRecord:
 
 
 async def write_audit(
-    conn: AsyncConnection, record: AuditRecord, *, store_query: Literal["text", "hash"]
+    conn: AsyncConnection,
+    record: AuditRecord,
+    *,
+    store_query: Literal["text", "hash"],
+    hash_key: bytes,
 ) -> None:
     """Insert the row (``conn`` inside ``rls_transaction`` for ``record.principal``)."""
     p = record.principal
@@ -62,7 +93,7 @@ async def write_audit(
                 p.subject,
                 list(p.groups),
                 record.trace_id,
-                query_hash(record.queries),
+                query_hash(record.queries, hash_key),
                 text,
                 len(record.queries),
                 record.mode,

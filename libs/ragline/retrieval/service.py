@@ -27,7 +27,7 @@ from ragline.retrieval.api_models import (
     SearchRequest,
     SearchResponse,
 )
-from ragline.retrieval.audit import AuditRecord, write_audit
+from ragline.retrieval.audit import AuditRecord, audit_key, write_audit
 from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
 from ragline.retrieval.candidates import (
     Candidate,
@@ -271,6 +271,7 @@ class SearchService:
                 degraded=tuple(degraded),
             ),
             store_query=self._s.audit_store_query,
+            hash_key=audit_key(self._s.audit_hash_key),
         )
 
     async def _sub_search(

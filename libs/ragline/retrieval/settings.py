@@ -65,6 +65,12 @@ class QuerySettings(BaseSettings):
             "audit_retention_days",
             "rate_limit_per_minute",
             "rate_limit_burst",
+            "jwt_insecure_allow_any_issuer_and_audience",
+            "max_body_bytes",
+            "max_header_bytes",
+            "opensearch_user",
+            "opensearch_password",
+            "audit_hash_key",
         }
     )
 
@@ -77,9 +83,24 @@ class QuerySettings(BaseSettings):
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_leeway_s: float = Field(default=30.0, ge=0)
+    jwt_insecure_allow_any_issuer_and_audience: bool = Field(
+        default=False,
+        description="accept RS256/JWKS tokens without checking iss and aud: any application "
+        "of the identity provider could then call the API; never in production",
+    )
     tenant_claim: str = "tenant"
     groups_claim: str = "groups"
     subject_claim: str = "sub"
+
+    # ---- request size caps (before parsing and authentication)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="bigger: 413")
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="bigger: 431")
+
+    # ---- the query service's own read-only OpenSearch credential (docs/query.md)
+    opensearch_user: str | None = Field(
+        default=None, description="default: the pipeline's RAGLINE_OPENSEARCH_USER"
+    )
+    opensearch_password: SecretStr | None = None
 
     # ---- retrieval
     overfetch: int = Field(default=50, ge=1, le=1000, description="candidates per retriever")
@@ -124,6 +145,11 @@ class QuerySettings(BaseSettings):
     audit_enabled: bool = True
     audit_store_query: Literal["text", "hash"] = "hash"
     audit_retention_days: int = Field(default=90, ge=1)
+    audit_hash_key: SecretStr | None = Field(
+        default=None,
+        description="HMAC-SHA256 key of the audit log's query hash (a deployment secret); "
+        "unset: a random key per process (hashes then only compare within one process)",
+    )
 
     # ---- rate limit (per subject, per replica)
     rate_limit_per_minute: int = Field(default=600, ge=0, description="0 disables it")
@@ -151,4 +177,5 @@ class QuerySettings(BaseSettings):
             issuer=self.jwt_issuer,
             audience=self.jwt_audience,
             leeway_s=self.jwt_leeway_s,
+            insecure_allow_any_issuer_and_audience=self.jwt_insecure_allow_any_issuer_and_audience,
         )

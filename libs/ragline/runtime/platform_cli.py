@@ -41,7 +41,11 @@ def local_secrets(settings: Settings) -> dict[str, str]:
             key, _, value = line.partition("=")
             if key and value:
                 stored[key] = value
-    wanted = ("RAGLINE_QUERY_JWT_SECRET", "RAGLINE_CONNECTOR_WEBHOOK_SECRET")
+    wanted = (
+        "RAGLINE_QUERY_JWT_SECRET",
+        "RAGLINE_CONNECTOR_WEBHOOK_SECRET",
+        "RAGLINE_QUERY_AUDIT_HASH_KEY",
+    )
     changed = False
     for key in wanted:
         if key not in stored:

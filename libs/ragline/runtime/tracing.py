@@ -43,12 +43,12 @@ def new_traceparent() -> str:
 
 
 def valid_traceparent(value: str | None) -> bool:
-    return bool(value and _RE.match(value)) and (value or "").split("-")[1] != "0" * 32
+    return bool(value and _RE.fullmatch(value)) and (value or "").split("-")[1] != "0" * 32
 
 
 def child_traceparent(parent: str | None) -> str:
     """Same trace id, new span id; a fresh trace when the parent is missing or malformed."""
-    m = _RE.match(parent or "")
+    m = _RE.fullmatch(parent or "")
     if not m or not valid_traceparent(parent):
         return new_traceparent()
     return f"00-{m.group(1)}-{secrets.token_hex(8)}-{m.group(3)}"

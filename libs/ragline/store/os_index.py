@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 MAPPING_VERSION = 1
-_TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")  # fullmatch only
 
 _KEYWORD = {"type": "keyword"}
 _ENGLISH = {"type": "text", "analyzer": "english"}
@@ -40,7 +40,7 @@ _ENGLISH = {"type": "text", "analyzer": "english"}
 def index_name(prefix: str, tenant_id: str) -> str:
     """``{prefix}-{tenant}``: the alias every reader and writer uses (tenant ids are
     already lowercase slugs, events.py)."""
-    if not _TENANT_RE.match(tenant_id):
+    if not _TENANT_RE.fullmatch(tenant_id):
         raise PermanentError("tenant id is not a valid index suffix")
     return f"{prefix}-{tenant_id}"
 
@@ -50,7 +50,7 @@ def tenant_of_index(prefix: str, name: str) -> str | None:
     if not name.startswith(head):
         return None
     tenant = name[len(head) :]
-    return tenant if _TENANT_RE.match(tenant) else None
+    return tenant if _TENANT_RE.fullmatch(tenant) else None
 
 
 def chunk_mapping() -> dict[str, Any]:

@@ -11,11 +11,12 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
 
 from ragline.errors import ConfigError
 from ragline.runtime.settings import Settings
 
-__all__ = ["POLICY_ROLE", "QueryRole", "ensure_query_role"]
+__all__ = ["POLICY_ROLE", "QueryRole", "assert_unprivileged", "ensure_query_role"]
 
 # the role name the migrations' GRANTs and RLS policies are written for
 POLICY_ROLE = "ragline_query"
@@ -111,3 +112,23 @@ def ensure_query_role(conn: psycopg.Connection[TupleRow], role: QueryRole) -> No
     )
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(target))
     _check_owns_nothing(conn, role.name)
+
+
+async def assert_unprivileged(pool: AsyncConnectionPool) -> None:
+    """Refuse to serve (``ConfigError``) when the pool's login role is a superuser or
+    has BYPASSRLS: row-level security, the query service's only tenant and ACL
+    boundary in Postgres, would not apply to it."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
+        row = await cur.fetchone()
+    if row is None:
+        raise ConfigError("cannot read the query role's attributes")
+    user, superuser, bypass = row
+    if superuser or bypass:
+        what = "a superuser" if superuser else "a BYPASSRLS role"
+        raise ConfigError(
+            f"the query service connects as {user!r}, {what}: row-level security would not "
+            "apply; use the RLS-bound query role (RAGLINE_PG_QUERY_DSN, docs/query.md)"
+        )

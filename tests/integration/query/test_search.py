@@ -3,6 +3,8 @@ and time, deleted/superseded content, citations, flags, audit, errors."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from typing import Any
 
@@ -266,6 +268,8 @@ async def test_audit_row_written_append_only(
         "hybrid",
     )
     assert qtext is None and len(qhash) == 64
+    # keyed (issue 14): the plain sha256 of the query would be dictionary-reversible
+    assert qhash != hashlib.sha256(json.dumps([q], ensure_ascii=False).encode()).hexdigest()
     assert chunk_ids == [r["chunk_id"] for r in resp["results"]]
     # the query role can insert but never read, change or delete audit rows
     async with await psycopg.AsyncConnection.connect(stack.query_dsn(), autocommit=True) as c:

@@ -1,4 +1,4 @@
-"""GET /v1/documents/{id}/status for a document quarantined before it was ever indexed:
+"""GET /v1/document-status/{id} for a document quarantined before it was ever indexed:
 its source's groups see why (reason code, stage, ``never_indexed``); another group and
 another tenant get the very 404 of a document that does not exist; ACL changes move it."""
 
@@ -64,7 +64,7 @@ def _quarantine(tenant: str, seq: int, *groups: str) -> DocQuarantined:
 
 
 async def _status(c: httpx.AsyncClient, tenant: str, groups: list[str], doc: str = DOC):
-    return await c.get(f"/v1/documents/{doc}/status", headers=auth(tenant, groups))
+    return await c.get(f"/v1/document-status/{doc}", headers=auth(tenant, groups))
 
 
 def _same_404(a: httpx.Response, b: httpx.Response) -> bool:

@@ -32,6 +32,14 @@ def rsa_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
+ISS, AUD = "https://idp.example", "ragline"
+RS = {"issuer": ISS, "audience": AUD}
+
+
+def _rs_claims(**over: object) -> dict:
+    return _claims(**{"iss": ISS, "aud": AUD, **over})
+
+
 def _pem(key: rsa.RSAPrivateKey) -> str:
     return (
         key.public_key()
@@ -99,23 +107,23 @@ def test_audience_and_issuer_enforced() -> None:
 
 
 def test_rs256_public_key(rsa_key: rsa.RSAPrivateKey) -> None:
-    v = JwtVerifier(JwtConfig(rs256_public_key=_pem(rsa_key)))
-    token = jwt.encode(_claims(), rsa_key, algorithm="RS256")
+    v = JwtVerifier(JwtConfig(rs256_public_key=_pem(rsa_key), **RS))
+    token = jwt.encode(_rs_claims(), rsa_key, algorithm="RS256")
     assert v.verify(token).tenant == "acme"
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     with pytest.raises(AuthError):
-        v.verify(jwt.encode(_claims(), other, algorithm="RS256"))
+        v.verify(jwt.encode(_rs_claims(), other, algorithm="RS256"))
 
 
 def test_rs256_key_cannot_be_used_as_hs256_secret(rsa_key: rsa.RSAPrivateKey) -> None:
     """Algorithm confusion: an HS256 token signed with the public PEM must not verify."""
     pem = _pem(rsa_key)
-    v = JwtVerifier(JwtConfig(rs256_public_key=pem))
+    v = JwtVerifier(JwtConfig(rs256_public_key=pem, **RS))
     import hashlib
     import hmac
 
     head = jwt.utils.base64url_encode(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    body = jwt.utils.base64url_encode(json.dumps(_claims()).encode())
+    body = jwt.utils.base64url_encode(json.dumps(_rs_claims()).encode())
     sig = hmac.new(pem.encode(), head + b"." + body, hashlib.sha256).digest()
     forged = b".".join([head, body, jwt.utils.base64url_encode(sig)]).decode()
     with pytest.raises(AuthError):
@@ -127,10 +135,10 @@ def test_jwks_file(tmp_path: Path, rsa_key: rsa.RSAPrivateKey) -> None:
     jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
     path = tmp_path / "jwks.json"
     path.write_text(json.dumps({"keys": [jwk]}))
-    v = JwtVerifier(JwtConfig(jwks_file=path))
-    token = jwt.encode(_claims(), rsa_key, algorithm="RS256", headers={"kid": "k1"})
+    v = JwtVerifier(JwtConfig(jwks_file=path, **RS))
+    token = jwt.encode(_rs_claims(), rsa_key, algorithm="RS256", headers={"kid": "k1"})
     assert v.verify(token).subject == "alice"
-    unknown = jwt.encode(_claims(), rsa_key, algorithm="RS256", headers={"kid": "k2"})
+    unknown = jwt.encode(_rs_claims(), rsa_key, algorithm="RS256", headers={"kid": "k2"})
     with pytest.raises(AuthError):
         v.verify(unknown)
 
@@ -141,3 +149,81 @@ def test_config_errors() -> None:
     with pytest.raises(ConfigError):
         JwtVerifier(JwtConfig(hs256_secret="short"))
     assert "unit-test-secret" not in repr(JwtConfig(hs256_secret=SECRET))
+
+
+@pytest.mark.parametrize(
+    "missing", [{}, {"issuer": ISS}, {"audience": AUD}, {"issuer": "", "audience": ""}]
+)
+def test_rs256_requires_issuer_and_audience(rsa_key: rsa.RSAPrivateKey, missing: dict) -> None:
+    """Issue 14, defect 6: a shared identity provider's key alone admits every token it
+    ever minted for any application; RS256/JWKS refuses to start without iss and aud."""
+    for key in ({"rs256_public_key": _pem(rsa_key)}, {"jwks_url": "https://idp/jwks"}):
+        with pytest.raises(ConfigError, match="ISSUER and RAGLINE_QUERY_JWT_AUDIENCE"):
+            JwtVerifier(JwtConfig(**key, **missing))
+
+
+def test_insecure_override_is_explicit_and_loud(
+    rsa_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = JwtConfig(rs256_public_key=_pem(rsa_key), insecure_allow_any_issuer_and_audience=True)
+    with caplog.at_level("WARNING", logger="ragline.auth"):
+        v = JwtVerifier(cfg)
+    assert "checks are OFF" in caplog.text
+    assert v.verify(jwt.encode(_claims(aud="another-app"), rsa_key, algorithm="RS256"))
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"aud": "another-app"}, "InvalidAudienceError"),
+        ({"iss": "https://other-idp"}, "InvalidIssuerError"),
+        ({"aud": None}, "MissingRequiredClaimError"),
+        ({"iss": None}, "MissingRequiredClaimError"),
+    ],
+)
+def test_rs256_token_of_another_application_is_refused(
+    rsa_key: rsa.RSAPrivateKey, over: dict, message: str
+) -> None:
+    claims = {k: v for k, v in _rs_claims(**over).items() if v is not None}
+    v = JwtVerifier(JwtConfig(rs256_public_key=_pem(rsa_key), **RS))
+    with pytest.raises(AuthError, match=message):
+        v.verify(jwt.encode(claims, rsa_key, algorithm="RS256"))
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"tenant": "acme\n"},
+        {"groups": ["eng\n"]},
+        {"groups": ["eng", "all\n"]},
+        {"tenant": "acme\x00"},
+        {"sub": "alice\x00"},
+        {"sub": "alice\n"},
+        {"sub": "\ud800"},
+        {"sub": "x" * 257},
+        {"tenant": "\u0430cme"},  # Cyrillic a
+    ],
+)
+def test_claims_are_full_matches(claims: dict) -> None:
+    """Issue 14, defect 2: ``$`` with re.match let ``acme\\n`` through as tenant ``acme``."""
+    with pytest.raises(AuthError):
+        JwtVerifier(JwtConfig(hs256_secret=SECRET)).verify(_hs(_claims(**claims)))
+
+
+def test_principal_fullmatch_property() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.text(max_size=70), st.sampled_from(["\n", "\r\n", "\x00", " "]))
+    def check(text: str, tail: str) -> None:
+        with pytest.raises(AuthError):
+            Principal(tenant="acme" + tail, groups=("eng",), subject="s")
+        with pytest.raises(AuthError):
+            Principal(tenant="acme", groups=("eng" + tail,), subject="s")
+        try:
+            p = Principal(tenant=text, groups=("eng",), subject="s")
+        except AuthError:
+            return
+        assert p.tenant == text and "\n" not in text
+
+    check()

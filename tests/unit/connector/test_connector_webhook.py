@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragline.connector.settings import ConnectorSettings
-from ragline.connector.webhook import SIGNATURE_HEADER, create_app, sign
+from ragline.connector.webhook import SIGNATURE_HEADER, create_app, credentials_of, sign
+from ragline.connector.webhook_auth import sign_standard
 from ragline.errors import BackendUnavailable, ConfigError
 from ragline.events import EventBase, SourceUpsert
 
@@ -188,3 +191,170 @@ def test_no_secret_no_webhook() -> None:
 
 def test_healthz(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+# ---- issue 14: scoped credentials, Standard Webhooks signatures, replay window
+
+WIKI = "wiki-writer-secret-0123456789"
+CRM = "whsec_" + base64.b64encode(b"crm-signing-key-32-bytes-long!!!").decode()
+CREDS = json.dumps(
+    [
+        {"id": "wiki", "secret": WIKI, "tenants": ["acme"], "document_id_prefixes": ["wiki:"]},
+        {"id": "crm", "secret": CRM, "tenants": ["globex"], "document_id_prefixes": ["crm:"]},
+    ]
+)
+
+
+def scoped_client(sink: Sink, **kw: object) -> TestClient:
+    cfg = ConnectorSettings(webhook_credentials=CREDS, webhook_max_body_bytes=4096, **kw)  # type: ignore[arg-type]
+
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[Sink]:
+        yield sink
+
+    return TestClient(create_app(cfg, factory))
+
+
+def standard(secret: str, raw: bytes, *, msg_id: str = "msg_1", ts: int | None = None) -> dict:
+    ts = int(time.time()) if ts is None else ts
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(ts),
+        "webhook-signature": sign_standard(secret, msg_id, ts, raw),
+        "Content-Type": "application/json",
+    }
+
+
+def with_doc(name: str, **over: object) -> bytes:
+    return json.dumps({**json.loads(body(name)), **over}).encode()
+
+
+def test_each_credential_writes_only_its_tenants_and_sources(sink: Sink) -> None:
+    """Defect 7: one secret wrote every tenant and could re-ACL any source's documents."""
+    with scoped_client(sink) as c:
+        acl = body("acl.json")  # acme, wiki:runbooks/restart-db
+        ok = c.post("/v1/changes", content=acl, headers={"Authorization": f"Bearer {WIKI}"})
+        assert ok.status_code == 202, ok.text
+        # the crm credential may neither re-ACL the wiki's document nor write acme
+        r = c.post("/v1/changes", content=acl, headers=standard(CRM, acl))
+        assert r.status_code == 403 and r.json()["field"] == "tenant_id"
+        other = with_doc("acl.json", tenant_id="globex")
+        r = c.post("/v1/changes", content=other, headers=standard(CRM, other, msg_id="m2"))
+        assert r.status_code == 403 and r.json()["field"] == "document_id"
+        crm = with_doc("delete.json", tenant_id="globex", document_id="crm:acct/42")
+        r = c.post("/v1/changes", content=crm, headers=standard(CRM, crm, msg_id="m3"))
+        assert r.status_code == 202, r.text
+        # the wiki credential cannot touch the crm source either
+        r = c.post("/v1/changes", content=crm, headers={"Authorization": f"Bearer {WIKI}"})
+        assert r.status_code == 403
+    assert [e.document_id for _, e in sink.events] == ["wiki:runbooks/restart-db", "crm:acct/42"]
+
+
+def test_standard_webhooks_replay_window_and_duplicates(sink: Sink) -> None:
+    raw = body("delete.json")
+    with scoped_client(sink, webhook_replay_window_s=60) as c:
+        stale = standard(WIKI, raw, ts=int(time.time()) - 120)
+        r = c.post("/v1/changes", content=raw, headers=stale)
+        assert r.status_code == 401 and "replay window" in r.json()["reason"]
+        future = standard(WIKI, raw, ts=int(time.time()) + 120)
+        assert c.post("/v1/changes", content=raw, headers=future).status_code == 401
+        h = standard(WIKI, raw, msg_id="evt_7")
+        first = c.post("/v1/changes", content=raw, headers=h)
+        assert first.status_code == 202 and first.json()["duplicate"] is False
+        again = c.post("/v1/changes", content=raw, headers=h)  # a replay inside the window
+        assert again.status_code == 202 and again.json()["duplicate"] is True
+        tampered = raw.replace(b"restart-db", b"restart-xx")
+        assert c.post("/v1/changes", content=tampered, headers=h).status_code == 401
+        # signed with another message id: the signature covers id and timestamp too
+        h2 = {**h, "webhook-id": "evt_8"}
+        assert c.post("/v1/changes", content=raw, headers=h2).status_code == 401
+    assert len(sink.events) == 1
+
+
+def test_failed_publish_is_not_remembered(sink: Sink) -> None:
+    raw = body("delete.json")
+    h = standard(WIKI, raw, msg_id="evt_retry")
+    with scoped_client(sink) as c:
+        sink.down = True
+        assert c.post("/v1/changes", content=raw, headers=h).status_code == 503
+        sink.down = False
+        r = c.post("/v1/changes", content=raw, headers=h)
+        assert r.status_code == 202 and r.json()["duplicate"] is False
+    assert len(sink.events) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "fragment"),
+    [
+        ({"webhook-id": "x"}, "are required"),
+        (
+            {"webhook-id": "x", "webhook-timestamp": "soon", "webhook-signature": "v1,AA=="},
+            "integer",
+        ),
+        (
+            {"webhook-id": "x", "webhook-timestamp": "1e3", "webhook-signature": "v1,AA=="},
+            "integer",
+        ),
+        (
+            {"webhook-id": "x", "webhook-timestamp": "٣٣".encode(), "webhook-signature": "v1,AA=="},
+            "integer",
+        ),
+        (
+            {"webhook-id": "x", "webhook-timestamp": "9" * 40, "webhook-signature": "v1,A"},
+            "integer",
+        ),
+        ({"webhook-id": "x", "webhook-timestamp": "NOW", "webhook-signature": "v1,A"}, "integer"),
+        ({"webhook-id": "x", "webhook-timestamp": "TS", "webhook-signature": "v2,AA=="}, "match"),
+    ],
+)
+def test_malformed_standard_headers_are_401(
+    sink: Sink, headers: dict[str, str], fragment: str
+) -> None:
+    headers = {k: (str(int(time.time())) if v in ("TS",) else v) for k, v in headers.items()}
+    with scoped_client(sink) as c:
+        r = c.post("/v1/changes", content=body("delete.json"), headers=headers)
+    assert r.status_code == 401 and fragment in r.json()["reason"], r.text
+
+
+def test_several_signatures_any_valid_one_counts(sink: Sink) -> None:
+    raw = body("delete.json")
+    h = standard(WIKI, raw)
+    h["webhook-signature"] = "v1,AAAA " + h["webhook-signature"]  # key rotation: old + new
+    with scoped_client(sink) as c:
+        assert c.post("/v1/changes", content=raw, headers=h).status_code == 202
+
+
+def test_legacy_signature_can_be_refused(sink: Sink) -> None:
+    raw = body("delete.json")
+    with make_client(sink, webhook_legacy_signature=False) as c:
+        r = c.post("/v1/changes", content=raw, headers={SIGNATURE_HEADER: sign(SECRET, raw)})
+        assert r.status_code == 401 and "disabled" in r.json()["reason"]
+        ok = c.post("/v1/changes", content=raw, headers=standard(SECRET, raw))
+        assert ok.status_code == 202  # the single secret speaks Standard Webhooks too
+
+
+@pytest.mark.parametrize(
+    "creds",
+    [
+        "not json",
+        json.dumps([{"id": "a", "secret": "short"}]),
+        json.dumps([{"id": "a", "secret": "x" * 20, "tenants": ["Bad Tenant"]}]),
+        json.dumps([{"id": "a", "secret": "x" * 20, "document_id_prefixes": ["nocolon"]}]),
+        json.dumps([{"id": "a", "secret": "x" * 20}, {"id": "a", "secret": "y" * 20}]),
+        json.dumps([{"id": "a", "secret": "whsec_!!!notbase64!!!"}]),
+        json.dumps([{"id": "a", "secret": "x" * 20, "surprise": 1}]),
+    ],
+)
+def test_invalid_credentials_refuse_to_start(creds: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        create_app(ConnectorSettings(webhook_credentials=creds), lambda: None)  # type: ignore[arg-type,return-value]
+    assert "x" * 20 not in str(info.value) and "short" not in str(info.value)
+
+
+def test_credentials_file(tmp_path: Path, sink: Sink) -> None:
+    path = tmp_path / "creds.json"
+    path.write_text(CREDS)
+    cfg = ConnectorSettings(webhook_credentials_file=path)
+    assert cfg.webhook_configured
+    assert [c.id for c in credentials_of(cfg)] == ["wiki", "crm"]
+    assert not ConnectorSettings().webhook_configured

@@ -8,9 +8,19 @@ Extend only additively: the evaluation harness and downstream products parse the
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+    model_validator,
+)
+
+from ragline_client.text_rules import NO_NUL_PATTERN, NON_BLANK_PATTERN, NonBlankStr, SafeStr
 
 __all__ = [
     "AbstainEvidence",
@@ -36,52 +46,123 @@ CacheState = Literal["hit", "miss", "off"]
 Classification = Literal["public", "internal", "confidential", "restricted"]
 
 _MAX_VALUES = 100
+_LIST_FIELDS = (
+    "source_type",
+    "content_type",
+    "document_ids",
+    "versions",
+    "series_ids",
+    "classification",
+    "language",
+    "trust",
+)
+# no NUL, no lone surrogates: every value must reach Postgres and OpenSearch
+FilterText = Annotated[SafeStr, Field(json_schema_extra={"pattern": NO_NUL_PATTERN})]
+
+
+def _one_or_many_schema(schema: dict[str, Any]) -> None:
+    """The schema says what the validator accepts: a list, one value (a one-item list),
+    or null."""
+    for name in _LIST_FIELDS:
+        prop = schema["properties"][name]
+        array = next(s for s in prop["anyOf"] if s.get("type") == "array")
+        prop["anyOf"] = [array["items"], array, {"type": "null"}]
 
 
 class SearchFilters(BaseModel):
     """Client filters. Lists mean "any of"; a single string is accepted as a one-item list."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_one_or_many_schema)
 
-    source_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    content_type: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    document_ids: tuple[str, ...] | None = Field(default=None, max_length=1000)
-    versions: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    series_ids: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    source_type: tuple[FilterText, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    content_type: tuple[FilterText, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    document_ids: tuple[FilterText, ...] | None = Field(default=None, max_length=1000)
+    versions: tuple[FilterText, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    series_ids: tuple[FilterText, ...] | None = Field(default=None, max_length=_MAX_VALUES)
     classification: tuple[Classification, ...] | None = Field(default=None, max_length=4)
-    language: tuple[str, ...] | None = Field(default=None, max_length=_MAX_VALUES)
-    trust: tuple[str, ...] | None = Field(default=None, max_length=3)
+    language: tuple[FilterText, ...] | None = Field(default=None, max_length=_MAX_VALUES)
+    trust: tuple[FilterText, ...] | None = Field(default=None, max_length=3)
     effective_from: date | None = Field(default=None, description="effective_date >= this")
     effective_to: date | None = Field(default=None, description="effective_date <= this")
 
-    @field_validator(
-        "source_type",
-        "content_type",
-        "document_ids",
-        "versions",
-        "series_ids",
-        "classification",
-        "language",
-        "trust",
-        mode="before",
-    )
+    @field_validator(*_LIST_FIELDS, mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
-        return (v,) if isinstance(v, str) else v
+        # a JSON array reaches a before-validator as a list, which strict mode (the
+        # server's) would refuse for a tuple field
+        return (v,) if isinstance(v, str) else tuple(v) if isinstance(v, list) else v
+
+
+MAX_QUERY_CHARS = 2000
+# hard caps of the model; the server's OpenAPI document carries the (lower) limits in
+# force (its max_top_k / max_queries settings), which it enforces too
+TOP_K_CAP = 200
+QUERIES_CAP = 32
+
+
+def _integral_float(v: Any) -> Any:
+    """JSON Schema counts 4.0 as an integer; strict validation would not."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+# no coercion from strings or booleans, but 4.0 is 4 (as in JSON Schema)
+JsonInt = Annotated[int, BeforeValidator(_integral_float)]
+
+QueryText = Annotated[
+    NonBlankStr,
+    Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        json_schema_extra={"pattern": NON_BLANK_PATTERN},
+        description="not blank; no NUL or lone surrogates",
+    ),
+]
+
+# exactly one of `query` / `queries` (an explicit null counts as absent)
+_ONE_QUERY_FORM: list[JsonValue] = [
+    {
+        "required": ["query"],
+        "properties": {"query": {"type": "string"}, "queries": {"type": "null"}},
+    },
+    {
+        "required": ["queries"],
+        "properties": {"queries": {"type": "array"}, "query": {"type": "null"}},
+    },
+]
 
 
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Exactly one of ``query`` and ``queries``. The server validates with
+    ``strict=True`` from JSON: no type coercion, so the schema is the whole contract."""
 
-    query: str | None = Field(default=None, min_length=1, max_length=2000)
-    queries: tuple[str, ...] | None = Field(
-        default=None, min_length=1, max_length=32, description="fan-out: one search per query"
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": _ONE_QUERY_FORM,
+            "examples": [
+                {"query": "how do I rotate the signing key?", "top_k": 5},
+                {"queries": ["ERR-4711", "upload stalls"], "mode": "hybrid", "rerank": True},
+            ],
+        },
     )
-    top_k: int = Field(default=10, ge=1, le=200)
+
+    query: QueryText | None = None
+    queries: tuple[QueryText, ...] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=QUERIES_CAP,
+        description="fan-out: one search per query",
+    )
+    top_k: JsonInt = Field(default=10, ge=1, le=TOP_K_CAP)
     mode: Mode = "hybrid"
     rerank: bool = False
     expand_parents: bool = False
-    max_per_document: int | None = Field(default=None, ge=1, le=100)
+    max_per_document: (
+        Annotated[int, Field(ge=1, le=100), BeforeValidator(_integral_float)] | None
+    ) = None
     mmr_lambda: float | None = Field(
         default=None, ge=0, le=1, description="MMR trade-off (1 = relevance only); off if unset"
     )
@@ -93,10 +174,6 @@ class SearchRequest(BaseModel):
     def _one_query_form(self) -> SearchRequest:
         if (self.query is None) == (self.queries is None):
             raise ValueError("give exactly one of `query` or `queries`")
-        if self.queries is not None and any(not q.strip() or len(q) > 2000 for q in self.queries):
-            raise ValueError("every entry of `queries` must be 1..2000 characters")
-        if self.query is not None and not self.query.strip():
-            raise ValueError("`query` is blank")
         return self
 
     @property
