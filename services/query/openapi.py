@@ -91,6 +91,7 @@ def _problem_schema() -> dict[str, Any]:
                     "type": "object",
                     "required": ["name", "reason"],
                     "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+                    "additionalProperties": {"type": "string"},
                 },
             },
             "trace_id": {"type": "string"},

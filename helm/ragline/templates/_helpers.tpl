@@ -164,10 +164,38 @@ valueFrom:
 {{- if $w.existingSecret }}
 - name: RAGLINE_CONNECTOR_WEBHOOK_SECRET
   {{- include "ragline.secretRef" (dict "root" . "existing" $w.existingSecret "key" $w.secretKey "optional" true) | nindent 2 }}
+{{- if $w.credentialsKey }}
+- name: RAGLINE_CONNECTOR_WEBHOOK_CREDENTIALS
+  {{- include "ragline.secretRef" (dict "root" . "existing" $w.existingSecret "key" $w.credentialsKey) | nindent 2 }}
+{{- end }}
 {{- else if $w.secret }}
 - name: RAGLINE_CONNECTOR_WEBHOOK_SECRET
   {{- include "ragline.secretRef" (dict "root" . "existing" "" "key" "webhook-secret") | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* the query service's own read-only OpenSearch credential, when configured */}}
+{{- define "ragline.env.opensearchQuery" -}}
+{{- $q := .Values.opensearch.query -}}
+{{- if $q.existingSecret }}
+- name: RAGLINE_QUERY_OPENSEARCH_USER
+  {{- include "ragline.secretRef" (dict "root" . "existing" $q.existingSecret "key" $q.usernameKey) | nindent 2 }}
+- name: RAGLINE_QUERY_OPENSEARCH_PASSWORD
+  {{- include "ragline.secretRef" (dict "root" . "existing" $q.existingSecret "key" $q.passwordKey) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* the HMAC key of the audit log's query hash (required: the pod does not start without) */}}
+{{- define "ragline.env.audit" -}}
+{{- $au := .Values.audit }}
+- name: RAGLINE_QUERY_AUDIT_HASH_KEY
+  {{- include "ragline.secretRef" (dict "root" . "existing" $au.existingSecret "key" (ternary $au.hashKeyKey "audit-hash-key" (ne $au.existingSecret ""))) | nindent 2 }}
+{{- end -}}
+
+{{/* RS256 in use: a JWKS URL, an inline public key, or algorithm RS256 */}}
+{{- define "ragline.auth.rs256" -}}
+{{- $a := .Values.auth -}}
+{{- if or $a.jwksUrl $a.jwtPublicKey (eq $a.algorithm "RS256") -}}true{{- end -}}
 {{- end -}}
 
 {{/* ----------------------------------------------------------------- kafka security */}}
@@ -254,6 +282,8 @@ valueFrom:
 {{- if eq .name "query" }}
 {{- include "ragline.env.pgQuery" $root }}
 {{- include "ragline.env.jwt" $root }}
+{{- include "ragline.env.audit" $root }}
+{{- include "ragline.env.opensearchQuery" $root }}
 {{- else if eq .name "migrate" }}
 {{- $p := $root.Values.postgres }}
 {{- $sec := default (include "ragline.hookCredentialsSecret" $root) $p.existingSecret }}
@@ -312,6 +342,13 @@ valueFrom:
 {{- if and .Values.services.query.enabled (not (or $a.existingSecret $a.jwtSecret $a.jwtPublicKey $a.jwksUrl)) -}}
 {{- fail "auth: the query service needs a JWT key: existingSecret, jwtSecret, jwtPublicKey or jwksUrl" -}}
 {{- end -}}
+{{- if and .Values.services.query.enabled (include "ragline.auth.rs256" .) (not (and $a.issuer $a.audience)) (not $a.insecureAllowAnyIssuerAndAudience) -}}
+{{- fail "auth: RS256/JWKS needs auth.issuer and auth.audience (else tokens the identity provider minted for any other application are accepted); auth.insecureAllowAnyIssuerAndAudience=true overrides this, never in production" -}}
+{{- end -}}
+{{- $au := .Values.audit -}}
+{{- if and .Values.services.query.enabled (not $au.existingSecret) (not $au.hashKey) -}}
+{{- fail "audit: set existingSecret (a Secret with the audit log's HMAC key) or hashKey (evaluation only)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Non-secret settings of every pod (the ConfigMap; hook Jobs inline the same map
@@ -349,6 +386,14 @@ valueFrom:
 {{- with $v.auth.jwksUrl }}{{ $_ := set $data "RAGLINE_QUERY_JWT_JWKS_URL" . }}{{ end -}}
 {{- with $v.auth.issuer }}{{ $_ := set $data "RAGLINE_QUERY_JWT_ISSUER" . }}{{ end -}}
 {{- with $v.auth.audience }}{{ $_ := set $data "RAGLINE_QUERY_JWT_AUDIENCE" . }}{{ end -}}
+{{- if $v.auth.insecureAllowAnyIssuerAndAudience }}{{ $_ := set $data "RAGLINE_QUERY_JWT_INSECURE_ALLOW_ANY_ISSUER_AND_AUDIENCE" "true" }}{{ end -}}
+{{- $_ := set $data "RAGLINE_QUERY_AUDIT_STORE_QUERY" $v.audit.storeQuery -}}
+{{- $_ := set $data "RAGLINE_QUERY_MAX_BODY_BYTES" (toString $v.queryApi.maxBodyBytes) -}}
+{{- $_ := set $data "RAGLINE_QUERY_MAX_HEADER_BYTES" (toString $v.queryApi.maxHeaderBytes) -}}
+{{- $_ := set $data "RAGLINE_QUERY_MAX_TOP_K" (toString $v.queryApi.maxTopK) -}}
+{{- $_ := set $data "RAGLINE_QUERY_MAX_QUERIES" (toString $v.queryApi.maxQueries) -}}
+{{- $_ := set $data "RAGLINE_CONNECTOR_WEBHOOK_REPLAY_WINDOW_S" (toString $v.connector.webhook.replayWindowSeconds) -}}
+{{- $_ := set $data "RAGLINE_CONNECTOR_WEBHOOK_LEGACY_SIGNATURE" (toString $v.connector.webhook.legacySignature) -}}
 {{- with $v.models.embedderPath }}
 {{- $_ := set $data "RAGLINE_EMBEDDER_MODEL" . }}
 {{- $_ := set $data "RAGLINE_QUERY_EMBEDDING_MODEL_PATH" . }}

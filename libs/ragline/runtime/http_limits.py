@@ -21,8 +21,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_TITLES = {413: "request body too large", 431: "request header fields too large"}
-_TYPES = {413: "payload-too-large", 431: "headers-too-large"}
+_TITLES = {
+    400: "invalid Content-Length",
+    413: "request body too large",
+    431: "request header fields too large",
+}
+_TYPES = {400: "invalid-request", 413: "payload-too-large", 431: "headers-too-large"}
 
 
 def problem_bytes(status: int, title: str, detail: str, instance: str) -> bytes:
@@ -70,7 +74,7 @@ class SizeLimits:
         for k, v in headers:
             if k == b"content-length":
                 if not v.isdigit():
-                    await self._reject(scope, send, 413, "unreadable Content-Length")
+                    await self._reject(scope, send, 400, "Content-Length is not a number")
                     return
                 if int(v) > self.max_body:
                     await self._reject(scope, send, 413, too_big)

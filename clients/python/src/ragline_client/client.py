@@ -65,14 +65,17 @@ def _same_document(asked: str, got: D) -> D:
     return got
 
 
-def _doc_path(document_id: str, suffix: str = "") -> str:
+def _doc_path(document_id: str, route: str = "/v1/documents/") -> str:
+    """``route`` + the id as ONE encoded segment; ``/v1/document-status/`` for the status
+    (the server's ``/v1/documents/{id}/status`` form is deprecated: ambiguous for ids
+    that end in ``/status``)."""
     if not isinstance(document_id, str) or not document_id:
         raise ValueError("document_id must be a non-empty string")
     segment = quote(document_id, safe="")
     if segment.strip(".") == "":
         # "." and ".." would be removed as dot-segments (URL normalisation): another path
         segment = segment.replace(".", "%2E")
-    return f"/v1/documents/{segment}{suffix}"
+    return f"{route}{segment}"
 
 
 class _Base:
@@ -137,7 +140,9 @@ class Ragline(_Base, SyncClosing):
     def document_status(
         self, document_id: str, *, timeout: Timeout | None = None
     ) -> DocumentStatusResponse:
-        resp = self._send(Request("GET", _doc_path(document_id, "/status"), timeout=timeout))
+        resp = self._send(
+            Request("GET", _doc_path(document_id, "/v1/document-status/"), timeout=timeout)
+        )
         return _same_document(document_id, parse(resp, DocumentStatusResponse))
 
     def ready(self) -> bool:
@@ -199,7 +204,9 @@ class AsyncRagline(_Base, AsyncClosing):
     async def document_status(
         self, document_id: str, *, timeout: Timeout | None = None
     ) -> DocumentStatusResponse:
-        resp = await self._send(Request("GET", _doc_path(document_id, "/status"), timeout=timeout))
+        resp = await self._send(
+            Request("GET", _doc_path(document_id, "/v1/document-status/"), timeout=timeout)
+        )
         return _same_document(document_id, parse(resp, DocumentStatusResponse))
 
     async def ready(self) -> bool:
