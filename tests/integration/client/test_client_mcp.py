@@ -164,3 +164,26 @@ async def test_http_budget_per_caller_token_and_size_cap(mcp_http: str, seeded: 
     async with _as(mcp_http, seeded.token(GROUP_A, sub="budgeted", exp_in=299)) as c:
         again = await c.call_tool("search", {"query": "vacation"})
         assert not again.is_error, _text(again)
+
+
+async def test_http_budget_is_per_mcp_session_when_there_is_one(
+    mcp_http: str, seeded: Seeded
+) -> None:
+    """A handshake-era client gets an Mcp-Session-Id: the budget follows the session, so
+    a second session of the same caller (same token) has its own."""
+    token = seeded.token(GROUP_A, sub="legacy-sessions")
+
+    def legacy() -> Client:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        return Client(streamable_http_client(mcp_http, http_client=http), mode="legacy")
+
+    async with legacy() as first:
+        for _ in range(3):
+            res = await first.call_tool("document_status", {"document_id": "hr:leave"})
+            assert not res.is_error, _text(res)
+        over = await first.call_tool("document_status", {"document_id": "hr:leave"})
+        assert over.is_error and "budget exhausted" in _text(over)
+    async with legacy() as second:
+        res = await second.call_tool("document_status", {"document_id": "hr:leave"})
+        assert not res.is_error and res.structured_content is not None
+        assert res.structured_content["calls_left"] == 2
