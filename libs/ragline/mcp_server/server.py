@@ -235,6 +235,8 @@ def build_server(
         except (RaglineClientError, ValidationError) as exc:
             _log.info("mcp tool failed", extra={"fields": {"error": type(exc).__name__}})
             raise _tool_error(exc) from None
+        except ValueError:  # e.g. an id with a lone surrogate cannot even be sent
+            raise ToolError("invalid arguments: the document id cannot be sent") from None
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 
