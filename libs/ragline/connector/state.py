@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
 from ragline.connector.intake import StoredState
 from ragline.errors import BackendUnavailable, PermanentError, RaglineError
 from ragline.store.pg_errors import translate_pg_error
-from ragline.store.status import status_key_sql
+from ragline.store.status import status_acl_update_sql, status_key_sql
 
 __all__ = ["StateStore"]
 
@@ -72,19 +72,13 @@ _ACCEPT = sql.SQL(
     "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
-    "  findings = NULL, updated_at = EXCLUDED.updated_at, "
-    "  acl_groups = CASE WHEN {acl_newer} THEN EXCLUDED.acl_groups ELSE ds.acl_groups END, "
-    "  acl_rank = CASE WHEN {acl_newer} THEN EXCLUDED.acl_rank ELSE ds.acl_rank END, "
-    "  acl_seq = CASE WHEN {acl_newer} THEN EXCLUDED.acl_seq ELSE ds.acl_seq END "
+    "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl} "
     "WHERE {old} <= {new} "
     "RETURNING ds.tenant_id, ds.document_id"
 ).format(
     old=status_key_sql("ds"),
     new=status_key_sql("EXCLUDED"),
-    acl_newer=sql.SQL(
-        "EXCLUDED.acl_seq IS NOT NULL AND "
-        "(EXCLUDED.acl_seq, EXCLUDED.acl_rank) >= (coalesce(ds.acl_seq, -1), ds.acl_rank)"
-    ),
+    acl=status_acl_update_sql("ds"),
 )
 
 Key = tuple[str, str]  # (tenant_id, document_id)

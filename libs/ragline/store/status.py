@@ -27,6 +27,7 @@ __all__ = [
     "newest_acl",
     "reassert_status",
     "set_status_acl",
+    "status_acl_update_sql",
     "status_key_sql",
     "write_status",
 ]
@@ -53,6 +54,22 @@ def status_key_sql(alias: str) -> sql.Composed:
     ).format(a=a, d=deleted)
 
 
+def status_acl_update_sql(alias: str) -> sql.Composed:
+    """The SET clauses of an upsert into ``document_status`` (stored row ``alias``) that
+    keep the ACL with the greater ACL key (indexing.order); no ACL given keeps it."""
+    a = sql.SQL(alias)
+    newer = sql.SQL(
+        "EXCLUDED.acl_seq IS NOT NULL AND "
+        "(EXCLUDED.acl_seq, EXCLUDED.acl_rank) >= (coalesce({a}.acl_seq, -1), {a}.acl_rank)"
+    ).format(a=a)
+    return sql.SQL(", ").join(
+        sql.SQL("{c} = CASE WHEN {n} THEN EXCLUDED.{c} ELSE {a}.{c} END").format(
+            c=sql.Identifier(c), n=newer, a=a
+        )
+        for c in ("acl_groups", "acl_rank", "acl_seq")
+    )
+
+
 def newest_acl(*candidates: StatusAcl | None) -> StatusAcl | None:
     """The candidate with the greatest ACL key (the earliest one on a tie); None if none.
 
@@ -76,10 +93,7 @@ _WRITE = sql.SQL(
     " stage = EXCLUDED.stage, status = EXCLUDED.status,"
     " reason_code = EXCLUDED.reason_code, reason = EXCLUDED.reason,"
     " findings = EXCLUDED.findings, updated_at = now(),"
-    " acl_groups = CASE WHEN {acl_newer} THEN EXCLUDED.acl_groups ELSE s.acl_groups END,"
-    " acl_rank = CASE WHEN {acl_newer} THEN EXCLUDED.acl_rank ELSE s.acl_rank END,"
-    " acl_seq = CASE WHEN {acl_newer} THEN EXCLUDED.acl_seq ELSE s.acl_seq END"
-    " WHERE {old} < {new} OR ({old} = {new}"
+    " {acl} WHERE {old} < {new} OR ({old} = {new}"
     " AND ((s.content_hash, s.stage, s.status, s.reason_code, s.reason, s.findings)"
     " IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.stage, EXCLUDED.status,"
     " EXCLUDED.reason_code, EXCLUDED.reason, EXCLUDED.findings)"
@@ -88,10 +102,7 @@ _WRITE = sql.SQL(
 ).format(
     old=status_key_sql("s"),
     new=status_key_sql("EXCLUDED"),
-    acl_newer=sql.SQL(
-        "EXCLUDED.acl_seq IS NOT NULL"
-        " AND (EXCLUDED.acl_seq, EXCLUDED.acl_rank) >= (coalesce(s.acl_seq, -1), s.acl_rank)"
-    ),
+    acl=status_acl_update_sql("s"),
 )
 
 
