@@ -28,7 +28,6 @@ from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import REQUEST_SECONDS, REQUESTS
 from ragline.retrieval.ratelimit import TokenBuckets
 from ragline.retrieval.rerank import CrossEncoderReranker, Reranker
-from ragline.retrieval.safe_text import valid_document_id
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.service import InvalidRequest, SearchBackends, SearchService
 from ragline.retrieval.settings import QuerySettings
@@ -40,6 +39,7 @@ from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from ragline.store.query_role import assert_unprivileged
 from ragline_client.models import DocumentResponse, DocumentStatusResponse, SearchResponse
+from ragline_client.text_rules import valid_document_id
 from services.query.openapi import authed_errors, build_openapi, error_responses
 from services.query.problems import install_problem_handlers, problem
 from services.query.requests import (

@@ -18,8 +18,8 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from ragline.retrieval.api_models import SearchRequest
-from ragline.retrieval.safe_text import DOCUMENT_ID_PATTERN
 from ragline.retrieval.settings import QuerySettings
+from ragline_client.text_rules import DOCUMENT_ID_PATTERN
 
 __all__ = ["ERROR_STATUSES", "PROBLEM", "build_openapi", "error_responses"]
 

@@ -16,9 +16,9 @@ from pydantic import SecretStr, ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 
 from ragline.retrieval.api_models import SearchRequest
-from ragline.retrieval.safe_text import unsafe_reason, valid_document_id
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.settings import Settings
+from ragline_client.text_rules import unsafe_reason, valid_document_id
 
 __all__ = [
     "UnsupportedMediaType",

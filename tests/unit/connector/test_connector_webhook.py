@@ -33,8 +33,8 @@ class Sink:
         self.events.append((topic, event))
 
 
-def make_client(sink: Sink, **kw: object) -> TestClient:
-    cfg = ConnectorSettings(webhook_secret=SECRET, webhook_max_body_bytes=4096, **kw)  # type: ignore[arg-type]
+def make_client(sink: Sink, *, secret: str | None = SECRET, **kw: object) -> TestClient:
+    cfg = ConnectorSettings(webhook_secret=secret, webhook_max_body_bytes=4096, **kw)  # type: ignore[arg-type]
 
     @asynccontextmanager
     async def factory() -> AsyncIterator[Sink]:
@@ -206,13 +206,7 @@ CREDS = json.dumps(
 
 
 def scoped_client(sink: Sink, **kw: object) -> TestClient:
-    cfg = ConnectorSettings(webhook_credentials=CREDS, webhook_max_body_bytes=4096, **kw)  # type: ignore[arg-type]
-
-    @asynccontextmanager
-    async def factory() -> AsyncIterator[Sink]:
-        yield sink
-
-    return TestClient(create_app(cfg, factory))
+    return make_client(sink, secret=None, webhook_credentials=CREDS, **kw)
 
 
 def standard(secret: str, raw: bytes, *, msg_id: str = "msg_1", ts: int | None = None) -> dict:

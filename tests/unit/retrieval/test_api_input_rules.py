@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from ragline.events import _DOCUMENT_ID_RE
-from ragline.retrieval.safe_text import (
+from ragline.retrieval.settings import QuerySettings
+from ragline.runtime.http_limits import SizeLimits
+from ragline.runtime.settings import Settings
+from ragline_client.text_rules import (
     DOCUMENT_ID_PATTERN,
     NO_NUL_PATTERN,
     NON_BLANK_PATTERN,
@@ -23,9 +26,6 @@ from ragline.retrieval.safe_text import (
     unsafe_reason,
     valid_document_id,
 )
-from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.http_limits import SizeLimits
-from ragline.runtime.settings import Settings
 from services.query.requests import legacy_status_id, query_opensearch_settings
 
 _INTAKE = re.compile(_DOCUMENT_ID_RE)
