@@ -4,6 +4,12 @@ tests/integration/connector/test_connector_lifecycle.py."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 from indexing_helpers import indexed, os_hits, visible_chunks
 
@@ -347,3 +353,31 @@ async def test_d8_acl_change_for_a_never_seen_document_is_parked_and_visible(
     async with scoped_transaction(query_conn, tenant_id=tenant, groups=["hr"]):
         st = await get_status(query_conn, hr, "wiki:later")
     assert st is not None and st.status == "indexed"
+
+
+def _reset_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragline.cli", "documents", "reset-seq", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+
+
+async def test_d5_reset_seq_command(apply, admin, tenant):
+    indexed((await apply([doc(tenant, "wiki:cli", 2**62, "pinned by a timestamp bug")]))[0])
+    common = ("--tenant", tenant, "--document", "wiki:cli", "--to", "7")
+    assert _reset_cli(*common).returncode == 2  # a reason is required (audited)
+    ran = await asyncio.to_thread(_reset_cli, *common, "--reason", "INC-1", "--json")
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout)
+    assert (out["old_source_seq"], out["new_seq"]) == (2**62, 7)
+    cur = await admin.execute(
+        "SELECT d.source_seq, s.source_seq FROM documents d JOIN document_status s"
+        " USING (tenant_id, document_id) WHERE tenant_id = %s AND document_id = 'wiki:cli'",
+        (tenant,),
+    )
+    assert await cur.fetchone() == (7, 7)
+    missing = ("--tenant", tenant, "--document", "wiki:none", "--to", "1", "--reason", "x")
+    assert _reset_cli(*missing).returncode == 1
