@@ -79,7 +79,9 @@ class StoredState:
         An ACL change never makes a content upsert or a delete stale (it carries no
         bytes); an upsert does make an older ACL change stale (it carries the full ACL).
         """
-        seqs = [self.source_seq, self.pending_seq]
+        # an 'awaiting_content' row (an ACL change parked before any content) states no seq
+        pending = None if self.pending_status == "awaiting_content" else self.pending_seq
+        seqs = [self.source_seq, pending]
         if include_acl:
             seqs.append(self.acl_seq)
         known = [s for s in seqs if s is not None]

@@ -10,12 +10,15 @@ from hypothesis import strategies as st
 
 from ragline.connector.intake import (
     Decision,
+    SeqRule,
     StoredState,
     control_event,
     decide_before_fetch,
     decide_control,
     decide_upsert,
     fetched_event,
+    narrows,
+    seq_implausible,
 )
 from ragline.events import (
     DocumentMeta,
@@ -214,3 +217,43 @@ def test_control_events() -> None:
     )
     assert a.action == "acl" and a.acl is not None
     assert a.acl.acl_groups == ("a", "b") and a.acl.classification == "restricted"
+
+
+def test_seq_rule_ceiling_and_jump() -> None:
+    rule = SeqRule(max_source_seq=2**62, max_seq_jump=1000)
+    assert seq_implausible(None, 2**62, rule) is None
+    assert "ceiling" in (seq_implausible(None, 2**62 + 1, rule) or "")
+    assert seq_implausible(indexed(seq=10), 1010, rule) is None
+    assert "1001" in (seq_implausible(indexed(seq=10), 1011, rule) or "")
+    assert seq_implausible(indexed(seq=10), 5, rule) is None  # older: the order rule's job
+    # an ACL change parked before any content states no seq: a timestamp source's first
+    # upsert is not a "jump" from 0
+    parked = StoredState(pending_seq=0, pending_status="awaiting_content")
+    assert seq_implausible(parked, 1_700_000_000_000_000_000, rule) is None
+    assert (
+        seq_implausible(indexed(seq=10), 10**9, SeqRule(max_source_seq=2**62, max_seq_jump=0))
+        is None
+    )
+
+
+def test_equal_seq_rules_at_intake() -> None:
+    delete = SourceDelete(tenant_id="acme", document_id="wiki:a", source_seq=10)
+    acl = SourceAclChange(tenant_id="acme", document_id="wiki:a", source_seq=10, acl_groups=("x",))
+    # a delete or an ACL change at the current revision goes on (issue 12, defect 3)
+    assert decide_control(indexed(seq=10), delete) is Decision.FORWARD
+    assert decide_control(indexed(seq=10), acl) is Decision.FORWARD
+    # an upsert at the seq of a delete loses, before any fetch
+    tomb = StoredState(source_seq=10, status="deleted")
+    assert decide_before_fetch(tomb, upsert(seq=10), M1) is Decision.STALE
+    assert decide_upsert(tomb, source_seq=10, content_hash=H1, meta_hash=M1) is Decision.STALE
+
+
+def test_narrowing_is_any_group_removed_or_a_stricter_classification() -> None:
+    now = indexed(acl_groups=("eng", "sales"), classification="internal")
+    meta = DocumentMeta(acl_groups=("eng",))
+    assert narrows(now, meta)
+    assert not narrows(now, DocumentMeta(acl_groups=("eng", "sales", "ops")))  # widening
+    assert narrows(now, DocumentMeta(acl_groups=("eng", "sales"), classification="restricted"))
+    assert not narrows(now, DocumentMeta(acl_groups=("eng", "sales"), classification="public"))
+    assert not narrows(None, meta)  # nothing indexed: nothing to take away
+    assert not narrows(StoredState(source_seq=1, status="deleted", acl_groups=("x",)), meta)
