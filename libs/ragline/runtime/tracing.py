@@ -145,31 +145,19 @@ def span(
     """A span (current within the block) when tracing is on; else nothing, at no cost.
     ``parent``: an OpenTelemetry context (``remote_context``, ``context_of``) or None
     for the current one; ``links``: contexts the span is linked to."""
-    if not _state["on"]:
+    s = start_span(name, kind=kind, parent=parent, links=links, attributes=attributes)
+    if s is None:
         yield None
         return
-    from opentelemetry import trace
-    from opentelemetry.trace import Link, Status, StatusCode
-
-    span_links = []
-    for ctx in links:
-        sc = trace.get_current_span(ctx).get_span_context() if ctx is not None else None
-        if sc is not None and sc.is_valid:
-            span_links.append(Link(sc))
-    with _tracer().start_as_current_span(
-        name,
-        context=parent,
-        kind=_kind(kind),
-        links=span_links,
-        attributes=dict(attributes or {}),
-        record_exception=True,
-        set_status_on_exception=True,
-    ) as s:
-        try:
+    error: BaseException | None = None
+    try:
+        with use_span(s):
             yield s
-        except BaseException as exc:
-            s.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-            raise
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        end_span(s, error)
 
 
 def context_of(s: Any) -> Any:

