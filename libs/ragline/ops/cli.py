@@ -174,6 +174,9 @@ def _topics(args: argparse.Namespace) -> int:
         f"topics: {len(report.created)} created, {len(report.existing)} existing "
         f"({partitions} partitions, replication factor {rf} for new ones)"
     )
+    for topic, diff in sorted(report.config_drift.items()):
+        shown = ", ".join(f"{k}={have} (wanted {want})" for k, (have, want) in sorted(diff.items()))
+        print(f"warning: {topic} keeps its configs: {shown}", file=sys.stderr)
     odd = report.mismatched(partitions)
     if odd:
         print(f"warning: existing topics with other partition counts: {odd}", file=sys.stderr)

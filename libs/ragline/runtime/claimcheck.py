@@ -23,6 +23,7 @@ from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import unstorable
 from ragline.hashing import sha256_hex
 from ragline.runtime.settings import Settings
+from ragline.runtime.tracing import pg_cursor_factory
 
 __all__ = ["CLAIM_HEADER", "ClaimCheckStore", "body_owner", "purge_document_bodies"]
 
@@ -77,7 +78,11 @@ class ClaimCheckStore:
     async def _connection(self) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
             try:
-                self._conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+                cursor = pg_cursor_factory()  # a span per statement when tracing is on
+                extra = {"cursor_factory": cursor} if cursor is not None else {}
+                self._conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, autocommit=True, **extra
+                )
             except psycopg.OperationalError as exc:
                 raise BackendUnavailable("claim-check store: postgres unreachable") from exc
         return self._conn

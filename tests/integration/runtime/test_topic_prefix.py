@@ -154,3 +154,23 @@ async def test_topics_are_created_with_their_family_configs(stack: Settings) -> 
     assert hours == {raw: 72, mid: 168, dlq: 336}
     assert configs[raw]["compression.type"] == "zstd"
     assert configs[raw]["min.insync.replicas"] == "1"
+
+
+async def test_existing_topics_are_left_alone_and_their_drift_reported(stack: Settings) -> None:
+    from ragline.runtime.stack.topics import TopicSettings
+
+    s = stack.model_copy(update={"kafka_topic_prefix": f"drift{uuid.uuid4().hex[:6]}."})
+    first = await ensure_pipeline_topics(s, partitions=1, replication_factor=1)
+    assert first.config_drift == {}
+    again = await ensure_pipeline_topics(
+        s,
+        partitions=1,
+        replication_factor=1,
+        topic_settings=TopicSettings(raw_retention_hours=24),
+    )
+    assert again.created == ()
+    raw = physical_topic("doc.parsed", s.kafka_topic_prefix)
+    assert again.config_drift[raw] == {"retention.ms": (str(72 * 3_600_000), str(24 * 3_600_000))}
+    assert physical_topic("doc.chunked", s.kafka_topic_prefix) not in again.config_drift
+    configs = await _configs(s, [raw])
+    assert configs[raw]["retention.ms"] == str(72 * 3_600_000)  # not altered

@@ -123,6 +123,9 @@ class TopicReport:
     created: tuple[str, ...]
     existing: tuple[str, ...]
     partitions: Mapping[str, int] = field(default_factory=dict)
+    # existing topics whose configs differ from what creation would set:
+    # topic -> {key: (on the broker, wanted)}; never altered, only reported
+    config_drift: Mapping[str, Mapping[str, tuple[str | None, str]]] = field(default_factory=dict)
 
     def mismatched(self, wanted: int) -> dict[str, int]:
         """Existing topics whose partition count differs from ``wanted`` (never altered)."""
@@ -204,6 +207,8 @@ async def ensure_topics(
                 elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
                     raise StackError("kafka", f"cannot create {topic}: {for_code(code).__name__}")
         counts = await _describe(client, wanted)
+        existing = [t for t in wanted if t not in created]
+        drift = await _config_drift(client, existing, configs) if configs else {}
     except KafkaError as exc:
         raise StackError("kafka", f"topic set-up failed: {type(exc).__name__}") from exc
     finally:
@@ -212,7 +217,45 @@ async def ensure_topics(
         created=tuple(created),
         existing=tuple(t for t in wanted if t not in created),
         partitions=counts,
+        config_drift=drift,
     )
+
+
+async def _config_drift(
+    client: AIOKafkaAdminClient,
+    topics: list[str],
+    configs: Callable[[str], Mapping[str, str]],
+) -> dict[str, dict[str, tuple[str | None, str]]]:
+    """What differs between the broker's configs of ``topics`` and ``configs(topic)``
+    ({} when the broker cannot describe configs)."""
+    if not topics:
+        return {}
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    try:
+        responses = await client.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+        )
+    except (KafkaError, ValueError, TypeError):
+        return {}
+    have: dict[str, dict[str, str | None]] = {}
+    for response in responses:
+        for resource in response.resources:
+            code, _msg, _type, name, entries = resource[:5]
+            if code == 0:
+                have[str(name)] = {str(e[0]): e[1] for e in entries}
+    drift: dict[str, dict[str, tuple[str | None, str]]] = {}
+    for topic in topics:
+        if topic not in have:
+            continue
+        diff = {
+            key: (have[topic].get(key), want)
+            for key, want in configs(topic).items()
+            if have[topic].get(key) != want
+        }
+        if diff:
+            drift[topic] = diff
+    return drift
 
 
 async def ensure_pipeline_topics(
