@@ -57,3 +57,29 @@ def test_body_owner_is_read_from_event_json_and_never_fails() -> None:
     assert body_owner(_body("t", "fs:x", "y")) == ("t", "fs:x")
     for junk in (b"", b"[]", b"\xff\xfe", b'{"tenant_id": 5}', b"nul\x00l"):
         assert body_owner(junk) == (None, None) or body_owner(junk)[0] is None
+
+
+async def test_the_indexer_applying_a_delete_purges_the_documents_bodies(
+    stack: Settings, tenant: str
+) -> None:
+    """The one call site on the delete path (``IndexWriter._delete``): a delete removes
+    every stored raw body of the document, in the delete's own transaction."""
+    from ragline.events import DocControl
+    from ragline.indexing.writer import IndexWriter
+
+    store = ClaimCheckStore(stack)
+    try:
+        keys = [await store.put(_body(tenant, "fs:gone.md", f"raw {i}")) for i in range(2)]
+        kept = await store.put(_body(tenant, "fs:stays.md", "raw"))
+        delete = DocControl(
+            tenant_id=tenant, document_id="fs:gone.md", source_seq=5, action="delete"
+        )
+        async with await psycopg.AsyncConnection.connect(stack.admin_dsn(), autocommit=True) as c:
+            outcome = await IndexWriter(consumer=f"purge-{tenant}").apply(c, delete)
+            assert outcome is not None and not outcome.skipped
+            cur = await c.execute(
+                "SELECT key FROM claim_checks WHERE key = ANY(%s)", ([*keys, kept],)
+            )
+            assert {r[0] for r in await cur.fetchall()} == {kept}
+    finally:
+        await store.close()

@@ -37,14 +37,16 @@ def test_corpus_is_big_enough() -> None:
 
 async def test_default_policy_false_positive_rate(make_scanner: Callable[..., Scanner]) -> None:
     rate, n = await _rate(make_scanner(), TrustLevel.MEDIUM, tags=True)
-    # measured 0 / 180 lines (docs/scanning.md); a line with any finding counts
-    assert rate <= 0.01, f"{rate:.1%} of {n} prose lines had findings"
+    # 0 / 180 lines (docs/scanning.md); a line with any finding counts. Issue 13 widened
+    # the patterns (near-miss keys, URL credentials, prose passwords, base64-wrapped
+    # secrets, the normalized view) under the rule that this stays exactly 0
+    assert rate == 0, f"{rate:.1%} of {n} prose lines had findings"
 
 
 async def test_low_trust_redaction_rate_and_name_tags(make_scanner: Callable[..., Scanner]) -> None:
     """Low trust adds NER name tags: tags keep the text, so they are bounded looser."""
     red, n = await _rate(make_scanner(), TrustLevel.LOW, tags=False)
-    assert red <= 0.01, f"{red:.1%} of {n} lines redacted"
+    assert red == 0, f"{red:.1%} of {n} lines redacted"
     tagged, _ = await _rate(make_scanner(), TrustLevel.LOW, tags=True)
     assert tagged <= 0.10, f"{tagged:.1%} of {n} lines tagged"
 
