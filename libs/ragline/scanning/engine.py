@@ -5,7 +5,8 @@ plain strings and a plan and returns offsets (``Finding``), never values. Timing
 detector are measured here and reported back for the metrics.
 
 Detection runs on the normalized view of every item (``normalize``: zero-width removed,
-NFKC, look-alikes folded) and every span is mapped back to the original item. A
+NFKC, look-alikes folded) and every span is mapped back to the original item; when the
+view differs from the original, the original is scanned as well and the union is kept. A
 document's scan has a deadline: the detectors check it between patterns, line windows
 and entities and stop with ``DetectResult.timed_out`` set, which the scanner turns into
 a quarantine (reason ``scan_timeout``). Only spaCy (not re-entrant) is serialised; the
@@ -78,25 +79,37 @@ class Detectors:
         self.load()
         res = DetectResult(n_bytes=sum(len(t.encode("utf-8", "surrogatepass")) for t in items))
         views = [normalize(t) for t in items]
-        layout = Layout([v.text for v in views])
-        found: list[Finding] = []
-        t0 = time.perf_counter()
         try:
-            found.extend(self.secrets.detect(layout, deadline=deadline))
-            t1 = time.perf_counter()
-            res.seconds["secrets"] = t1 - t0
-            patterns_only = DetectPlan(pii_patterns=plan.pii_patterns, min_score=plan.min_score)
-            found.extend(self.pii.detect(layout, patterns_only, deadline=deadline))
-            t2 = time.perf_counter()
-            res.seconds["pii_patterns"] = t2 - t1
-            if plan.needs_ner:
-                ner_only = DetectPlan(ner_entities=plan.ner_entities, min_score=plan.min_score)
-                with self._ner_lock:
-                    found.extend(self.pii.detect(layout, ner_only, deadline=deadline))
-                res.seconds["ner"] = time.perf_counter() - t2
+            found = _to_original(
+                self._detect(Layout([v.text for v in views]), plan, res, deadline), views
+            )
+            if not all(v.identity for v in views):
+                # the original too: folding can also hide a match (``ﬁpassword=`` reads
+                # ``fipassword=`` in the view); the union is redacted
+                seen = set(found)
+                extra = self._detect(Layout(items), plan, res, deadline)
+                found.extend(f for f in extra if f not in seen)
         except ScanDeadline:
             res.timed_out = True
-            res.seconds.setdefault("secrets", time.perf_counter() - t0)
             return res
-        res.findings.extend(_to_original(found, views))
+        res.findings.extend(found)
         return res
+
+    def _detect(
+        self, layout: Layout, plan: DetectPlan, res: DetectResult, deadline: float | None
+    ) -> list[Finding]:
+        found: list[Finding] = []
+        t0 = time.perf_counter()
+        found.extend(self.secrets.detect(layout, deadline=deadline))
+        t1 = time.perf_counter()
+        res.seconds["secrets"] = res.seconds.get("secrets", 0.0) + t1 - t0
+        patterns_only = DetectPlan(pii_patterns=plan.pii_patterns, min_score=plan.min_score)
+        found.extend(self.pii.detect(layout, patterns_only, deadline=deadline))
+        t2 = time.perf_counter()
+        res.seconds["pii_patterns"] = res.seconds.get("pii_patterns", 0.0) + t2 - t1
+        if plan.needs_ner:
+            ner_only = DetectPlan(ner_entities=plan.ner_entities, min_score=plan.min_score)
+            with self._ner_lock:
+                found.extend(self.pii.detect(layout, ner_only, deadline=deadline))
+            res.seconds["ner"] = res.seconds.get("ner", 0.0) + time.perf_counter() - t2
+        return found

@@ -72,7 +72,7 @@ class DocumentTexts:
 
     @property
     def n_bytes(self) -> int:
-        return sum(len(t.encode("utf-8")) for t in self.items)
+        return sum(len(t.encode("utf-8", "surrogatepass")) for t in self.items)
 
 
 def collect(event: DocParsed) -> DocumentTexts:

@@ -137,6 +137,8 @@ def test_ordinary_urls_and_prose_stay(text: str) -> None:
         ),
         ("mail ops\u200b-oncall@acme\u200b-corp.com now", "ops\u200b-oncall@acme\u200b-corp.com"),
         ("Contact аdmin@exаmple.com please", "аdmin@exаmple.com"),
+        # folding can also hide a match (``fipassword``): the original is scanned too
+        ("\ufb01\ufb01password=Hq7vR2kP9zXy", "Hq7vR2kP9zXy"),
         (
             "token ghp_DOrHIPESvjRmeA6mOOCrl\u2060wBVLuOJm5ug1dTo",
             "ghp_DOrHIPESvjRmeA6mOOCrl\u2060wBVLuOJm5ug1dTo",
