@@ -91,6 +91,14 @@ class _Base:
         self.retry = retry or RetryPolicy()
         self._headers = {"User-Agent": USER_AGENT, **(headers or {})}
 
+    def _http_options(self, timeout: Timeout, transport: Any) -> dict[str, Any]:
+        return {
+            "base_url": self.base_url,
+            "timeout": timeout,
+            "transport": transport,
+            "headers": self._headers,
+        }
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
 
@@ -111,9 +119,7 @@ class Ragline(_Base, SyncClosing):
     ) -> None:
         super().__init__(base_url, token, retry, headers)
         self._owns_http = http is None
-        self._http = http or httpx.Client(
-            base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers
-        )
+        self._http = http or httpx.Client(**self._http_options(timeout, transport))
 
     def with_token(self, token: TokenLike) -> Ragline:
         """A client for another caller sharing this one's connections (close the original)."""
@@ -173,9 +179,7 @@ class AsyncRagline(_Base, AsyncClosing):
     ) -> None:
         super().__init__(base_url, token, retry, headers)
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers
-        )
+        self._http = http or httpx.AsyncClient(**self._http_options(timeout, transport))
 
     def with_token(self, token: TokenLike) -> AsyncRagline:
         """A client for another caller sharing this one's connections (close the original)."""

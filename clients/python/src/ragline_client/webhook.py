@@ -167,6 +167,15 @@ class _WebhookBase:
             "POST", "/v1/changes", body=body, authenticated=False, timeout=timeout, signer=sign
         )
 
+    def _http_options(self, timeout: float | httpx.Timeout, transport: Any) -> dict[str, Any]:
+        headers = {"User-Agent": USER_AGENT}
+        return {
+            "base_url": self.base_url,
+            "timeout": timeout,
+            "transport": transport,
+            "headers": headers,
+        }
+
     def __repr__(self) -> str:  # never the secret
         return f"{type(self).__name__}({self.base_url!r}, auth={self.auth!r})"
 
@@ -183,12 +192,7 @@ class ChangeWebhook(_WebhookBase, SyncClosing):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, secret, auth, retry)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=timeout,
-            transport=transport,
-            headers={"User-Agent": USER_AGENT},
-        )
+        self._http = httpx.Client(**self._http_options(timeout, transport))
 
     def send(
         self, change: Mapping[str, Any] | BaseModel, *, timeout: float | None = None
@@ -212,12 +216,7 @@ class AsyncChangeWebhook(_WebhookBase, AsyncClosing):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, secret, auth, retry)
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            timeout=timeout,
-            transport=transport,
-            headers={"User-Agent": USER_AGENT},
-        )
+        self._http = httpx.AsyncClient(**self._http_options(timeout, transport))
 
     async def send(
         self, change: Mapping[str, Any] | BaseModel, *, timeout: float | None = None
