@@ -303,3 +303,21 @@ async def test_health_ready_metrics_openapi(client: httpx.AsyncClient, corpus: C
     assert 'ragline_query_stage_seconds_bucket{le="0.001",stage="dense"}' in metrics
     spec = (await client.get("/openapi.json")).json()
     assert "/v1/search" in spec["paths"] and "/v1/documents/{document_id}" in spec["paths"]
+
+
+async def test_versions_resolve_only_against_the_callers_labels(
+    client: httpx.AsyncClient, corpus: Corpus
+):
+    """Version mentions resolve against labels read under RLS: group B and the other tenant
+    cannot see the travel policy's 1.0/2.0, so for them "version 1.0" resolves to nothing
+    (reported as unresolved, no restriction) and no label of group A is ever echoed."""
+    q = {"query": "travel hotel limit in version 1.0 or v2", "top_k": 5}
+    mine = await _search(client, corpus, q)
+    assert mine["version_scope"]["mode"] == "explicit"
+    assert mine["version_scope"]["versions"] == ["1.0", "2.0"]
+    for groups, tenant in (([GROUP_B], None), ([GROUP_A], corpus.other_tenant)):
+        theirs = await _search(client, corpus, q, groups=groups, tenant=tenant)
+        scope = theirs["version_scope"]
+        assert scope["mode"] == "current" and scope["versions"] == []
+        assert scope["unresolved"] == ["1.0", "2"]
+        assert not {"pol:travel-v1", "pol:travel-v2"} & set(_docs(theirs))
