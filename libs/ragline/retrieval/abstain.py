@@ -13,12 +13,15 @@ corpus (``IdentifierStats``: in how many of the documents the caller can see it 
   tokens and BM25 found the exact match;
 - an identifier that occurs all over the corpus (a product model name) is no evidence:
   the similarity rule decides;
-- when **every** identifier of the query occurs in no document at all, the search
-  abstains (``identifier_not_found``): nothing the caller can see is about it.
+- when **every** identifier of the query occurs in no document at all, that is a reason
+  to abstain: the search abstains (``identifier_not_found``) unless its best similarity
+  reaches the stricter ``identifier_missing_min_similarity`` (a claim can spell a
+  gene or a compound differently from every document, "IFIT1" / "IFIT-1", and still be
+  answered by meaning).
 
 Without statistics (the lookup failed) the rule falls back to "appears in a result".
-Version mentions (``v6.1``, ``6.x``) and tokens without a letter (dates) are not
-identifiers for this rule.
+Version mentions (``v6.1``, ``6.x``), tokens without a letter (dates) and quantities
+(``100g``, ``5mmol``, ``10-minute``) are not identifiers for this rule.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ Signal = Literal["no_results", "identifier", "rerank", "similarity", "none"]
 # tokens with a digit and a letter or a separator (ERR-4711, KB00123, 0x1F, v2-api)
 _IDENT_RE = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z_-])[\w][\w.-]{2,}\b")
 _VERSION_TOKEN_RE = re.compile(r"^v?\d+(?:\.\d+)*(?:\.[x*])?$")
+_QUANTITY_RE = re.compile(r"^\d+(?:[.,]\d+)*-?[a-z]+$")  # 100g, 5mmol, 10-minute, 3-fold
 _LETTER_RE = re.compile(r"[a-z]")
 
 
@@ -56,6 +60,8 @@ class AbstainPolicy:
     min_rerank: float | None = None
     # an identifier in more than this share of the caller's documents is not specific
     identifier_max_df_ratio: float = 0.1
+    # no identifier of the query occurs anywhere: answer only above this similarity
+    identifier_missing_min_similarity: float = 0.40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +86,11 @@ def identifiers(query: str) -> set[str]:
 def rule_identifiers(queries: Sequence[str]) -> set[str]:
     """The identifiers the abstention rule weighs: with a letter, not a version mention."""
     found = set().union(*(identifiers(q) for q in queries)) if queries else set()
-    return {i for i in found if _LETTER_RE.search(i) and not _VERSION_TOKEN_RE.match(i)}
+    return {
+        i
+        for i in found
+        if _LETTER_RE.search(i) and not _VERSION_TOKEN_RE.match(i) and not _QUANTITY_RE.match(i)
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,7 +130,10 @@ def assess(
     idents = rule_identifiers(queries)
     if idents and stats is not None:
         if all(stats.df.get(i, 0) == 0 for i in idents):
-            return out("identifier_not_found", "identifier")
+            bar = policy.identifier_missing_min_similarity
+            if best_sim is None or best_sim < bar:
+                return out("identifier_not_found", "identifier", bar)
+            idents = set()
         limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
         idents = {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
     if idents and any(i in r.text.lower() for r in results for i in idents):

@@ -93,8 +93,11 @@ def test_an_identifier_found_nowhere_abstains() -> None:
     near = [ev(0.6, text="FS-1182: autopilot drops out")]  # a look-alike, good similarity
     q = ["What was the root cause of FS-9999?"]
     assert assess(near, q, POL).reason is None  # old rule: similarity answered
-    miss = assess(near, q, POL, _stats(20, fs_9999=0))
+    miss = assess([ev(0.35, text="FS-1182")], q, POL, _stats(20, fs_9999=0))
     assert (miss.reason, miss.signal) == ("identifier_not_found", "identifier")
+    assert miss.threshold == POL.identifier_missing_min_similarity
+    # strong evidence by meaning still answers ("IFIT1" asked, "IFIT-1" written)
+    assert assess(near, q, POL, _stats(20, fs_9999=0)).reason is None
     # one of two identifiers found: the found one decides, the other is ignored
     both = assess(
         [ev(0.1, text="alarm TN-E515")], ["TN-E515 on FS-9999?"], POL, _stats(20, tn_e515=2)
@@ -104,5 +107,7 @@ def test_an_identifier_found_nowhere_abstains() -> None:
 
 def test_versions_and_dates_are_not_identifiers_for_the_rule() -> None:
     assert rule_identifiers(["what changed in v6.1 and 6.x on 2025-09-03 for TN-300"]) == {"tn-300"}
+    # quantities are not identifiers either
+    assert rule_identifiers(["a 100g dose, 5mmol/L, a 10-minute wait, 3-fold, 2.5mg"]) == set()
     # no rule identifier: similarity decides even with statistics
     assert assess([ev(0.6)], ["rudder gain in v6.1"], POL, _stats(20)).signal == "similarity"
