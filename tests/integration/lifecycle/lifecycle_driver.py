@@ -61,6 +61,7 @@ class Driver:
     dead: list[DeadLetter] = field(default_factory=list)
     delivered: int = 0
     restarts: int = 0
+    crashes: int = 0
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("test.lifecycle"))
 
     routes: dict[str, str] = field(default_factory=dict)  # topic -> stage name
@@ -113,6 +114,7 @@ class Driver:
         bodies = [queue.popleft() for _ in range(min(n, len(queue)))]
         name = self.routes[topic]
         if crash:
+            self.crashes += 1
             await self._process(name, topic, bodies, emit=False)
             if name in self.restartable:
                 await self.restart(name)

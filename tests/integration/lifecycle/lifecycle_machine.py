@@ -12,6 +12,7 @@ topics, crashes between effect and commit, stage restarts) is always on.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Callable
@@ -42,6 +43,7 @@ FEATURES: dict[str, str] = {
     "equal_seq_control": "defect 3: ACL change or delete at the current seq",
     "equal_seq_upsert": "defect 3: two different upserts with one seq",
     "redelivered_control": "defect 3: a delete or ACL change delivered again (equal seq)",
+    "poison": "defect 4: an event Postgres cannot store fails its batch neighbours",
     "deleted_gone": "defect 7: a deleted document is gone for every reader",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
@@ -64,6 +66,9 @@ def enabled_features() -> frozenset[str]:
 
 
 SeqHow = str  # "next" | "gap" | "equal" | "older"
+# source events a broker will carry but Postgres cannot store; sent as raw JSON (the
+# contract may reject them: then they are dead letters, which is fine)
+POISONS = ("nul_id", "huge_seq", "nul_title", "nul_metadata")
 REPLAYABLE = (
     Topics.SOURCE_CHANGES.value,
     Topics.DOC_FETCHED.value,
@@ -108,6 +113,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.tokens: set[str] = set()
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
+        self.poisoned: list[tuple[str, str]] = []
         self.world.driver.history.clear()
         self._count("examples")
 
@@ -232,17 +238,42 @@ class LifecycleMachine(RuleBasedStateMachine):
                 continue
             self.world.driver.publish_raw(topic, body)
 
+    def do_poison(self, t: int, kind: str) -> None:
+        """A hostile upsert of a document outside the model: whatever becomes of it, its
+        batch neighbours must not suffer and it must not stay ``accepted``."""
+        self.n += 1
+        doc = f"lt:poison-{self.n}"
+        body: dict[str, Any] = {
+            "event_type": "source.upsert",
+            "event_id": self._event_id(None),
+            "tenant_id": self.tenants[t],
+            "document_id": doc + ("\x00x" if kind == "nul_id" else ""),
+            "source_seq": 2**63 if kind == "huge_seq" else 1,
+            "meta": {
+                "source_type": SOURCE_TYPE,
+                "title": "bad\x00title" if kind == "nul_title" else "poison",
+                "acl_groups": ["g1"],
+                "metadata": {"k": "v\x00v"} if kind == "nul_metadata" else {},
+            },
+            "content_text": "poison pill document",
+        }
+        self.steps.append(f"poison t{t} {doc} {kind}")
+        self.poisoned.append((self.tenants[t], doc))
+        self._count("poison events")
+        self.world.driver.publish_raw(Topics.SOURCE_CHANGES.value, json.dumps(body).encode())
+
     def do_restart(self, stage: str) -> None:
         self.steps.append(f"restart {stage}")
+        self._count("stage restarts")
         self.world.run(self.world.driver.restart(stage))
 
     def settle(self, choose: Chooser = fifo) -> None:
         self.steps.append("settle")
-        before = (self.world.driver.delivered, self.world.driver.restarts)
+        before = (self.world.driver.delivered, self.world.driver.crashes)
         self.world.run(self.world.driver.drain(choose))
         self._count("settles")
         self._count("messages delivered", self.world.driver.delivered - before[0])
-        self._count("stage restarts", self.world.driver.restarts - before[1])
+        self._count("crashes (batch redelivered)", self.world.driver.crashes - before[1])
         self.check()
 
     def check(self) -> None:
@@ -253,6 +284,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             seen = world.run(world.seen(tenant, d))
             where = f"[{tenant} {d}]\n  {log}\n"
             check_document(where, model, seen, self.hashes, deleted_gone=gone)
+        for tenant, d in self.poisoned:
+            status = world.run(world.seen(tenant, d)).status
+            assert status != "accepted", f"[{tenant} {d}] stuck at 'accepted'\n  {log}"
         for tenant in self.tenants:
             for groups in PRINCIPALS:
                 expect: dict[str, str | None] = {}
@@ -291,8 +325,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         reuse: int | None = data.draw(st.none() | st.integers(0, 50), label="reuse event id")
         return reuse
 
-    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS))
-    def upsert(self, data: Any, t: int, d: str) -> None:
+    def _upsert(self, data: Any, t: int, d: str) -> None:
         kinds: list[VersionKind] = ["ok", "ok", "ok", "empty", "oversize", "secret"]
         kind = data.draw(st.sampled_from(kinds), label="kind")
         acl = data.draw(st.sampled_from(ACLS), label="acl")
@@ -310,13 +343,33 @@ class LifecycleMachine(RuleBasedStateMachine):
             self._reuse(data),
         )
 
-    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS))
-    def delete(self, data: Any, t: int, d: str) -> None:
-        self.do_delete(t, d, self._how(data, upsert=False), self._reuse(data))
+    def _change(self, data: Any) -> None:
+        """One source change: mostly upserts, then ACL changes, then deletes."""
+        t = data.draw(st.integers(0, 1), label="tenant")
+        d = data.draw(st.sampled_from(DOCS), label="document")
+        what = data.draw(st.sampled_from(["upsert"] * 3 + ["acl"] * 2 + ["delete"]), label="op")
+        if what == "upsert":
+            self._upsert(data, t, d)
+        elif what == "acl":
+            acl = data.draw(st.sampled_from(ACLS), label="acl")
+            self.do_acl(t, d, self._how(data, upsert=False), acl, self._reuse(data))
+        else:
+            self.do_delete(t, d, self._how(data, upsert=False), self._reuse(data))
 
-    @rule(data=st.data(), t=st.integers(0, 1), d=st.sampled_from(DOCS), acl=st.sampled_from(ACLS))
-    def acl_change(self, data: Any, t: int, d: str, acl: tuple[str, ...]) -> None:
-        self.do_acl(t, d, self._how(data, upsert=False), acl, self._reuse(data))
+    # two rules for changes, so changes outnumber the other steps two to one each
+    @rule(data=st.data())
+    def change(self, data: Any) -> None:
+        self._change(data)
+
+    @rule(data=st.data())
+    def another_change(self, data: Any) -> None:
+        self._change(data)
+
+    @rule(data=st.data())
+    def poison(self, data: Any) -> None:
+        if "poison" in self.features:
+            t = data.draw(st.integers(0, 1), label="tenant")
+            self.do_poison(t, data.draw(st.sampled_from(POISONS), label="poison"))
 
     @rule(i=st.integers(0, 1000))
     def redeliver(self, i: int) -> None:

@@ -90,6 +90,16 @@ def test_redelivered_delete_keeps_its_terminal_status(lifecycle_world: World) ->
     m.settle()
 
 
+@known("poison")
+def test_poison_events_do_not_take_their_batch_neighbours(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "poison")
+    for kind in ("nul_id", "huge_seq", "nul_title", "nul_metadata"):
+        m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # good neighbours, one batch
+        m.do_poison(0, kind)
+        m.do_upsert(1, B, "next", "new", "ok", G12, "new")
+        m.settle()
+
+
 @known("deleted_gone")
 def test_deleted_document_is_gone_for_every_reader(lifecycle_world: World) -> None:
     m = machine(lifecycle_world, "deleted_gone")

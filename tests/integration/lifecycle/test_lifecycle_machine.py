@@ -9,7 +9,7 @@ overtake the slow one); after each settle Postgres, OpenSearch, ``/v1/documents`
 ``/v1/search`` must equal the reference model (``lifecycle_model``) for each principal.
 
 ``make test`` runs a bounded number of examples (``RAGLINE_LIFECYCLE_EXAMPLES``, default
-8, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 10); ``make soak`` runs many more.
+8, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 15); ``make soak`` runs many more.
 Features that exercise a defect whose fix is not on main yet are off here and covered
 by the strict xfails of ``test_lifecycle_known_defects``.
 """
@@ -28,7 +28,7 @@ from lifecycle_world import World
 pytestmark = pytest.mark.integration
 
 EXAMPLES = int(os.environ.get("RAGLINE_LIFECYCLE_EXAMPLES", "8"))
-STEPS = int(os.environ.get("RAGLINE_LIFECYCLE_STEPS", "10"))
+STEPS = int(os.environ.get("RAGLINE_LIFECYCLE_STEPS", "15"))
 # every example costs seconds: shrinking a failure can take many minutes, so it is
 # opt-in (the failure message carries the readable step log either way)
 SHRINK = os.environ.get("RAGLINE_LIFECYCLE_SHRINK", "") not in ("", "0")
