@@ -1,9 +1,11 @@
 """Minimal lifecycle scenarios, one per kind of step the state machine can switch off
-(``lifecycle_machine.FEATURES``), run through the same pipeline, model and checks.
+(``lifecycle_machine.FEATURES``: each exercises one of issue 12's defects), run through
+the same pipeline, model and checks. They were found or confirmed by the machine
+(/work/notes/lifetest-findings.md) and fail on the code before issue 12's fixes.
 
-A scenario whose fix is not on main yet is a strict xfail naming the defect of issue 12;
-when the fix lands it passes, the strict xfail fails, and the feature moves to
-``FIXED`` (which also turns it on in the state machine)."""
+A scenario whose fix is not on main is a strict xfail naming the defect; when the fix
+lands it passes, the strict xfail fails, and the feature moves to ``FIXED`` (which also
+turns it on in the state machine). Today every feature is in ``FIXED``."""
 
 from __future__ import annotations
 

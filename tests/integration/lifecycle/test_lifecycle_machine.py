@@ -10,8 +10,9 @@ overtake the slow one); after each settle Postgres, OpenSearch, ``/v1/documents`
 
 ``make test`` runs a bounded number of examples (``RAGLINE_LIFECYCLE_EXAMPLES``, default
 8, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 15); ``make soak`` runs many more.
-Features that exercise a defect whose fix is not on main yet are off here and covered
-by the strict xfails of ``test_lifecycle_known_defects``.
+Steps that exercise one of issue 12's defects are on once its fix is on main
+(``FIXED``; all of them today); until then a strict xfail scenario in
+``test_lifecycle_known_defects`` covers them. ``RAGLINE_LIFECYCLE_FEATURES`` overrides.
 """
 
 from __future__ import annotations
