@@ -22,7 +22,7 @@ from ragline.errors import BackendUnavailable, PermanentError, TransientError
 from ragline.retrieval.abstain import identifiers
 from ragline.retrieval.dense import DenseHit, dense_search
 from ragline.retrieval.filters import Predicate
-from ragline.retrieval.fusion import FusedHit, rrf
+from ragline.retrieval.fusion import FusedHit, rrf, score_fusion
 from ragline.retrieval.hydrate import ChunkRow, hydrate
 from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
@@ -30,7 +30,14 @@ from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
 from ragline.retrieval.timing import Timings
 
-__all__ = ["Candidate", "SubSearchResult", "rerank_candidates", "resolve_series", "retrieve"]
+__all__ = [
+    "Candidate",
+    "SubSearchResult",
+    "fuse",
+    "rerank_candidates",
+    "resolve_series",
+    "retrieve",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -131,14 +138,7 @@ async def retrieve(
             degraded.append("lexical_unavailable")
             lex_hits = []
         with timings.stage("fusion"):
-            fused = rrf(
-                {
-                    "dense": [h.chunk_id for h in dense_hits],
-                    "lexical": [h.chunk_id for h in lex_hits],
-                },
-                k=settings.rrf_k,
-                weights={"dense": settings.weight_dense, "lexical": settings.weight_lexical},
-            )
+            fused = fuse(dense_hits, lex_hits, settings)
         bm25 = {h.chunk_id: h.score for h in lex_hits}
         with timings.stage("hydrate"):
             rows = await hydrate(
@@ -166,6 +166,26 @@ async def retrieve(
     return SubSearchResult(candidates=out, degraded=degraded)
 
 
+def fuse(
+    dense_hits: Sequence[DenseHit], lex_hits: Sequence[LexicalHit], settings: QuerySettings
+) -> list[FusedHit]:
+    """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores)."""
+    weights = {"dense": settings.weight_dense, "lexical": settings.weight_lexical}
+    if settings.fusion == "score":
+        return score_fusion(
+            {
+                "dense": [(h.chunk_id, h.similarity) for h in dense_hits],
+                "lexical": [(h.chunk_id, h.score) for h in lex_hits],
+            },
+            weights=weights,
+        )
+    return rrf(
+        {"dense": [h.chunk_id for h in dense_hits], "lexical": [h.chunk_id for h in lex_hits]},
+        k=settings.rrf_k,
+        weights=weights,
+    )
+
+
 def _exact_refuse(
     fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: QuerySettings
 ) -> list[FusedHit]:
@@ -178,6 +198,16 @@ def _exact_refuse(
     ]
     if not exact or settings.weight_exact <= 0:
         return fused
+    if settings.fusion == "score":
+        # a verbatim match adds weight_exact, as much as a retriever's best hit would
+        bonus = set(exact)
+        boosted = [
+            FusedHit(key=f.key, score=f.score + settings.weight_exact, ranks=f.ranks)
+            if f.key in bonus
+            else f
+            for f in fused
+        ]
+        return sorted(boosted, key=lambda f: (-f.score, min(f.ranks.values()), f.key))
     rankings: dict[str, list[str]] = {"dense": [], "lexical": [], "exact": exact}
     for name in ("dense", "lexical"):
         ranked = sorted((f for f in fused if name in f.ranks), key=lambda f: f.ranks[name])

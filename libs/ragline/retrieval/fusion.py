@@ -1,16 +1,25 @@
-"""Reciprocal Rank Fusion: ``score(d) = sum_i w_i / (k + rank_i(d))`` with 1-based ranks.
+"""Fusion of the dense and BM25 lists: Reciprocal Rank Fusion or normalised scores.
 
-RRF needs no score calibration between BM25 and cosine similarity, which is why it is
-the default; weights let one retriever count more. Ties break by the best single rank,
-then by id, so the order is deterministic.
+``rrf``: ``score(d) = sum_i w_i / (k + rank_i(d))`` with 1-based ranks. It needs no
+score calibration, but it ignores how far apart the scores are: on a small corpus the
+BM25 list reaches every chunk sharing one word, and a chunk that is in both lists at
+weak ranks (dense 40, BM25 8) outscores one that dense ranks 2nd with almost the top
+cosine but BM25 misses (golden pp-05, docs/evaluation.md "Fusion").
+
+``score_fusion``: each list's scores min-max normalised to [0, 1] over that list, then
+``score(d) = sum_i w_i * norm_i(d)`` (absent = 0). A strong hit of one retriever keeps
+its strength; a weak hit found by both stays weak.
+
+Ties break by the best single rank, then by id, so the order is deterministic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FusedHit", "rrf"]
+__all__ = ["FusedHit", "rrf", "score_fusion"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,6 +27,11 @@ class FusedHit:
     key: str
     score: float
     ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
+
+
+def _ordered(scores: dict[str, float], ranks: dict[str, dict[str, int]]) -> list[FusedHit]:
+    keys = sorted(scores, key=lambda key: (-scores[key], min(ranks[key].values()), key))
+    return [FusedHit(key=key, score=scores[key], ranks=ranks[key]) for key in keys]
 
 
 def rrf(
@@ -40,8 +54,37 @@ def rrf(
             seen.add(key)
             scores[key] = scores.get(key, 0.0) + w / (k + pos)
             ranks.setdefault(key, {})[name] = pos
-    ordered = sorted(
-        scores,
-        key=lambda key: (-scores[key], min(ranks[key].values()), key),
-    )
-    return [FusedHit(key=key, score=scores[key], ranks=ranks[key]) for key in ordered]
+    return _ordered(scores, ranks)
+
+
+def _minmax(values: Sequence[float]) -> list[float]:
+    """[0, 1] over the list; a list of equal scores (or of one) is all 1.0. A non-finite
+    score counts as the list's minimum."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return [1.0] * len(values)
+    lo, hi = min(finite), max(finite)
+    if hi - lo <= 1e-12:
+        return [1.0] * len(values)
+    return [(v - lo) / (hi - lo) if math.isfinite(v) else 0.0 for v in values]
+
+
+def score_fusion(
+    scored: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Fuse ``(id, score)`` lists (best first, higher score = better) by a weighted sum of
+    min-max normalised scores. A duplicate id inside one list keeps its first entry."""
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, items in scored.items():
+        w = 1.0 if weights is None else float(weights.get(name, 1.0))
+        first: dict[str, float] = {}
+        for key, s in items:
+            first.setdefault(key, float(s))
+        normed = _minmax(list(first.values()))
+        for pos, (key, norm) in enumerate(zip(first, normed, strict=True), start=1):
+            scores[key] = scores.get(key, 0.0) + w * norm
+            ranks.setdefault(key, {})[name] = pos
+    return _ordered(scores, ranks)

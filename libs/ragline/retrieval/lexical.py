@@ -23,8 +23,12 @@ from ragline.store.os_index import index_name
 
 __all__ = ["LexicalHit", "LexicalSearcher", "build_query"]
 
-# text carries the evidence; header, title and section path give context words a weight
-_FIELDS = ("text", "contextual_header^0.5", "title^0.5", "section_path^0.5")
+# ONE field: the contextual header (title > section path) and the chunk text, copied
+# together at index time (store/os_index.py). BM25 then sees the header's words and the
+# text's words in one length-normalised bag, as standard BM25 over "title + text" does;
+# a best_fields multi_match over separate fields scored only the best single field and
+# lost 0.03 nDCG@10 on SciFact (docs/evaluation.md "Lexical leg").
+_FIELD = "body"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,9 +54,7 @@ def build_query(
         "_source": ["chunk_id"],
         "query": {
             "bool": {
-                "must": [
-                    {"multi_match": {"query": text, "fields": list(_FIELDS), "type": "best_fields"}}
-                ],
+                "must": [{"match": {_FIELD: {"query": text}}}],
                 "filter": to_opensearch([*scope, *preds]),
             }
         },

@@ -25,6 +25,7 @@ class QuerySettings(BaseSettings):
     RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
             "overfetch",
+            "fusion",
             "rrf_k",
             "weight_dense",
             "weight_lexical",
@@ -104,6 +105,11 @@ class QuerySettings(BaseSettings):
 
     # ---- retrieval
     overfetch: int = Field(default=50, ge=1, le=1000, description="candidates per retriever")
+    fusion: Literal["rrf", "score"] = Field(
+        default="rrf",
+        description="rrf: reciprocal rank fusion; score: weighted sum of min-max normalised "
+        "scores (docs/evaluation.md 'Fusion')",
+    )
     rrf_k: int = Field(default=60, ge=1)
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)

@@ -1,9 +1,13 @@
 """OpenSearch index per tenant: naming, mappings (English analyzer) and creation.
 
 One index per tenant so a hidden tenant never shapes another tenant's BM25 term
-statistics. Only child chunks are indexed (parents are fetched from Postgres for
-expansion); every filter the query side applies before ranking is a keyword/date/bool
-field here, denormalized from the document.
+statistics. BM25 runs over ``body``: the contextual header and the chunk text copied
+into ONE field at index time (the standard "title + text as one field" of BEIR/Anserini;
+searching the fields separately and taking the best one loses the header's words
+whenever the text matched better, see docs/evaluation.md "Lexical leg"). Only child
+chunks are indexed (parents are fetched from Postgres for expansion); every filter the
+query side applies before ranking is a keyword/date/bool field here, denormalized from
+the document.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ragline.errors import PermanentError
 from ragline.store.os_client import os_errors
 
 __all__ = [
+    "COPY_TARGETS",
     "MAPPING_VERSION",
     "alias_targets",
     "chunk_mapping",
@@ -30,11 +35,14 @@ __all__ = [
     "tenant_of_index",
 ]
 
-MAPPING_VERSION = 1
+MAPPING_VERSION = 2  # 2: ``body`` (contextual_header + text); older indexes need a reindex
 _TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")  # fullmatch only
 
 _KEYWORD = {"type": "keyword"}
 _ENGLISH = {"type": "text", "analyzer": "english"}
+# fields filled only by ``copy_to`` (never in the indexed document itself)
+COPY_TARGETS: frozenset[str] = frozenset({"body"})
+_TO_BODY = {"copy_to": ["body"]}
 
 
 def index_name(prefix: str, tenant_id: str) -> str:
@@ -68,8 +76,9 @@ def chunk_mapping() -> dict[str, Any]:
                 "generation": {"type": "integer"},
                 "revision": {"type": "long"},
                 "ordinal": {"type": "integer"},
-                "text": _ENGLISH,
-                "contextual_header": _ENGLISH,
+                "text": {**_ENGLISH, **_TO_BODY},
+                "contextual_header": {**_ENGLISH, **_TO_BODY},
+                "body": _ENGLISH,  # what BM25 searches (lexical.py)
                 "title": {**_ENGLISH, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
                 "section_path": {
                     **_ENGLISH,

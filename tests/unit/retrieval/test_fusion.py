@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragline.retrieval.fusion import rrf
+from ragline.retrieval.fusion import rrf, score_fusion
 
 
 def test_rrf_matches_hand_computed_example() -> None:
@@ -61,3 +61,57 @@ def test_rrf_properties(xs: list[str], ys: list[str]) -> None:
     assert scores == sorted(scores, reverse=True)
     for h in fused:  # the score is exactly the sum of the reciprocal ranks
         assert h.score == pytest.approx(sum(1 / (60 + r) for r in h.ranks.values()))
+
+
+# ---- score fusion (min-max normalised, weighted sum)
+
+
+def test_score_fusion_matches_hand_computed_example() -> None:
+    # dense a .9 b .5 c .1 -> 1, .5, 0 ; lexical c 8 a 4 d 0 -> 1, .5, 0
+    fused = score_fusion(
+        {"dense": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "lexical": [("c", 8), ("a", 4), ("d", 0)]}
+    )
+    got = {h.key: h.score for h in fused}
+    assert got == pytest.approx({"a": 1.5, "c": 1.0, "b": 0.5, "d": 0.0})
+    assert [h.key for h in fused] == ["a", "c", "b", "d"]
+    assert fused[1].ranks == {"dense": 3, "lexical": 1}
+
+
+def test_score_fusion_keeps_a_strong_single_leg_hit_above_weak_agreement() -> None:
+    """golden pp-05: dense ranks the answer 2nd with almost the top cosine, BM25 misses
+    it; RRF buries it under chunks both legs rank weakly, score fusion does not."""
+    dense = [("top", 0.58), ("answer", 0.56)] + [(f"n{i}", 0.2 - i * 0.01) for i in range(10)]
+    lexical = [("top", 3.1)] + [(f"n{i}", 1.1 - i * 0.08) for i in range(10)]
+    by_rank = rrf({"dense": [k for k, _ in dense], "lexical": [k for k, _ in lexical]})
+    by_score = score_fusion({"dense": dense, "lexical": lexical})
+    assert [h.key for h in by_rank].index("answer") >= 10  # the anomaly
+    assert [h.key for h in by_score].index("answer") == 1  # the fix
+
+
+def test_score_fusion_degenerate_lists() -> None:
+    assert score_fusion({"dense": [], "lexical": []}) == []
+    one = score_fusion({"dense": [("a", -3.0)]})  # a single score normalises to 1
+    assert one[0].score == 1.0
+    same = score_fusion({"lexical": [("a", 2.0), ("b", 2.0)]})
+    assert [h.score for h in same] == [1.0, 1.0] and [h.key for h in same] == ["a", "b"]
+    bad = score_fusion({"dense": [("a", float("nan")), ("b", 0.5), ("c", 0.1)]})
+    assert {h.key: h.score for h in bad}["a"] == 0.0  # non-finite counts as the minimum
+    dup = score_fusion({"dense": [("a", 0.9), ("b", 0.1), ("a", 0.05)]})
+    assert dup[0].key == "a" and dup[0].score == 1.0  # first entry wins
+
+
+_scored = st.lists(
+    st.tuples(st.sampled_from("abcdefgh"), st.floats(-1e6, 1e6, allow_nan=False)), max_size=12
+)
+
+
+@given(_scored, _scored, st.floats(0, 5), st.floats(0, 5))
+def test_score_fusion_properties(
+    dense: list[tuple[str, float]], lexical: list[tuple[str, float]], wd: float, wl: float
+) -> None:
+    fused = score_fusion({"dense": dense, "lexical": lexical}, weights={"dense": wd, "lexical": wl})
+    keys = [h.key for h in fused]
+    assert sorted(keys) == sorted({k for k, _ in dense} | {k for k, _ in lexical})
+    scores = [h.score for h in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= wd + wl + 1e-9 for s in scores)
