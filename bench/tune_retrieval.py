@@ -1,26 +1,45 @@
-"""Retrieval tuning against ONE kept private stack (issue 20).
-
-``serve`` starts a private platform, ingests SciFact train and the golden set once, writes
-how to reach it to ``bench/out/tune/stack.json`` and keeps it up until interrupted.
-The other steps run against that stack: query-time variants only, no re-ingest.
+"""Retrieval tuning for issue 20, every step recorded (a table on stdout + JSON).
 
     .venv/bin/python bench/tune_retrieval.py serve
+        start a private platform, ingest the golden sets and SciFact train ONCE, write how
+        to reach it to bench/out/tune/stack.json, keep it up until interrupted; the other
+        steps run query-time variants against it (no re-ingest)
+    .venv/bin/python bench/tune_retrieval.py lexical [--os-url URL]
+        reference BM25 (bm25s, Lucene formula k1=1.2 b=0.75, Snowball English stemmer,
+        title + text) on SciFact train at document level, then our lexical leg step by
+        step: chunk vs document statistics, fields, the OpenSearch-API server's scoring
+        -> bench/out/tune/lexical.json
+    .venv/bin/python bench/tune_retrieval.py collect --query-url URL --name NAME
+        hybrid top-10 of every golden case and SciFact train query from a query service
+        started with abstention off -> the abstention features, bench/out/tune/NAME.json
+    .venv/bin/python bench/tune_retrieval.py abstain-fit NAME.json
+        fit the abstention model on the fixed train split, report it on the held-out split
+        -> bench/out/tune/abstain.json (paste ``FITTED`` into retrieval/abstain_model.py)
+
+Needs the ``eval`` extra (bm25s, PyStemmer) for ``lexical``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import hashlib
 import json
+import math
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
-GOLDEN = ROOT / "tests" / "golden"
-OUT = ROOT / "bench" / "out" / "tune"
+from _paths import OUT as BENCH_OUT
+from _paths import REPO, SCIFACT
+
+OUT = BENCH_OUT / "tune"
+GOLDEN_SETS = (REPO / "tests" / "golden", REPO / "tests" / "golden_marine")
 QUERY_ENV = {
     "RAGLINE_QUERY_MAX_TOP_K": "100",
     "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
@@ -29,13 +48,34 @@ QUERY_ENV = {
 }
 
 
+def _write(name: str, data: Any) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / name
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def _table(rows: Sequence[tuple[str, float | None, str]], head: str) -> str:
+    lines = [f"| step | {head} | what it isolates |", "|---|---|---|"]
+    lines += [f"| {s} | {'n/a' if v is None else f'{v:.4f}'} | {why} |" for s, v, why in rows]
+    return "\n".join(lines)
+
+
+def in_train(key: str) -> bool:
+    """The fixed split: half of the cases by a hash of their id (never by their content)."""
+    return hashlib.sha256(key.encode()).digest()[0] % 2 == 0
+
+
+# ---------------------------------------------------------------- serve
+
+
 async def _serve(args: argparse.Namespace) -> int:
     from ragline.evaluation.datasets import load_beir
     from ragline.evaluation.golden import load_golden
     from ragline.evaluation.ingest import ingest_dataset
     from ragline.evaluation.platform import private_platform
 
-    datasets = [load_golden(GOLDEN)]
+    datasets = [load_golden(p) for p in GOLDEN_SETS if (p / "manifest.yaml").is_file()]
     if not args.golden_only:
         datasets.append(load_beir(SCIFACT, split="train", tenant="scifact", groups=("eval",)))
     stop = asyncio.Event()
@@ -45,25 +85,465 @@ async def _serve(args: argparse.Namespace) -> int:
     async with private_platform(query_env=QUERY_ENV, keep_dir=True) as plat:
         for ds in datasets:
             res = await ingest_dataset(
-                ds,
-                plat.settings,
-                timeout_s=7200,
-                poll_interval_s=2.0,
-                progress=False,
-                drain=("indexer",),
+                ds, plat.settings, timeout_s=7200, poll_interval_s=2.0, progress=False
             )
             print(f"ingested {ds.name}: {res.as_dict()}", flush=True)
         state = {
             "env": {k: v for k, v in os.environ.items() if k.startswith("RAGLINE_")},
             "query_url": plat.query_url,
-            "jwt_secret": plat.jwt_secret,
             "log_dir": str(plat.log_dir),
             "pid": os.getpid(),
         }
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "stack.json").write_text(json.dumps(state, indent=2))
-        print(f"stack ready: {OUT / 'stack.json'}", flush=True)
+        print(f"stack ready: {_write('stack.json', state)}", flush=True)
         await stop.wait()
+    return 0
+
+
+# ---------------------------------------------------------------- lexical
+
+
+def _scifact() -> tuple[list[dict[str, Any]], dict[str, str], dict[str, dict[str, int]]]:
+    from ragline.evaluation.datasets import read_qrels
+
+    corpus = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open()]
+    queries = {}
+    for line in (SCIFACT / "queries.jsonl").open():
+        row = json.loads(line)
+        queries[str(row["_id"])] = str(row["text"])
+    qrels = read_qrels(SCIFACT / "qrels" / "train.tsv")
+    judged = {q: {f"scifact:{d}": s for d, s in r.items() if s > 0} for q, r in qrels.items()}
+    return corpus, {q: t for q, t in queries.items() if judged.get(q)}, judged
+
+
+def ndcg10(ranked: Sequence[str], rel: dict[str, int]) -> float:
+    """Document-level nDCG@10 (the first occurrence of a document counts)."""
+    seen: list[str] = []
+    for d in ranked:
+        if d not in seen:
+            seen.append(d)
+    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(seen[:10]))
+    ideal = sorted(rel.values(), reverse=True)[:10]
+    return dcg / sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+
+
+def _bm25s(
+    texts: list[str],
+    keys: list[str],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    *,
+    tf: Callable[[float], float] | None = None,
+    avgdl: float | None = None,
+) -> float:
+    """Mean nDCG@10 of Lucene BM25 (k1=1.2, b=0.75) over ``texts``. With ``tf`` or
+    ``avgdl`` given, a plain re-implementation with that term-frequency function or
+    average length instead (to reproduce what a non-Lucene server does)."""
+    import bm25s
+    import Stemmer
+
+    stem = Stemmer.Stemmer("english")
+    qids = list(queries)
+    qtexts = [queries[q] for q in qids]
+    if tf is None and avgdl is None:
+        tok = bm25s.tokenize(texts, stopwords="en", stemmer=stem, show_progress=False)
+        model = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+        model.index(tok, show_progress=False)
+        qtok = bm25s.tokenize(qtexts, stopwords="en", stemmer=stem, show_progress=False)
+        res, _ = model.retrieve(qtok, k=min(300, len(texts)), show_progress=False)
+        return sum(ndcg10([keys[j] for j in res[i]], qrels[q]) for i, q in enumerate(qids)) / len(
+            qids
+        )
+    docs = bm25s.tokenize(
+        texts, stopwords="en", stemmer=stem, show_progress=False, return_ids=False
+    )
+    qs = bm25s.tokenize(qtexts, stopwords="en", stemmer=stem, show_progress=False, return_ids=False)
+    postings: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for i, d in enumerate(docs):
+        for term, f in collections.Counter(d).items():
+            postings[term].append((i, f))
+    lengths = [len(d) for d in docs]
+    avg = avgdl if avgdl is not None else sum(lengths) / len(lengths)
+    tf = tf or (lambda f: f)
+    n_docs, total = len(docs), 0.0
+    for qi, q in enumerate(qids):
+        scores: dict[int, float] = collections.defaultdict(float)
+        for term in set(qs[qi]):
+            plist = postings.get(term, [])
+            idf = math.log(1 + (n_docs - len(plist) + 0.5) / (len(plist) + 0.5))
+            for i, f in plist:
+                t = tf(f)
+                scores[i] += idf * t / (t + 1.2 * (0.25 + 0.75 * lengths[i] / avg))
+        top = sorted(scores, key=lambda i: -scores[i])[:300]
+        total += ndcg10([keys[i] for i in top], qrels[q])
+    return total / len(qids)
+
+
+def _chunks() -> list[dict[str, Any]]:
+    """SciFact as the pipeline chunks it (chunker + enricher, as bench/chunk_bench.py)."""
+    cache = OUT / "scifact_chunks.json"
+    if cache.is_file():
+        return list(json.loads(cache.read_text()))
+    from chunk_bench import scifact
+
+    from ragline.chunking import Chunker, ChunkerSettings, load_token_counter
+    from ragline.chunking.stage import chunk_event
+    from ragline.enrichment import Enricher, EnricherSettings
+    from ragline.enrichment.stage import enrich_event
+    from ragline.events import ChunkLevel
+
+    conf = ChunkerSettings()
+    counter = load_token_counter(conf.tokenizer_path)
+    chunker = Chunker(conf, counter)
+    enricher = Enricher(
+        counter, header_budget=conf.header_budget_tokens, settings=EnricherSettings()
+    )
+    out: list[dict[str, Any]] = []
+    for event, _ in scifact(SCIFACT / "corpus.jsonl", None):
+        enriched = enrich_event(chunk_event(event, chunker), enricher)
+        for c in enriched.chunks:
+            if c.level is ChunkLevel.CHILD:
+                out.append(
+                    {
+                        "chunk_id": c.chunk_id,
+                        "tenant_id": "scifact",
+                        "document_id": event.document_id,
+                        "text": c.text,
+                        "contextual_header": c.enrichment.contextual_header
+                        if c.enrichment
+                        else None,
+                        "title": event.meta.title,
+                        "section_path": " / ".join(c.section_path),
+                    }
+                )
+    _write(cache.name, out)
+    return out
+
+
+def _os_run(
+    url: str,
+    index: str,
+    clause: Callable[[str], dict[str, Any]],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+) -> float:
+    import httpx
+
+    async def go() -> float:
+        sem = asyncio.Semaphore(4)
+        async with httpx.AsyncClient(timeout=120) as c:
+
+            async def one(q: str) -> float:
+                body = {"size": 100, "_source": ["document_id"], "query": clause(queries[q])}
+                async with sem:
+                    resp = (await c.post(f"{url}/{index}/_search", json=body)).json()
+                hits = [h["_source"]["document_id"] for h in resp["hits"]["hits"]]
+                return ndcg10(hits, qrels[q])
+
+            vals = await asyncio.gather(*(one(q) for q in queries))
+        return sum(vals) / len(vals)
+
+    return asyncio.run(go())
+
+
+def _os_index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str, Any]]) -> None:
+    import httpx
+
+    httpx.delete(f"{url}/{index}")
+    httpx.put(f"{url}/{index}", json=mapping).raise_for_status()
+    for i in range(0, len(docs), 2000):
+        lines: list[str] = []
+        for d in docs[i : i + 2000]:
+            lines.append(json.dumps({"index": {"_index": index, "_id": d["chunk_id"]}}))
+            lines.append(json.dumps(d))
+        r = httpx.post(
+            f"{url}/_bulk",
+            content="\n".join(lines) + "\n",
+            headers={"content-type": "application/x-ndjson"},
+            timeout=600,
+        )
+        if r.json().get("errors"):
+            raise RuntimeError(f"bulk errors: {r.text[:300]}")
+    httpx.post(f"{url}/{index}/_refresh", timeout=600)
+
+
+def _lexical(args: argparse.Namespace) -> int:
+    from ragline.auth.principal import Principal
+    from ragline.retrieval.lexical import build_query
+    from ragline.store.os_index import chunk_mapping
+
+    corpus, queries, qrels = _scifact()
+    if args.limit:
+        queries = dict(list(queries.items())[: args.limit])
+    rows: list[tuple[str, float | None, str]] = []
+
+    def step(name: str, value: float | None, why: str) -> None:
+        rows.append((name, value, why))
+        print(f"{name}: {'n/a' if value is None else f'{value:.4f}'}", flush=True)
+
+    doc_keys = [f"scifact:{c['_id']}" for c in corpus]
+    doc_texts = [f"{c['title']} {c['text']}" for c in corpus]
+    step(
+        "reference: bm25s Lucene BM25, document = title + text",
+        _bm25s(doc_texts, doc_keys, queries, qrels),
+        "the target",
+    )
+    chunks = _chunks()
+    ckeys = [c["document_id"] for c in chunks]
+    step(
+        "bm25s over our chunks, header + text",
+        _bm25s(
+            [f"{c['contextual_header'] or ''} {c['text']}" for c in chunks], ckeys, queries, qrels
+        ),
+        "chunk vs document statistics (best chunk per document)",
+    )
+    step(
+        "bm25s over our chunks, text only",
+        _bm25s([c["text"] for c in chunks], ckeys, queries, qrels),
+        "what the header's words add",
+    )
+    step(
+        "document BM25, sqrt(tf)",
+        _bm25s(doc_texts, doc_keys, queries, qrels, tf=math.sqrt),
+        "the server's term-frequency function (bleve: sqrt)",
+    )
+    step(
+        "document BM25, sqrt(tf), avgdl 8",
+        _bm25s(doc_texts, doc_keys, queries, qrels, tf=math.sqrt, avgdl=8.0),
+        "the server's average length (not the mean field length)",
+    )
+
+    server = None
+    url = args.os_url
+    if url is None:
+        from osmem_server import OsmemServer
+
+        server = OsmemServer.start(japanese=False)
+        url = server.url
+    try:
+        principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
+        docs = [{**c, "acl_groups": ["eval"]} for c in chunks]
+        whole = [
+            {
+                "chunk_id": k,
+                "document_id": k,
+                "tenant_id": "scifact",
+                "acl_groups": ["eval"],
+                "text": t,
+            }
+            for k, t in zip(doc_keys, doc_texts, strict=True)
+        ]
+        _os_index(url, "tune-docs", chunk_mapping(), whole)
+        step(
+            "server: documents, title + text in one field",
+            _os_run(url, "tune-docs", lambda t: {"match": {"text": t}}, queries, qrels),
+            "the server's BM25 on the reference's documents",
+        )
+        _os_index(url, "tune-chunks", chunk_mapping(), docs)
+        old = ["text", "contextual_header^0.5", "title^0.5", "section_path^0.5"]
+        step(
+            "server: chunks, old query (best_fields text, header/title/section ^0.5)",
+            _os_run(
+                url,
+                "tune-chunks",
+                lambda t: {"multi_match": {"query": t, "fields": old, "type": "best_fields"}},
+                queries,
+                qrels,
+            ),
+            "before: the best single field counts",
+        )
+        step(
+            "server: chunks, text only",
+            _os_run(url, "tune-chunks", lambda t: {"match": {"text": t}}, queries, qrels),
+            "",
+        )
+        step(
+            "server: chunks, most_fields text + title^0.5",
+            _os_run(
+                url,
+                "tune-chunks",
+                lambda t: {
+                    "multi_match": {
+                        "query": t,
+                        "fields": ["text", "title^0.5"],
+                        "type": "most_fields",
+                    }
+                },
+                queries,
+                qrels,
+            ),
+            "fields summed instead of the best one",
+        )
+        step(
+            "server: chunks, body = header + text (production query)",
+            _os_run(
+                url,
+                "tune-chunks",
+                lambda t: build_query(principal, t, [], limit=100)["query"],
+                queries,
+                qrels,
+            ),
+            "after: lexical.build_query on the v2 mapping",
+        )
+    finally:
+        if server is not None:
+            server.close()
+    print(_table(rows, "nDCG@10 (SciFact train, document level)"))
+    path = _write("lexical.json", [{"step": s, "ndcg@10": v, "isolates": w} for s, v, w in rows])
+    print(f"written {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- abstention
+
+
+class _Hit:
+    """A response hit as ``abstain_model.Signals``."""
+
+    def __init__(self, scores: Any) -> None:
+        get = scores.get if isinstance(scores, dict) else lambda k: getattr(scores, k, None)
+        self.similarity = get("dense_score")
+        self.bm25_score = get("bm25_score")
+        self.dense_rank = get("dense_rank")
+        self.bm25_rank = get("bm25_rank")
+
+
+async def _collect(args: argparse.Namespace) -> int:
+    from pydantic import SecretStr
+
+    from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.datasets import load_beir
+    from ragline.evaluation.golden import load_golden
+    from ragline.evaluation.settings import EvalSettings
+    from ragline.retrieval.abstain_model import features
+
+    sets = [load_golden(p) for p in GOLDEN_SETS if (p / "manifest.yaml").is_file()]
+    sets.append(load_beir(SCIFACT, split="train", tenant="scifact", groups=("eval",)))
+    es = EvalSettings(
+        query_url=args.query_url,
+        jwt_secret=SecretStr(os.environ["RAGLINE_QUERY_JWT_SECRET"]),
+        concurrency=4,
+    )
+    rows: list[dict[str, Any]] = []
+    sem = asyncio.Semaphore(4)
+    async with QueryClient(es) as client:
+        for ds in sets:
+
+            async def one(case: Any, ds_name: str = ds.name) -> dict[str, Any]:
+                async with sem:
+                    resp, _ = await client.search(
+                        case.principal, case.question, mode="hybrid", rerank=False, top_k=10
+                    )
+                x = features([_Hit(h.scores) for h in resp.results])
+                return {
+                    "dataset": ds_name,
+                    "case_id": case.case_id,
+                    "category": case.category,
+                    "expect_abstain": case.expect_abstain,
+                    "no_results": not resp.results,
+                    "signal": resp.evidence.signal if resp.evidence else None,
+                    "features": x,
+                }
+
+            rows += await asyncio.gather(*(one(c) for c in ds.cases))
+            print(f"collected {ds.name}: {len(ds.cases)} cases", flush=True)
+    print(f"written {_write(args.name + '.json', rows)}")
+    return 0
+
+
+def _fit_logistic(
+    xs: list[list[float]], ys: list[int], sample_w: list[float], l2: float = 1.0
+) -> tuple[list[float], float]:
+    """L2-regularised logistic regression by Newton steps (numpy, no extra dependency)."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    sw = np.asarray(sample_w, dtype=float)
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    beta = np.zeros(xb.shape[1])
+    reg = np.full(xb.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ beta, -60, 60)))
+        grad = xb.T @ (sw * (p - y)) + reg * beta
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg)
+        beta = beta - np.linalg.solve(hess, grad)
+    return [float(b) for b in beta[:-1]], float(beta[-1])
+
+
+def _abstain_fit(args: argparse.Namespace) -> int:
+    from ragline.retrieval.abstain_model import FEATURES, AbstainModel
+
+    rows = [r for r in json.loads(Path(args.data).read_text()) if r["expect_abstain"] is not None]
+    usable = [r for r in rows if r["features"] is not None and not r["no_results"]]
+    usable = [r for r in usable if r["signal"] not in ("identifier", "rerank")]
+    train = [r for r in usable if in_train(r["case_id"])]
+    held = [r for r in usable if not in_train(r["case_id"])]
+    cols = list(FEATURES)
+    mean = [sum(r["features"][f] for r in train) / len(train) for f in cols]
+    scale = [
+        max(1e-6, math.sqrt(sum((r["features"][f] - m) ** 2 for r in train) / len(train)))
+        for f, m in zip(cols, mean, strict=True)
+    ]
+
+    def z(r: dict[str, Any]) -> list[float]:
+        return [(r["features"][f] - m) / s for f, m, s in zip(cols, mean, scale, strict=True)]
+
+    # the golden set decides abstention; SciFact only says "these are answerable": weight
+    # each dataset so it counts as much as the golden set in total
+    golden_n = sum(1 for r in train if not r["dataset"].startswith("beir"))
+    beir_n = max(1, len(train) - golden_n)
+    sw = [1.0 if not r["dataset"].startswith("beir") else golden_n / beir_n for r in train]
+    weights, bias = _fit_logistic(
+        [z(r) for r in train], [int(r["expect_abstain"]) for r in train], sw, args.l2
+    )
+    model = AbstainModel(
+        mean=tuple(mean), scale=tuple(scale), weights=tuple(weights), bias=bias, threshold=0.5
+    )
+    # threshold: never abstain on an answerable SciFact train query (margin on top)
+    beir_p = [model.probability(r["features"]) for r in train if r["dataset"].startswith("beir")]
+    threshold = min(0.99, max(0.5, max(beir_p, default=0.0) + args.margin))
+    model = AbstainModel(
+        mean=tuple(mean), scale=tuple(scale), weights=tuple(weights), bias=bias, threshold=threshold
+    )
+
+    def report(part: list[dict[str, Any]], ds_prefix: str) -> dict[str, Any]:
+        sel = [r for r in part if r["dataset"].startswith(ds_prefix)]
+        tp = sum(1 for r in sel if r["expect_abstain"] and model.abstains(r["features"]))
+        fp = sum(1 for r in sel if not r["expect_abstain"] and model.abstains(r["features"]))
+        fn = sum(1 for r in sel if r["expect_abstain"] and not model.abstains(r["features"]))
+        return {
+            "cases": len(sel),
+            "abstain_expected": sum(1 for r in sel if r["expect_abstain"]),
+            "precision": tp / (tp + fp) if tp + fp else None,
+            "recall": tp / (tp + fn) if tp + fn else None,
+            "false_abstentions": fp,
+            "missed": [
+                r["case_id"]
+                for r in sel
+                if r["expect_abstain"] and not model.abstains(r["features"])
+            ],
+            "wrongly_abstained": [
+                r["case_id"]
+                for r in sel
+                if not r["expect_abstain"] and model.abstains(r["features"])
+            ],
+        }
+
+    out = {
+        "features": cols,
+        "model": {
+            "mean": mean,
+            "scale": scale,
+            "weights": weights,
+            "bias": bias,
+            "threshold": threshold,
+        },
+        "train": {p: report(train, p) for p in ("golden", "beir")},
+        "held_out": {p: report(held, p) for p in ("golden", "beir")},
+    }
+    print(json.dumps(out, indent=2))
+    print(f"written {_write('abstain.json', out)}")
     return 0
 
 
@@ -74,10 +554,28 @@ def main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="start + ingest once, keep the stack up")
     s.add_argument("--golden-only", action="store_true")
+    lx = sub.add_parser("lexical", help="reference BM25 and our lexical leg, step by step")
+    lx.add_argument("--os-url", help="a real OpenSearch (default: start the local osmem server)")
+    lx.add_argument("--limit", type=int, help="only the first N queries")
+    c = sub.add_parser("collect", help="abstention features from a running query service")
+    c.add_argument("--query-url", required=True)
+    c.add_argument("--name", default="abstain_features")
+    f = sub.add_parser("abstain-fit", help="fit + report the abstention model")
+    f.add_argument("data", help="a collect output (bench/out/tune/NAME.json)")
+    f.add_argument("--l2", type=float, default=1.0)
+    f.add_argument("--margin", type=float, default=0.05)
     args = p.parse_args(argv)
+    t0 = time.perf_counter()
     if args.cmd == "serve":
-        return asyncio.run(_serve(args))
-    return 2
+        rc = asyncio.run(_serve(args))
+    elif args.cmd == "lexical":
+        rc = _lexical(args)
+    elif args.cmd == "collect":
+        rc = asyncio.run(_collect(args))
+    else:
+        rc = _abstain_fit(args)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return rc
 
 
 if __name__ == "__main__":

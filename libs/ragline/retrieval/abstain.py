@@ -22,6 +22,12 @@ corpus (``IdentifierStats``: in how many of the documents the caller can see it 
 Without statistics (the lookup failed) the rule falls back to "appears in a result".
 Version mentions (``v6.1``, ``6.x``), tokens without a letter (dates) and quantities
 (``100g``, ``5mmol``, ``10-minute``) are not identifiers for this rule.
+
+With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=combined``)
+a hybrid search is decided by ``abstain_model``: dense similarity, the per-query
+normalised BM25 score, the agreement of the two legs and the score gaps together,
+instead of the similarity threshold alone. Dense-only and lexical-only searches keep the
+single-signal rules.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from ragline.retrieval.abstain_model import AbstainModel, features
 
 __all__ = [
     "AbstainPolicy",
@@ -45,7 +53,7 @@ __all__ = [
 
 # which rule decided: a caller replaying the rule at another threshold (the evaluation
 # harness's sweep) may only move the decisions the similarity threshold made
-Signal = Literal["no_results", "identifier", "rerank", "similarity", "none"]
+Signal = Literal["no_results", "identifier", "rerank", "similarity", "model", "none"]
 
 # tokens with a digit and a letter or a separator (ERR-4711, KB00123, 0x1F, v2-api)
 _IDENT_RE = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z_-])[\w][\w.-]{2,}\b")
@@ -62,6 +70,7 @@ class AbstainPolicy:
     identifier_max_df_ratio: float = 0.1
     # no identifier of the query occurs anywhere: answer only above this similarity
     identifier_missing_min_similarity: float = 0.40
+    model: AbstainModel | None = None  # several signals (abstain_model.py); None: similarity
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +86,10 @@ class Evidence:
     text: str
     similarity: float | None
     rerank: float | None
+    # what the fusion saw (abstain_model.Signals); None when that leg did not find it
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    bm25_rank: int | None = None
 
 
 def identifiers(query: str) -> set[str]:
@@ -143,6 +156,13 @@ def assess(
         return out("below_rerank_threshold" if low else None, "rerank", policy.min_rerank)
     if best_sim is None:
         return out(None, "none")  # lexical-only search: no calibrated signal, BM25 matched
+    hybrid = any(r.bm25_rank is not None for r in results) and any(
+        r.dense_rank is not None for r in results
+    )
+    x = features(results) if policy.model is not None and hybrid else None
+    if policy.model is not None and x is not None:
+        low = policy.model.abstains(x)
+        return out("low_evidence" if low else None, "model", policy.model.threshold)
     low = best_sim < policy.min_similarity
     return out("below_similarity_threshold" if low else None, "similarity", policy.min_similarity)
 

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
 from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess, rule_identifiers
+from ragline.retrieval.abstain_model import FITTED
 from ragline.retrieval.api_models import (
     AbstainEvidence,
     Citation,
@@ -130,7 +131,9 @@ class SearchService:
         self._versions = KnownVersions(backends.pool)
         self._ident_df = IdentifierFrequency(backends.pool)
         self._policy = AbstainPolicy(
-            min_similarity=settings.abstain_min_similarity, min_rerank=settings.abstain_min_rerank
+            min_similarity=settings.abstain_min_similarity,
+            min_rerank=settings.abstain_min_rerank,
+            model=FITTED if settings.abstain_model == "combined" else None,
         )
 
     def _validate(self, req: SearchRequest) -> None:
@@ -201,7 +204,14 @@ class SearchService:
             stats = await self._ident_df.get(principal, idents) if idents and final else None
             assessment = assess(
                 [
-                    Evidence(text=c.row.text, similarity=c.row.similarity, rerank=c.rerank)
+                    Evidence(
+                        text=c.row.text,
+                        similarity=c.row.similarity,
+                        rerank=c.rerank,
+                        bm25_score=c.bm25_score,
+                        dense_rank=c.dense_rank,
+                        bm25_rank=c.bm25_rank,
+                    )
                     for c in final
                 ],
                 req.query_texts,

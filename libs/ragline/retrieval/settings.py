@@ -37,6 +37,7 @@ class QuerySettings(BaseSettings):
             "default_max_per_document",
             "embedding_model_path",
             "abstain_min_similarity",
+            "abstain_model",
             "abstain_min_rerank",
             "rerank_model_path",
             "rerank_top_n",
@@ -134,6 +135,11 @@ class QuerySettings(BaseSettings):
         default=0.325,
         description="best dense cosine similarity below this -> abstain (tuned on the golden "
         "set and SciFact, docs/evaluation.md 'Abstention sweep')",
+    )
+    abstain_model: Literal["similarity", "combined"] = Field(
+        default="similarity",
+        description="combined: hybrid searches abstain by the fitted multi-signal model "
+        "(retrieval/abstain_model.py); similarity: the abstain_min_similarity threshold only",
     )
     abstain_min_rerank: float | None = Field(
         default=None, description="best rerank score below this -> abstain (model-specific)"
