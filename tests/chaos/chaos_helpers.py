@@ -22,21 +22,13 @@ from ragline.evaluation.datasets import beir_document_text
 from ragline.events import DocumentMeta, SourceUpsert
 from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import ServiceProcess, free_port
+from ragline.runtime.topology import TOPOLOGY
 from ragline.store.os_index import index_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # every service that consumes a topic (the query service is stateless HTTP)
-CONSUMERS = (
-    "connector",
-    "parser",
-    "scanner",
-    "chunker",
-    "enricher",
-    "embedder",
-    "indexer",
-    "cache_invalidator",
-)
+CONSUMERS = tuple(svc.name for svc in TOPOLOGY)
 
 
 def scifact_corpus() -> Path | None:
