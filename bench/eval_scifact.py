@@ -41,6 +41,8 @@ QUERY_ENV = {
 # one knob at a time, from the defaults (RAGLINE_QUERY_* of the query service)
 TUNING_STEPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("no abstention", {"RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1"}),
+    ("fusion rrf", {"RAGLINE_QUERY_FUSION": "rrf"}),
+    ("abstain model combined", {"RAGLINE_QUERY_ABSTAIN_MODEL": "combined"}),
     ("rrf_k 20", {"RAGLINE_QUERY_RRF_K": "20"}),
     ("rrf_k 120", {"RAGLINE_QUERY_RRF_K": "120"}),
     ("dense weight 1.5", {"RAGLINE_QUERY_WEIGHT_DENSE": "1.5"}),

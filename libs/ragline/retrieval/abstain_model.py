@@ -16,7 +16,8 @@ The model weighs, over the first ``WINDOW`` fused results:
 reaches ``threshold``. Coefficients, scaling and threshold are fitted by
 ``bench/tune_retrieval.py abstain-fit`` on a fixed train split (half of the golden set
 by case-id hash, half of SciFact train) and reported on the other half; the fitted
-numbers are pasted into ``FITTED`` below (docs/evaluation.md "Abstention").
+numbers are pasted into ``FITTED`` below (docs/evaluation.md "Abstention from several
+signals").
 """
 
 from __future__ import annotations
@@ -111,11 +112,15 @@ class AbstainModel:
         return self.probability(x) >= self.threshold
 
 
-# fitted by bench/tune_retrieval.py abstain-fit (see the module docstring)
+# fitted by ``bench/tune_retrieval.py abstain-fit --l2 1`` (bench/out/tune/abstain.json): the
+# golden set (tests/golden) and SciFact train, hybrid with score fusion; the threshold is
+# the highest probability of an answerable SciFact train query plus a 0.05 margin.
+# Measured (docs/evaluation.md "Abstention"): it does NOT beat the single similarity
+# threshold under "no answerable SciFact query abstains", so it is off by default.
 FITTED = AbstainModel(
-    mean=(0.5, 0.05, 1.5, 0.3, 0.5),
-    scale=(0.1, 0.05, 0.5, 0.2, 0.5),
-    weights=(-2.0, 0.0, 0.0, 0.0, 0.0),
-    bias=-2.0,
-    threshold=0.5,
+    mean=(0.6302, 0.0438, 1.5656, 0.3532, 0.7297),
+    scale=(0.1265, 0.0540, 0.4370, 0.2064, 0.4441),
+    weights=(-1.8284, -0.3168, -0.7335, 0.6623, 0.0556),
+    bias=-3.8846,
+    threshold=0.7113,
 )

@@ -107,7 +107,7 @@ class QuerySettings(BaseSettings):
     # ---- retrieval
     overfetch: int = Field(default=50, ge=1, le=1000, description="candidates per retriever")
     fusion: Literal["rrf", "score"] = Field(
-        default="rrf",
+        default="score",
         description="rrf: reciprocal rank fusion; score: weighted sum of min-max normalised "
         "scores (docs/evaluation.md 'Fusion')",
     )
