@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+import psycopg
 from opensearchpy import AsyncOpenSearch
 from psycopg_pool import AsyncConnectionPool
 
@@ -24,6 +25,7 @@ from ragline.errors import (
     PermanentError,
     QuarantineError,
     RaglineError,
+    TransientError,
 )
 from ragline.events import DocControl, DocEmbedded, DocQuarantined, Topics
 from ragline.indexing.metrics import OS_SYNC_FAILURES, OS_SYNC_SECONDS
@@ -54,13 +56,23 @@ def _source_at(ctx: StageContext, event: Indexable) -> datetime:
 
 
 def _terminal(event: Indexable, exc: Exception) -> Exception:
-    """A version the stores refuse for good is quarantined, so its status ends as
-    'quarantined' with a reason instead of 'accepted' forever (the runtime publishes
-    doc.quarantined for a QuarantineError, which this stage then records)."""
+    """A version the stores refuse for good (its data: SQLSTATE class 22, or a contract
+    mismatch) is quarantined, so its status ends as 'quarantined' with a reason instead of
+    'accepted' forever (the runtime publishes doc.quarantined for a QuarantineError, which
+    this stage then records). A schema error (class 42: a migration not applied) is the
+    platform's fault, not the document's: retried (then dead-lettered, replayable)."""
+    sqlstate = str(getattr(exc.__cause__, "sqlstate", "") or "")
+    if isinstance(exc, PermanentError) and sqlstate.startswith("42"):
+        return TransientError(f"schema not as expected (migrate?): {exc}")
     if (
         isinstance(event, DocEmbedded)
         and isinstance(exc, PermanentError)
         and not isinstance(exc, QuarantineError)
+        and (
+            isinstance(exc, ContractError)
+            or isinstance(exc.__cause__, psycopg.DataError)
+            or sqlstate.startswith("22")
+        )
     ):
         kind = "contract" if isinstance(exc, ContractError) else "store"
         q = QuarantineError(

@@ -15,7 +15,7 @@ from indexing_helpers import indexed, os_hits, visible_chunks
 
 from ragline.auth.principal import Principal
 from ragline.connector.state import StateStore
-from ragline.errors import QuarantineError
+from ragline.errors import QuarantineError, TransientError
 from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta
 from ragline.indexing.samples import acl_event, embedded_event
 from ragline.ops.seq_reset import reset_seq
@@ -381,3 +381,14 @@ async def test_d5_reset_seq_command(apply, admin, tenant):
     assert await cur.fetchone() == (7, 7)
     missing = ("--tenant", tenant, "--document", "wiki:none", "--to", "1", "--reason", "x")
     assert _reset_cli(*missing).returncode == 1
+
+
+async def test_d4_a_schema_error_is_not_the_documents_fault(apply, admin, tenant):
+    # lifetest F8: services ahead of their migration must not quarantine documents
+    await admin.execute("ALTER TABLE documents RENAME COLUMN acl_rank TO acl_rank_gone")
+    try:
+        (res,) = await apply([doc(tenant, "wiki:schema", 1, "text")])
+    finally:
+        await admin.execute("ALTER TABLE documents RENAME COLUMN acl_rank_gone TO acl_rank")
+    assert isinstance(res, TransientError) and not isinstance(res, QuarantineError)
+    assert not indexed((await apply([doc(tenant, "wiki:schema", 1, "text")]))[0]).skipped
