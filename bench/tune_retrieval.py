@@ -12,7 +12,11 @@
     .venv/bin/python bench/tune_retrieval.py collect --query-url URL --name NAME
         hybrid top-10 of every golden case and SciFact train query from a query service
         started with abstention off -> the abstention features, bench/out/tune/NAME.json
-    .venv/bin/python bench/tune_retrieval.py abstain-fit NAME.json
+    .venv/bin/python bench/tune_retrieval.py fusion-replica
+        SciFact hybrid offline over what the kept stack has embedded (its Postgres, the
+        RAGLINE_* of the stack in the environment): RRF vs score fusion and weights
+        -> fusion_subset.json, plus scifact_features.json for abstain-fit
+    .venv/bin/python bench/tune_retrieval.py abstain-fit NAME.json [NAME2.json]
         fit the abstention model on the fixed train split, report it on the held-out split
         -> bench/out/tune/abstain.json (paste ``FITTED`` into retrieval/abstain_model.py)
 
@@ -474,7 +478,12 @@ def _fit_logistic(
 def _abstain_fit(args: argparse.Namespace) -> int:
     from ragline.retrieval.abstain_model import FEATURES, AbstainModel
 
-    rows = [r for r in json.loads(Path(args.data).read_text()) if r["expect_abstain"] is not None]
+    rows = [
+        r
+        for path in args.data
+        for r in json.loads(Path(path).read_text())
+        if r["expect_abstain"] is not None
+    ]
     usable = [r for r in rows if r["features"] is not None and not r["no_results"]]
     usable = [r for r in usable if r["signal"] not in ("identifier", "rerank")]
     train = [r for r in usable if in_train(r["case_id"])]
@@ -547,6 +556,140 @@ def _abstain_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- fusion replica
+
+
+def _fusion_replica(args: argparse.Namespace) -> int:
+    """SciFact hybrid offline, over what the kept stack has embedded so far: the chunks and
+    their pipeline embeddings from Postgres (RAGLINE_* of the stack in the environment),
+    query embeddings from the same model, the lexical leg on a fresh local server with the
+    production query, fusion by the library's own functions. Writes
+    fusion_subset.json and scifact_features.json (the abstention features of every query
+    under the default fusion, for abstain-fit)."""
+    import httpx
+    import numpy as np
+    import psycopg
+    from osmem_server import OsmemServer
+
+    from ragline.auth.principal import Principal
+    from ragline.embedding.model import SentenceTransformerEmbedder
+    from ragline.retrieval.abstain import Evidence
+    from ragline.retrieval.abstain_model import features
+    from ragline.retrieval.fusion import rrf, score_fusion
+    from ragline.retrieval.lexical import build_query
+    from ragline.runtime.settings import Settings
+    from ragline.store.os_index import chunk_mapping
+
+    with psycopg.connect(Settings().admin_dsn()) as conn:
+        rows = conn.execute(
+            "select c.chunk_id, c.document_id, c.text, c.contextual_header, c.embedding::text"
+            " from chunks c join documents d using (tenant_id, document_id)"
+            " where c.tenant_id = 'scifact' and c.level = 'child' and c.embedding is not null"
+            " and d.status = 'indexed'"
+        ).fetchall()
+    cids = [r[0] for r in rows]
+    doc_of = {r[0]: r[1] for r in rows}
+    emb = np.array([json.loads(r[4]) for r in rows], dtype=np.float32)
+    _, queries, qrels = _scifact()
+    docs = set(doc_of.values())
+    queries = {q: t for q, t in queries.items() if all(d in docs for d in qrels[q])}
+    qids = list(queries)
+    print(f"subset: {len(docs)} documents, {len(rows)} chunks, {len(qids)} queries", flush=True)
+    qemb = SentenceTransformerEmbedder(threads=2).encode([queries[q] for q in qids])
+    server = OsmemServer.start(japanese=False)
+    principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
+    try:
+        src = [
+            {
+                "chunk_id": r[0],
+                "document_id": r[1],
+                "tenant_id": "scifact",
+                "acl_groups": ["eval"],
+                "text": r[2],
+                "contextual_header": r[3],
+            }
+            for r in rows
+        ]
+        _os_index(server.url, "replica", chunk_mapping(), src)
+
+        def lexical(q: str) -> list[tuple[str, float]]:
+            body = {
+                "size": 50,
+                "_source": ["chunk_id"],
+                **build_query(principal, queries[q], [], limit=50),
+            }
+            hits = httpx.post(f"{server.url}/replica/_search", json=body, timeout=120).json()
+            return [(h["_source"]["chunk_id"], float(h["_score"])) for h in hits["hits"]["hits"]]
+
+        lex = {q: lexical(q) for q in qids}
+    finally:
+        server.close()
+    sims = {q: emb @ qemb[i] for i, q in enumerate(qids)}
+    dense = {q: [(cids[j], float(sims[q][j])) for j in np.argsort(-sims[q])[:50]] for q in qids}
+
+    def mean_ndcg(order: Callable[[str], list[str]]) -> float:
+        return sum(ndcg10([doc_of[k] for k in order(q)], qrels[q]) for q in qids) / len(qids)
+
+    def ids(items: list[tuple[str, float]]) -> list[str]:
+        return [k for k, _ in items]
+
+    res: dict[str, float] = {
+        "lexical": mean_ndcg(lambda q: ids(lex[q])),
+        "dense": mean_ndcg(lambda q: ids(dense[q])),
+    }
+    for k in (20, 60):
+        res[f"rrf k={k}"] = mean_ndcg(
+            lambda q, k=k: [
+                h.key for h in rrf({"dense": ids(dense[q]), "lexical": ids(lex[q])}, k=k)
+            ]
+        )
+    for wd, wl in ((1.0, 1.0), (1.5, 1.0), (2.0, 1.0), (3.0, 1.0), (1.0, 0.5)):
+        res[f"score wd={wd} wl={wl}"] = mean_ndcg(
+            lambda q, wd=wd, wl=wl: [
+                h.key
+                for h in score_fusion(
+                    {"dense": dense[q], "lexical": lex[q]}, weights={"dense": wd, "lexical": wl}
+                )
+            ]
+        )
+    for name, value in res.items():
+        print(f"{name}: {value:.4f}")
+    _write("fusion_subset.json", {"documents": len(docs), "queries": len(qids), "ndcg@10": res})
+    index = {c: i for i, c in enumerate(cids)}
+    feats = []
+    for q in qids:
+        bm25 = dict(lex[q])
+        per_doc: collections.Counter[str] = collections.Counter()
+        ev = []
+        for h in score_fusion({"dense": dense[q], "lexical": lex[q]}):
+            if per_doc[doc_of[h.key]] >= 3:  # the default per-document cap
+                continue
+            per_doc[doc_of[h.key]] += 1
+            ev.append(
+                Evidence(
+                    text="",
+                    similarity=float(sims[q][index[h.key]]),
+                    rerank=None,
+                    bm25_score=bm25.get(h.key),
+                    dense_rank=h.ranks.get("dense"),
+                    bm25_rank=h.ranks.get("lexical"),
+                )
+            )
+        feats.append(
+            {
+                "dataset": "beir:scifact:train",
+                "case_id": q,
+                "category": "beir",
+                "expect_abstain": False,
+                "no_results": False,
+                "signal": "similarity",
+                "features": features(ev),
+            }
+        )
+    print(f"written {_write('scifact_features.json', feats)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -560,8 +703,9 @@ def main(argv: list[str]) -> int:
     c = sub.add_parser("collect", help="abstention features from a running query service")
     c.add_argument("--query-url", required=True)
     c.add_argument("--name", default="abstain_features")
+    sub.add_parser("fusion-replica", help="SciFact hybrid offline over the kept stack's embeddings")
     f = sub.add_parser("abstain-fit", help="fit + report the abstention model")
-    f.add_argument("data", help="a collect output (bench/out/tune/NAME.json)")
+    f.add_argument("data", nargs="+", help="collect / fusion-replica outputs (bench/out/tune/)")
     f.add_argument("--l2", type=float, default=1.0)
     f.add_argument("--margin", type=float, default=0.05)
     args = p.parse_args(argv)
@@ -570,6 +714,8 @@ def main(argv: list[str]) -> int:
         rc = asyncio.run(_serve(args))
     elif args.cmd == "lexical":
         rc = _lexical(args)
+    elif args.cmd == "fusion-replica":
+        rc = _fusion_replica(args)
     elif args.cmd == "collect":
         rc = asyncio.run(_collect(args))
     else:
