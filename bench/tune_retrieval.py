@@ -87,19 +87,28 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with private_platform(query_env=QUERY_ENV, keep_dir=True) as plat:
-        for ds in datasets:
-            res = await ingest_dataset(
-                ds, plat.settings, timeout_s=7200, poll_interval_s=2.0, progress=False
-            )
-            print(f"ingested {ds.name}: {res.as_dict()}", flush=True)
-        state = {
-            "env": {k: v for k, v in os.environ.items() if k.startswith("RAGLINE_")},
-            "query_url": plat.query_url,
-            "log_dir": str(plat.log_dir),
-            "pid": os.getpid(),
-        }
-        print(f"stack ready: {_write('stack.json', state)}", flush=True)
-        await stop.wait()
+
+        async def ingest_all() -> None:
+            for ds in datasets:
+                res = await ingest_dataset(
+                    ds, plat.settings, timeout_s=7200, poll_interval_s=2.0, progress=False
+                )
+                print(f"ingested {ds.name}: {res.as_dict()}", flush=True)
+            state = {
+                "env": {k: v for k, v in os.environ.items() if k.startswith("RAGLINE_")},
+                "query_url": plat.query_url,
+                "log_dir": str(plat.log_dir),
+                "pid": os.getpid(),
+            }
+            print(f"stack ready: {_write('stack.json', state)}", flush=True)
+            await stop.wait()
+
+        # a signal stops it at any point, mid-ingest too (the platform then shuts down)
+        work = asyncio.create_task(ingest_all())
+        halt = asyncio.create_task(stop.wait())
+        await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
+        for t in (work, halt):
+            t.cancel()
     return 0
 
 
