@@ -109,6 +109,8 @@ async def _serve(args: argparse.Namespace) -> int:
         await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
         for t in (work, halt):
             t.cancel()
+        if work.done() and not work.cancelled() and work.exception() is not None:
+            raise work.exception()  # type: ignore[misc]
     return 0
 
 
