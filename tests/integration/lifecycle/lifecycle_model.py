@@ -6,11 +6,11 @@ The rules (issue 12; docs/connector.md, docs/indexing.md, ADR 0002):
 
 * ``source_seq`` orders the changes of one document; content (upserts, deletes) and ACL
   are ordered separately. A content change older than the last one is stale.
-* An upsert newer than the last content change replaces the content (an upsert whose
-  version is quarantined leaves the previous version where it was, and the document's
-  status says ``quarantined``); it also carries the full ACL, which takes effect unless
-  an ACL change with a higher seq (or the same seq: an ACL change at the current
-  revision) was applied.
+* An upsert newer than the last content change replaces the content; it also carries
+  the full ACL, which takes effect unless an ACL change with a higher seq (or the same
+  seq: an ACL change at the current revision) was applied. An upsert whose version is
+  quarantined leaves the previous version where it was, readable only by the groups
+  both versions grant (ADR 0007), and the document's status says ``quarantined``.
 * A delete at or above the last content seq removes the document for every reader.
 * An ACL change at or above the last content seq and at or above the last ACL change
   sets the ACL (equal seq: the later change wins; a change at the current revision is
@@ -125,9 +125,11 @@ class DocModel:
         self.content_seq, self.last, self.exact = up.seq, up, True
         if up.version.kind == "ok":
             self.current, self.title, self.status = up.version, up.title, "indexed"
-        else:
+            self._acl((up.seq, 0), up.acl)
+        else:  # ADR 0007: the old version stays, for the groups both versions grant
             self.status = "quarantined"
-        self._acl((up.seq, 0), up.acl)
+            narrowed = tuple(sorted(set(self.acl) & set(up.acl))) if self.live else up.acl
+            self._acl((up.seq, 0), narrowed)
 
     def delete(self, seq: int) -> None:
         ident = ("delete", seq)
