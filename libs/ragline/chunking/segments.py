@@ -244,19 +244,26 @@ class SegmentChunker:
         table = piece.table
         assert table is not None
         parts = split_table(
-            table, self._counter, budget=self._s.child_max_tokens, max_chars=self._s.child_max_chars
+            table,
+            self._counter,
+            budget=self._s.child_max_tokens,
+            max_chars=self._s.child_max_chars,
+            header_tokens=self._s.table_header_tokens,
         )
         out = []
         for tp in parts:
             extra: Extra = {
-                "table_header": list(table.header),
+                "table_header": list(tp.header),
                 "row_start": piece.row_offset + tp.row_start + 1,
                 "row_end": piece.row_offset + tp.row_end,
                 "row_split": tp.row_split,
             }
-            if table.caption:
+            if tp.banded:  # the full header is in the parent's text, once
+                extra["column_start"], extra["column_end"] = tp.col_start + 1, tp.col_end
+                extra["table_columns"] = max(len(table.header), *(len(r) for r in table.rows))
+            elif table.caption:
                 extra["table_caption"] = table.caption
-            if table.units:
+            if table.units and not tp.banded:
                 extra["table_units"] = table.units
             out.append(
                 Draft(

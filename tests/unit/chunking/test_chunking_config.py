@@ -31,6 +31,18 @@ def test_environment_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_strategy_version_follows_every_shaping_setting() -> None:
     base = ChunkerSettings().strategy_version
     assert base == ChunkerSettings().strategy_version
-    assert base.startswith("1.")
-    for change in ({"child_max_tokens": 180}, {"overlap_ratio": 0.1}, {"parent_max_tokens": 1200}):
+    assert base.startswith("2.")
+    for change in (
+        {"child_max_tokens": 180},
+        {"overlap_ratio": 0.1},
+        {"parent_max_tokens": 1200},
+        {"table_header_max_tokens": 60},
+    ):
         assert ChunkerSettings(**change).strategy_version != base  # type: ignore[arg-type]
+
+
+def test_the_table_header_budget_is_at_most_half_a_child() -> None:
+    assert ChunkerSettings().table_header_tokens == 100
+    assert ChunkerSettings(table_header_max_tokens=60).table_header_tokens == 60
+    small = ChunkerSettings(child_max_tokens=40, table_header_max_tokens=60)
+    assert small.table_header_tokens == 20

@@ -209,11 +209,17 @@ def test_table_rows_never_leave_their_header(
     ]
     for t in tables:
         head = render_table(TableData(header=t.header, rows=(), caption=t.caption))
-        mine = [c for c in children if c.extra["table_header"] == list(t.header)]
-        assert mine
+        mine = [
+            c
+            for c in children
+            if c.extra["table_header"] == list(t.header) and "column_start" not in c.extra
+        ]
+        if not mine:  # too wide to repeat: column bands (test_chunking_table_headers.py)
+            # or a header alone too long for a child, split as text (no repeated header)
+            assert any("column_start" in c.extra or not c.extra["table_header"] for c in children)
+            continue
         for row in t.rows:
             line = render_table(TableData(header=(), rows=(row,)))
-            # a table too wide to repeat its header names the columns in every row instead
             record = "; ".join(f"{h}: {' '.join(v.split())}" for h, v in zip(t.header, row))
             holders = [c for c in mine if line in c.text.split("\n")]
             records = [c for c in mine if record in c.text.split("\n")]

@@ -3,11 +3,13 @@ from their header."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from chunking_docs import DOC_ID, HASH, doc, table
 
 from ragline.chunking import Chunker, TokenCounter
 from ragline.chunking.tables import group_rows, render_table, split_table
-from ragline.events import ChunkLevel, TableData
+from ragline.events import Block, BlockKind, ChunkLevel, TableData
 
 HEADER_LINE = "| col0 | col1 | col2 |"
 
@@ -64,17 +66,51 @@ def test_a_row_too_long_for_a_child_is_split_with_its_header(counter: TokenCount
     assert "notes: word0" in split[0].text
 
 
-def test_a_table_too_wide_to_repeat_names_its_columns_in_each_row(counter: TokenCounter) -> None:
+def test_a_table_too_wide_to_repeat_is_cut_into_column_bands(counter: TokenCounter) -> None:
     header = tuple(f"measurement_column_{i}" for i in range(30))
     t = TableData(header=header, rows=tuple(tuple(str(i * j) for j in range(30)) for i in range(6)))
     pieces = split_table(t, counter, budget=120, max_chars=2000)
-    assert len(pieces) >= 6
-    for row in range(6):
-        parts = [p for p in pieces if p.row_start == row]
-        assert parts and all(p.text.startswith(f"Row {row + 1}: ") for p in parts)
-        text = " ".join(p.text for p in parts)
-        assert all(f"measurement_column_{c}: {row * c}" in text for c in range(30))
-    assert all(p.tokens <= 120 for p in pieces)
+    assert len(pieces) >= 2 and all(p.banded for p in pieces)
+    for p in pieces:  # each band repeats only its own column names, within the budget
+        assert p.tokens == counter.count(p.text) <= 120
+        assert p.text.startswith(p.head + "\n") and counter.count(p.head) <= 60
+        assert p.head == "| " + " | ".join(header[p.col_start : p.col_end]) + " |"
+        lines = p.text.split("\n")[1:]
+        assert lines == [
+            "| " + " | ".join(str(r * c) for c in range(p.col_start, p.col_end)) + " |"
+            for r in range(p.row_start, p.row_end)
+        ]
+    bands = sorted({(p.col_start, p.col_end) for p in pieces})
+    assert bands[0][0] == 0 and bands[-1][1] == 30
+    assert all(x[1] == y[0] for x, y in pairwise(bands))
+
+
+def test_an_over_long_column_name_is_shortened_in_children_kept_whole_in_the_parent(
+    chunker: Chunker, counter: TokenCounter
+) -> None:
+    long_name = " ".join(f"name{i}" for i in range(500))
+    header = ("id", long_name, "value")
+    rows = tuple((str(i), f"x{i}", f"v{i}") for i in range(50))
+    block = Block(kind=BlockKind.TABLE, text="", section_path=("Doc",),
+                  table=TableData(header=header, rows=rows, caption="Wide " * 300))  # fmt: skip
+    chunks = chunker.chunk(doc(block), document_id=DOC_ID, content_hash=HASH)
+    children = [c for c in chunks if c.level is ChunkLevel.CHILD]
+    parents = {c.chunk_id: c for c in chunks if c.level is ChunkLevel.PARENT}
+    full_header = "| " + " | ".join(header) + " |"
+    for c in children:
+        assert c.extra["column_start"] and c.extra["table_columns"] == 3
+        assert "table_caption" not in c.extra  # the caption lives in the parent, once
+        shown = c.extra["table_header"]
+        assert isinstance(shown, list)
+        assert counter.count("| " + " | ".join(shown) + " |") <= 100
+        assert parents[str(c.parent_id)].text.count(full_header) == 1
+    covered = sorted(
+        (r, col)
+        for c in children
+        for r in range(int(c.extra["row_start"]) - 1, int(c.extra["row_end"]))  # type: ignore[arg-type]
+        for col in range(int(c.extra["column_start"]) - 1, int(c.extra["column_end"]))  # type: ignore[arg-type]
+    )
+    assert covered == [(r, col) for r in range(50) for col in range(3)]  # each cell once
 
 
 def test_cells_with_pipes_and_newlines_are_escaped(counter: TokenCounter) -> None:
