@@ -46,7 +46,7 @@ test-integration: install
 
 soak: install ## lifecycle state machine, long run (RAGLINE_LIFECYCLE_EXAMPLES, default 200)
 	RAGLINE_LIFECYCLE_EXAMPLES=$${RAGLINE_LIFECYCLE_EXAMPLES:-200} \
-	  $(BIN)/pytest -q -p no:cacheprovider --timeout=0 tests/integration/lifecycle/test_lifecycle_machine.py
+	  $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 tests/integration/lifecycle/test_lifecycle_machine.py
 
 chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run (RAGLINE_CHAOS_DOCS, default 1000)
 	RAGLINE_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 tests/chaos
