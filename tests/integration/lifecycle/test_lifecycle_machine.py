@@ -9,7 +9,7 @@ overtake the slow one); after each settle Postgres, OpenSearch, ``/v1/documents`
 ``/v1/search`` must equal the reference model (``lifecycle_model``) for each principal.
 
 ``make test`` runs a bounded number of examples (``RAGLINE_LIFECYCLE_EXAMPLES``, default
-8, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 15); ``make soak`` runs many more.
+25, ``RAGLINE_LIFECYCLE_STEPS`` per example, default 15); ``make soak`` runs many more.
 Steps that exercise one of issue 12's defects are on once its fix is on main
 (``FIXED``; all of them today); until then a strict xfail scenario in
 ``test_lifecycle_known_defects`` covers them. ``RAGLINE_LIFECYCLE_FEATURES`` overrides.
@@ -28,7 +28,7 @@ from lifecycle_world import World
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("RAGLINE_LIFECYCLE_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("RAGLINE_LIFECYCLE_EXAMPLES", "25"))
 STEPS = int(os.environ.get("RAGLINE_LIFECYCLE_STEPS", "15"))
 # every example costs seconds: shrinking a failure can take many minutes, so it is
 # opt-in (the failure message carries the readable step log either way)
