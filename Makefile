@@ -69,8 +69,8 @@ schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event mo
 bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
-eval: install ## golden set through a private stack + every service, all modes side by side
-	$(BIN)/ragline eval --dataset golden:tests/golden --private-stack
+eval: install ## both golden sets through a private stack + every service, all modes side by side
+	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode side by side
 	$(BIN)/python bench/eval_scifact.py
