@@ -18,15 +18,19 @@ The rules (issue 12; docs/connector.md, docs/indexing.md, ADR 0002):
 * A change is identified by what it is (tenant, document, kind, seq, content, ACL): the
   same change again (a redelivery, whatever its event id) changes nothing; two
   different changes that happen to share an event id are two changes.
-* Two *different* upserts with the same seq (or an upsert at a delete's seq) have no
-  defined winner: the model then only requires every store to agree with the others
-  until a newer change decides the document again (``exact`` is False meanwhile).
+* At one seq (ADR 0008) a delete beats an upsert, the same content again is a no-op
+  (new metadata needs a new seq), and of two different contents the greater content hash
+  wins. Where a quarantined version meets another at one seq the model does not say
+  which wins: it then only requires every store to agree with the others until a newer
+  change decides the document again (``exact`` is False meanwhile).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+from ragline.hashing import content_hash
 
 __all__ = [
     "ACLS",
@@ -88,6 +92,10 @@ class Upsert:
     title: str
 
 
+def _digest(up: Upsert) -> str:
+    return content_hash(up.version.text.encode())
+
+
 @dataclass
 class DocModel:
     content_seq: int | None = None  # last content change (upsert or delete) applied
@@ -119,9 +127,16 @@ class DocModel:
         if self.content_seq is not None and up.seq < self.content_seq:
             return
         if self.content_seq is not None and up.seq == self.content_seq:
-            if self.last != up:  # no defined winner
-                self.exact = False
-            return
+            last = self.last
+            if not isinstance(last, Upsert):  # a delete beats an upsert at its seq
+                return
+            if last.version.text == up.version.text:  # same content key: a no-op
+                return
+            if not self.exact or last.version.kind != "ok" or up.version.kind != "ok":
+                self.exact = False  # which digest a quarantine carries is not modelled
+                return
+            if _digest(up) < _digest(last):  # the greater content hash wins (ADR 0008)
+                return
         self.content_seq, self.last, self.exact = up.seq, up, True
         if up.version.kind == "ok":
             self.current, self.title, self.status = up.version, up.title, "indexed"
