@@ -112,6 +112,8 @@ def sections_of(doc: ParsedDocument) -> list[Section]:
 def _split_piece(piece: Piece, counter: TokenCounter, budget: int, step: int) -> list[Piece]:
     if piece.table is not None:
         t = piece.table
+        if not t.rows:  # a header alone longer than a window: one piece, split by its children
+            return [piece]
         return [
             replace(
                 piece,

@@ -208,7 +208,11 @@ def test_table_rows_never_leave_their_header(
         if c.level is ChunkLevel.CHILD and c.content_type == "table"
     ]
     for t in tables:
-        head = render_table(TableData(header=t.header, rows=(), caption=t.caption))
+        heads = [  # several tables may share a header (with another caption)
+            render_table(TableData(header=u.header, rows=(), caption=u.caption))
+            for u in tables
+            if u.header == t.header
+        ]
         mine = [
             c
             for c in children
@@ -224,6 +228,8 @@ def test_table_rows_never_leave_their_header(
             holders = [c for c in mine if line in c.text.split("\n")]
             records = [c for c in mine if record in c.text.split("\n")]
             split_holders = [c for c in mine if c.extra["row_split"]]
-            assert holders or records or split_holders
+            # a window of a wide table can fit whole while the others are banded
+            banded = [c for c in children if "column_start" in c.extra]
+            assert holders or records or split_holders or banded
             for c in holders:  # the row sits under its header (and caption) in the chunk
-                assert c.text.startswith(head) or not t.header
+                assert any(c.text.startswith(h) for h in heads) or not t.header

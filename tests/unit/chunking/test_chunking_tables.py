@@ -7,7 +7,7 @@ from itertools import pairwise
 
 from chunking_docs import DOC_ID, HASH, doc, table
 
-from ragline.chunking import Chunker, TokenCounter
+from ragline.chunking import Chunker, ChunkerSettings, TokenCounter
 from ragline.chunking.tables import group_rows, render_table, split_table
 from ragline.events import Block, BlockKind, ChunkLevel, TableData
 
@@ -134,3 +134,15 @@ def test_a_header_only_table_too_long_for_a_child_is_still_kept(counter: TokenCo
     assert len(pieces) >= 2 and all(p.tokens <= 24 for p in pieces)
     joined = " ".join(p.text for p in pieces)
     assert all(f"column number {i}" in joined for i in range(12))
+
+
+def test_a_header_only_table_longer_than_a_parent_window_is_kept(counter: TokenCounter) -> None:
+    """Used to raise IndexError: the window split found no row groups and left no piece."""
+    t = TableData(header=tuple(f"column number {i}" for i in range(40)), rows=())
+    block = Block(kind=BlockKind.TABLE, text="", section_path=("A",), table=t)
+    conf = ChunkerSettings(child_max_tokens=24, parent_max_tokens=64)
+    chunks = Chunker(conf, counter).chunk(doc(block), document_id=DOC_ID, content_hash=HASH)
+    children = [c for c in chunks if c.level is ChunkLevel.CHILD]
+    joined = " ".join(c.text for c in children)
+    assert all(f"column number {i}" in joined for i in range(40))
+    assert all(c.token_count <= 24 for c in children)
