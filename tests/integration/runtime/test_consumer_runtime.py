@@ -113,7 +113,12 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
 
     metrics = parser.metrics()
     assert 'ragline_messages_consumed_total{stage="parser",topic="doc.fetched"}' in metrics
-    assert 'ragline_dlq_messages_total{stage="parser",topic="doc.fetched"} 1.0' in metrics
+    # >= 1, not == 1: the parser group is shared by the whole test session, so records
+    # other tests left on doc.fetched may be dead-lettered by this process too; the exact
+    # per-message outcome is asserted above (one dead letter for this key)
+    dlq_line = 'ragline_dlq_messages_total{stage="parser",topic="doc.fetched"} '
+    dlq_count = [float(x[len(dlq_line) :]) for x in metrics.splitlines() if x.startswith(dlq_line)]
+    assert dlq_count and dlq_count[0] >= 1.0, metrics
     assert 'ragline_messages_produced_total{stage="parser",topic="doc.parsed"}' in metrics
 
     assert await parser.terminate_async(timeout_s=60) == 0
