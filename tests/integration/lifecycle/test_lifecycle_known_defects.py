@@ -109,3 +109,12 @@ def test_deleted_document_is_gone_for_every_reader(lifecycle_world: World) -> No
     m.settle()
     m.do_delete(0, A, "next")
     m.settle()
+
+
+@known("older_after_quarantine")
+def test_older_upsert_after_a_quarantined_first_version_is_stale(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "older_after_quarantine")
+    m.do_upsert(0, A, "next", "new", "oversize", G1, "new")  # seq 1, quarantined
+    m.do_upsert(0, A, "next", "keep", "oversize", ("g2",), "new")  # seq 2, same bytes
+    m.do_upsert(0, A, "older", "new", "ok", G1, "keep")  # seq 0: older than both, one batch
+    m.settle()
