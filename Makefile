@@ -55,9 +55,10 @@ fuzz-api: install ## schemathesis, every check, a long run against a real query 
 	RAGLINE_FUZZ_EXAMPLES=$${RAGLINE_FUZZ_EXAMPLES:-500} $(BIN)/pytest -q -p no:cacheprovider \
 		--timeout=3600 tests/integration/query/test_openapi_fuzz.py
 
-lint: install ## ruff + mypy
+lint: install ## ruff + mypy + the layer contracts (import-linter, pyproject.toml)
 	$(BIN)/ruff check libs services tests bench clients
 	$(BIN)/mypy libs services clients/python/src
+	$(BIN)/lint-imports
 
 fmt: install
 	$(BIN)/ruff format libs services tests bench clients

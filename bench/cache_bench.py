@@ -168,9 +168,9 @@ async def run(args: argparse.Namespace, query_url: str, invalidator: Any) -> dic
     import psycopg
     from tqdm import tqdm
 
+    from ragline.config import Settings
     from ragline.events import SourceAclChange, Topics
     from ragline.runtime.publisher import EventPublisher
-    from ragline.runtime.settings import Settings
 
     settings = Settings()
     docs, queries = pick(args.docs, args.queries)
@@ -339,7 +339,7 @@ def invalidations(proc: Any) -> float:
 
 
 def run_main(args: argparse.Namespace) -> dict[str, Any]:
-    from ragline.runtime.settings import Settings
+    from ragline.config import Settings
     from ragline.runtime.stack import StackManager, StackSettings
     from ragline.runtime.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
     from ragline.runtime.supervisor import built_services

@@ -25,6 +25,7 @@ import httpx
 import psycopg
 from aiokafka import AIOKafkaConsumer
 
+from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
 from ragline.connector.fs_watch import FsWatcher
 from ragline.connector.settings import ConnectorSettings
@@ -33,7 +34,6 @@ from ragline.connector.webhook import sign
 from ragline.events import DocumentMeta, EventBase, SourceUpsert
 from ragline.hashing import content_hash, meta_hash
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack import StackManager, StackSettings
 from ragline.runtime.stack.testing import (
     ServiceProcess,

@@ -43,9 +43,9 @@ from query_bench import GROUP, retrieval_env, run_load
 from tqdm import tqdm
 
 if TYPE_CHECKING:
+    from ragline.config import Settings
     from ragline.events import DocEmbedded
     from ragline.indexing.stage import IndexerStage
-    from ragline.runtime.settings import Settings
 
 TENANT = "growth"
 INDEX_BATCH = 32  # IndexerStage.batch.max_records: one consumed batch
@@ -296,9 +296,9 @@ def _summary(report: dict[str, Any]) -> str:
 
 
 async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
+    from ragline.config import Settings
     from ragline.indexing.settings import IndexerSettings
     from ragline.indexing.stage import IndexerStage
-    from ragline.runtime.settings import Settings, get_settings
     from ragline.runtime.stack import StackManager, StackSettings
     from ragline.runtime.stack.settings import Component
     from ragline.runtime.stack.testing import ServiceProcess, free_port
@@ -316,7 +316,6 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
         "load_avg_start": os.getloadavg(),
         "steps": [],
     }
-    get_settings.cache_clear()
     settings = Settings()
     manager = StackManager(settings, StackSettings(), detached=False)
     await manager.up()

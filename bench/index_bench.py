@@ -32,13 +32,13 @@ from typing import Any
 
 from _paths import SCIFACT_CORPUS
 
+from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
 from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
 from ragline.indexing.samples import enriched_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack import StackManager, StackSettings
 from ragline.runtime.stack.testing import patched_environ, stack_env
 from ragline.runtime.stage import StageContext

@@ -31,9 +31,9 @@ import psycopg
 from _paths import SCIFACT
 from tqdm import tqdm
 
+from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack import StackManager, StackSettings
 from ragline.runtime.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
 from ragline.runtime.supervisor import built_services

@@ -382,7 +382,7 @@ def write_report(out: Path, report: dict[str, Any]) -> None:
 async def main(argv: list[str]) -> int:
     a = _args(argv)
     sys.path.insert(0, str(ROOT))
-    from ragline.runtime.settings import Settings, get_settings
+    from ragline.config import Settings
     from ragline.runtime.stack import StackManager, StackSettings
     from ragline.runtime.stack.testing import (
         CLEARED_ENV,
@@ -399,7 +399,6 @@ async def main(argv: list[str]) -> int:
     env = stack_env(base / "state")
     report: dict[str, Any] = {"corpora": {}, "results": {}, "load_avg_start": os.getloadavg()}
     with patched_environ(env, remove=CLEARED_ENV):
-        get_settings.cache_clear()
         settings = Settings()
         manager = StackManager(settings, StackSettings(), detached=False)
         await manager.up()

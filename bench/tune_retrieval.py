@@ -583,12 +583,12 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     from osmem_server import OsmemServer
 
     from ragline.auth.principal import Principal
+    from ragline.config import Settings
     from ragline.embedding.model import SentenceTransformerEmbedder
     from ragline.retrieval.abstain import Evidence
     from ragline.retrieval.abstain_model import features
     from ragline.retrieval.fusion import rrf, score_fusion
     from ragline.retrieval.lexical import build_query
-    from ragline.runtime.settings import Settings
     from ragline.store.os_index import chunk_mapping
 
     with psycopg.connect(Settings().admin_dsn()) as conn:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from ragline.runtime.settings import Settings, get_settings
+from ragline.config import Settings
 from ragline.runtime.stack import StackManager, StackSettings
 from ragline.runtime.stack.testing import (
     CLEARED_ENV,
@@ -45,7 +45,6 @@ async def stack() -> AsyncIterator[Settings]:
     env = stack_env(base / "state")
     try:
         with patched_environ(env, remove=CLEARED_ENV):
-            get_settings.cache_clear()
             settings = Settings()
             # detached=False: the servers stay tied to this pytest process
             manager = StackManager(settings, StackSettings(), detached=False)
@@ -54,7 +53,6 @@ async def stack() -> AsyncIterator[Settings]:
                 yield settings
             finally:
                 await manager.down()
-                get_settings.cache_clear()
     finally:
         if not os.environ.get("RAGLINE_TEST_KEEP_STACK"):
             shutil.rmtree(base, ignore_errors=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragline.cache.settings import CacheSettings
 from ragline.cache.stage import CacheInvalidatorStage
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragline.chunking.stage import ChunkerStage
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

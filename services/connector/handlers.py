@@ -3,8 +3,8 @@ the webhook (``POST /v1/changes``) served by the same process. Logic: ragline.co
 
 from __future__ import annotations
 
+from ragline.config import Settings
 from ragline.connector.stage import ConnectorStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

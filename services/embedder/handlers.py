@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ragline.config import Settings
 from ragline.enrichment.stage import EnricherStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

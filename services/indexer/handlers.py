@@ -3,9 +3,9 @@ OpenSearch -> doc.indexed (logic: ragline.indexing)."""
 
 from __future__ import annotations
 
+from ragline.config import Settings
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragline.config import Settings
 from ragline.events import DocFetched, DocParsed, Topics
 from ragline.parsing import ParseExecutor, ParserSettings, decode_payload
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 
 __all__ = ["ParserStage", "build"]

@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import AuthError, JwtVerifier, Principal
 from ragline.cache import answer_cache_factory
+from ragline.config import Settings
 from ragline.errors import RaglineError, TransientError
 from ragline.retrieval.cache_seam import NoCache, ResultCache
 from ragline.retrieval.documents import get_document, get_status
@@ -33,11 +34,10 @@ from ragline.retrieval.service import InvalidRequest, SearchBackends, SearchServ
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.http import HttpService
 from ragline.runtime.http_limits import SizeLimits
-from ragline.runtime.settings import Settings
-from ragline.runtime.tracing import new_traceparent, valid_traceparent
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from ragline.store.query_role import assert_unprivileged
+from ragline.tracing import new_traceparent, valid_traceparent
 from ragline_client.models import DocumentResponse, DocumentStatusResponse, SearchResponse
 from ragline_client.text_rules import valid_document_id
 from services.query.openapi import authed_errors, build_openapi, error_responses

@@ -15,9 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import SecretStr, ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 
+from ragline.config import Settings
 from ragline.retrieval.api_models import SearchRequest
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 from ragline_client.text_rules import unsafe_reason, valid_document_id
 
 __all__ = [

@@ -4,7 +4,7 @@ Logic: ragline.scanning."""
 
 from __future__ import annotations
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stage import Stage
 from ragline.scanning.settings import ScannerSettings
 from ragline.scanning.stage import ScannerStage

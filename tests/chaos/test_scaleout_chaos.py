@@ -28,10 +28,10 @@ import pytest
 from chaos_helpers import CONSUMERS, Fleet, Monkey, Snapshot, corpus, snapshot, upserts
 from opensearchpy import AsyncOpenSearch
 
+from ragline.config import Settings
 from ragline.events import SourceUpsert, Topics
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.runtime.stack.topics import topic_partitions
 from ragline.store.os_client import make_client

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ragline.config import Settings
 from ragline.runtime.lag import wait_drained
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import ServiceProcess, free_port
 from ragline.runtime.supervisor import built_services
 

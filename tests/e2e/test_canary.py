@@ -33,7 +33,7 @@ from aiokafka import AIOKafkaConsumer
 from opensearchpy import AsyncOpenSearch
 from psycopg import sql
 
-from ragline.evaluation.client import mint_token
+from ragline.auth import mint_token
 from ragline.evaluation.datasets import Principal
 from ragline.events import ALL_TOPICS, Topics
 from ragline.store.os_index import index_name

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from ragline.config import Settings
 from ragline.evaluation.client import QueryClient
 from ragline.evaluation.gate import check_thresholds, load_thresholds, render_violations
 from ragline.evaluation.golden import load_golden
@@ -33,7 +34,6 @@ from ragline.evaluation.plot import plot_report
 from ragline.evaluation.report import build_report, render_categories, render_table, save_report
 from ragline.evaluation.runner import run_modes
 from ragline.evaluation.settings import EvalSettings
-from ragline.runtime.settings import Settings
 
 GOLDEN_SETS = tuple(Path(__file__).resolve().parents[1] / n for n in ("golden", "golden_marine"))
 PIPELINE = ("connector", "parser", "scanner", "chunker", "enricher", "embedder", "indexer")

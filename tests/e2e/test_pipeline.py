@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from opensearchpy import AsyncOpenSearch
 
-from ragline.evaluation.client import mint_token
+from ragline.auth import mint_token
 from ragline.evaluation.datasets import Principal
 from ragline.store.os_index import index_name
 

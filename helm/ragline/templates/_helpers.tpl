@@ -230,7 +230,7 @@ valueFrom:
 
 {{- define "ragline.kafka.clientDir" -}}/etc/ragline/kafka-client-tls{{- end -}}
 
-{{/* RAGLINE_KAFKA_* transport variables (runtime/settings.py, runtime/kafka_security.py);
+{{/* RAGLINE_KAFKA_* transport variables (config/connections.py, runtime/kafka_security.py);
      nothing at all with PLAINTEXT, the runtime's default */}}
 {{- define "ragline.env.kafka" -}}
 {{- $s := .Values.kafka.security -}}

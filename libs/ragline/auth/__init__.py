@@ -6,5 +6,14 @@ can widen it.
 
 from ragline.auth.jwt import JwtConfig, JwtVerifier
 from ragline.auth.principal import AuthError, Forbidden, Principal
+from ragline.auth.tokens import Identity, mint_token
 
-__all__ = ["AuthError", "Forbidden", "JwtConfig", "JwtVerifier", "Principal"]
+__all__ = [
+    "AuthError",
+    "Forbidden",
+    "Identity",
+    "JwtConfig",
+    "JwtVerifier",
+    "Principal",
+    "mint_token",
+]

@@ -15,8 +15,8 @@ from psycopg import AsyncConnection
 
 from ragline.cache.settings import CacheSettings
 from ragline.cache.sweeper import count_entries, flush, sweep
+from ragline.config import Settings
 from ragline.errors import RaglineError
-from ragline.runtime.settings import Settings
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["register"]

@@ -20,9 +20,9 @@ from ragline.cache.invalidation import InvalidationPlan, apply_plans, plan_inval
 from ragline.cache.metrics import EVICTIONS, INVALIDATION_LAG, INVALIDATIONS
 from ragline.cache.settings import CacheSettings
 from ragline.cache.sweeper import Sweeper
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.events import DocIndexed, Topics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.store.pool import open_pool
 

@@ -16,9 +16,9 @@ from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.metrics import CHILD_TOKENS, CHUNK_SECONDS, CHUNKS
 from ragline.chunking.tokenizer import load_token_counter
+from ragline.config import Settings
 from ragline.errors import ContractError, NotBuiltError
 from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 
 __all__ = ["ChunkerStage", "chunk_event"]

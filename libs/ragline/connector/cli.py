@@ -11,10 +11,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
 from ragline.connector.source import SyncSource
 from ragline.errors import RaglineError
-from ragline.runtime.settings import Settings
 
 __all__ = ["register"]
 

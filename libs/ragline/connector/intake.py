@@ -2,7 +2,7 @@
 
 Pure functions over the stored state of the document, so the whole policy (stale,
 unchanged, metadata-only, content, seq conflicts, implausible seqs, ACL narrowing) is
-unit-testable without a database or a broker. The order itself is ``indexing.order``.
+unit-testable without a database or a broker. The order itself is ``ragline.order``.
 Every event passed on carries an id minted from what the change is
 (``events.change_identity``): the caller's event id is correlation only.
 """
@@ -26,7 +26,7 @@ from ragline.events import (
     acl_digest,
     change_identity,
 )
-from ragline.indexing.order import ContentKey, content_key
+from ragline.order import ContentKey, content_key
 
 __all__ = [
     "Decision",
@@ -50,7 +50,7 @@ class Decision(StrEnum):
     UNCHANGED = "unchanged"  # same bytes and metadata as indexed: nothing to do
     STALE = "stale"  # older than what the platform already holds: dropped
     # another version was stated at the same source_seq and wins by the order rule
-    # (indexing.order): dropped, counted, so a misbehaving source is visible
+    # (ragline.order): dropped, counted, so a misbehaving source is visible
     SEQ_CONFLICT = "seq_conflict"
     IMPLAUSIBLE_SEQ = "implausible_seq"  # a seq jump beyond the configured rule: DLQ
     FORWARD = "forward"  # delete / acl change passed on to the indexer
@@ -88,7 +88,7 @@ class StoredState:
         return max(known) if known else None
 
     def newest_key(self) -> ContentKey | None:
-        """The greatest content key held (indexing.order): the applied row's or the
+        """The greatest content key held (ragline.order): the applied row's or the
         status row's (an 'accepted' status without a hash is an accepted delete)."""
         keys = []
         if self.source_seq is not None and self.status is not None:
@@ -216,7 +216,7 @@ def decide_before_fetch(
 def decide_control(stored: StoredState | None, event: SourceDelete | SourceAclChange) -> Decision:
     """Deletes and ACL changes older than what is held are dropped; others go on, an
     equal seq included (a source that deletes or re-permissions at its current revision;
-    the indexer's order rule decides, indexing.order).
+    the indexer's order rule decides, ragline.order).
 
     A delete for a document never seen is still forwarded: the indexer keeps the
     tombstone's source_seq so an older upsert still in flight cannot resurrect it.

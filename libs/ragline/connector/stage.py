@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
+from ragline.config import Settings
 from ragline.connector.fetch import ContentFetcher, Fetched
 from ragline.connector.intake import (
     Decision,
@@ -42,8 +43,7 @@ from ragline.events import (
     Topics,
 )
 from ragline.hashing import content_hash, meta_hash
-from ragline.indexing.order import ContentKey, content_key
-from ragline.runtime.settings import Settings
+from ragline.order import ContentKey, content_key
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ _LIST_SOURCE = sql.SQL(
     "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
 ).format(cols=_COLUMNS)
 
-# a row is only overwritten by a change whose content key (indexing.order) is >= the
+# a row is only overwritten by a change whose content key (ragline.order) is >= the
 # stored one. The row's ACL (read by the query role, migration 0007) is the one with the
 # greatest ACL key (acl_seq, rank: 0 upsert, 1 ACL change) of: the upsert's meta ACL at
 # its seq, the documents row's, a parked ACL change's; never older than the stored one.

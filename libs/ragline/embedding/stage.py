@@ -13,13 +13,13 @@ from typing import Any, ClassVar
 
 from psycopg_pool import AsyncConnectionPool
 
+from ragline.config import Settings
 from ragline.embedding.batcher import BatchEmbedder
 from ragline.embedding.cache import PgVectorCache
 from ragline.embedding.model import Embedder, SentenceTransformerEmbedder
 from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import NotBuiltError
 from ragline.events import Topics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.store.pool import open_pool
 

@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.tokenizer import load_token_counter
+from ragline.config import Settings
 from ragline.enrichment.enricher import Enricher
 from ragline.enrichment.metrics import CHUNKS, ENTITIES
 from ragline.enrichment.settings import EnricherSettings
 from ragline.errors import ContractError, NotBuiltError
 from ragline.events import DocChunked, DocEnriched, Topics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 
 __all__ = ["EnricherStage", "enrich_event"]

@@ -101,9 +101,9 @@ async def _produce(args: argparse.Namespace) -> list[Any]:
     platform); several datasets share one platform, one after another."""
     from pydantic import SecretStr
 
+    from ragline.config import Settings
     from ragline.evaluation.evaluate import evaluate
     from ragline.evaluation.runner import parse_modes
-    from ragline.runtime.settings import Settings
 
     es = _eval_settings(args)
     modes = parse_modes(args.modes)  # fail on a typo before anything starts

@@ -13,11 +13,11 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import httpx
-import jwt
 
+from ragline.auth.tokens import Identity, mint_token
 from ragline.errors import BackendUnavailable, ConfigError, PermanentError
 from ragline.evaluation.settings import EvalSettings
 from ragline_client import (
@@ -35,27 +35,14 @@ from ragline_client.models import AbstainEvidence
 
 __all__ = [
     "AbstainEvidence",
-    "Identity",
     "QueryClient",
     "QueryServiceError",
     "SearchResponse",
-    "mint_token",
 ]
 
 # client-side latency of the attempt that answered (set by the response hook, per task)
 _ATTEMPT_MS: ContextVar[float] = ContextVar("ragline_eval_attempt_ms", default=0.0)
 _T0 = "ragline_eval_t0"
-
-
-class Identity(Protocol):
-    """Who a token is for: the golden set's ``Principal`` or ``ragline.auth``'s."""
-
-    @property
-    def subject(self) -> str: ...
-    @property
-    def tenant(self) -> str: ...
-    @property
-    def groups(self) -> tuple[str, ...]: ...
 
 
 class QueryServiceError(PermanentError):
@@ -84,32 +71,6 @@ class SearchResponse(ApiSearchResponse):
 
     def rerank_applied(self) -> bool:
         return any(h.scores.rerank is not None for h in self.results)
-
-
-def mint_token(
-    principal: Identity,
-    secret: str,
-    *,
-    ttl_s: int = 3600,
-    tenant_claim: str = "tenant",
-    groups_claim: str = "groups",
-    audience: str | None = None,
-    issuer: str | None = None,
-    now: float | None = None,
-) -> str:
-    issued = int(now if now is not None else time.time())
-    claims: dict[str, Any] = {
-        "sub": principal.subject,
-        tenant_claim: principal.tenant,
-        groups_claim: list(principal.groups),
-        "iat": issued,
-        "exp": issued + ttl_s,
-    }
-    if audience:
-        claims["aud"] = audience
-    if issuer:
-        claims["iss"] = issuer
-    return jwt.encode(claims, secret, algorithm="HS256")
 
 
 def _detail(exc: ApiError) -> str:

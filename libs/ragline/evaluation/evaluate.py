@@ -9,6 +9,7 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.evaluation.client import QueryClient
 from ragline.evaluation.datasets import EvalDataset
@@ -16,7 +17,6 @@ from ragline.evaluation.ingest import ingest_dataset
 from ragline.evaluation.report import Report, build_report, render_categories, render_table
 from ragline.evaluation.runner import parse_modes, run_modes
 from ragline.evaluation.settings import EvalSettings
-from ragline.runtime.settings import Settings
 
 __all__ = ["evaluate", "wait_ready", "write_outputs"]
 

@@ -20,11 +20,11 @@ from typing import Any, Literal
 import psycopg
 from tqdm.auto import tqdm
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, RaglineError
 from ragline.evaluation.datasets import AfterIngest, EvalDataset, SourceDocument
 from ragline.events import EventBase, SourceAclChange, SourceDelete, SourceUpsert, Topics
 from ragline.runtime.lag import wait_drained
-from ragline.runtime.settings import Settings
 
 __all__ = ["IngestResult", "IngestTimeout", "Publisher", "ingest_dataset"]
 

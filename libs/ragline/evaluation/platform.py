@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.settings import Settings, get_settings
 
 __all__ = ["PIPELINE", "PrivatePlatform", "private_platform"]
 
@@ -98,7 +98,6 @@ async def private_platform(
     procs: list[ServiceProcess] = []
     platform: PrivatePlatform | None = None
     with patched_environ(env, remove=CLEARED_ENV):
-        get_settings.cache_clear()
         settings = Settings()
         manager = StackManager(settings, StackSettings(), detached=False)
         try:
@@ -130,6 +129,5 @@ async def private_platform(
                 procs[-1] = platform._query
             await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in procs))
             await manager.down()
-            get_settings.cache_clear()
             if not keep_dir:
                 shutil.rmtree(base, ignore_errors=True)

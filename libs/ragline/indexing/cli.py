@@ -13,11 +13,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.repair import Repairer
 from ragline.indexing.settings import IndexerSettings
-from ragline.runtime.settings import Settings
 from ragline.store.ledger import prune_ledger
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool

@@ -19,6 +19,7 @@ import psycopg
 from opensearchpy import AsyncOpenSearch
 from psycopg_pool import AsyncConnectionPool
 
+from ragline.config import Settings
 from ragline.errors import (
     ContractError,
     NotBuiltError,
@@ -34,7 +35,6 @@ from ragline.indexing.outcome import Outcome, indexed_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.writer import IndexWriter
 from ragline.runtime.publisher import SOURCE_AT_HEADER
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.store.os_client import make_client
 from ragline.store.pg_errors import pg_errors

@@ -1,7 +1,7 @@
 """Apply one event to Postgres in one transaction: the order guards, the generation swap,
 tombstones, ACL re-stamps, supersession and the ledger entry, all or nothing.
 
-Order rules: ``indexing.order`` (one rule, used by the connector too; docs/indexing.md).
+Order rules: ``ragline.order`` (one rule, used by the connector too; docs/indexing.md).
 Content and deletes are ordered by the content key (source_seq, delete over upsert,
 content hash); ACL statements by the ACL key (acl_seq, change over upsert). The ledger
 is keyed by the platform's identity of the change (``ledger_identity``), never by the
@@ -31,7 +31,9 @@ from ragline.events import (
 )
 from ragline.hashing import meta_hash
 from ragline.indexing.metrics import CHUNKS_WRITTEN, DOCUMENTS_APPLIED, PG_WRITE_SECONDS
-from ragline.indexing.order import (
+from ragline.indexing.outcome import Outcome
+from ragline.indexing.projection import DocumentFields, chunk_rows, document_values
+from ragline.order import (
     ACL_FROM_CHANGE,
     ACL_FROM_UPSERT,
     AclKey,
@@ -39,8 +41,6 @@ from ragline.indexing.order import (
     acl_applies,
     content_key,
 )
-from ragline.indexing.outcome import Outcome
-from ragline.indexing.projection import DocumentFields, chunk_rows, document_values
 from ragline.runtime.claimcheck import purge_document_bodies
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store

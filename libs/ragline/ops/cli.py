@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.settings import Settings
 
 __all__ = ["register"]
 

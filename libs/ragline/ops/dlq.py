@@ -17,12 +17,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ragline.config import Settings
 from ragline.events import Topics
 from ragline.ops.dlq_reader import DlqEntry, DlqReader, PartitionRange
 from ragline.ops.dlq_select import PartitionPlan, Selector, plan_partition
 from ragline.ops.settings import OpsSettings
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 __all__ = ["REPLAY_HEADER", "REQUEUE_HEADER", "Action", "DlqReport", "TopicReport", "run_dlq"]
 

@@ -21,12 +21,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError, RaglineError
 from ragline.events import ALL_TOPICS, DeadLetter
 from ragline.ops.dlq_select import UNREADABLE
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.settings import Settings
 from ragline.runtime.topology import logical_topic, physical_topic
 
 __all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]

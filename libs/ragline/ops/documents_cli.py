@@ -18,9 +18,9 @@ __all__ = ["register"]
 def _reset(args: argparse.Namespace) -> int:
     import psycopg
 
+    from ragline.config import Settings
     from ragline.errors import ConfigError, RaglineError
     from ragline.ops.seq_reset import reset_seq
-    from ragline.runtime.settings import Settings
 
     async def run() -> Any:
         async with await psycopg.AsyncConnection.connect(

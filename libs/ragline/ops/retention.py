@@ -37,11 +37,11 @@ from psycopg import sql
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.ops.dlq_reader import DlqEntry, DlqReader
 from ragline.ops.settings import OpsSettings
 from ragline.runtime.claimcheck import CLAIM_HEADER
-from ragline.runtime.settings import Settings
 from ragline.store.pg_errors import pg_errors
 
 __all__ = [

@@ -42,9 +42,9 @@ def _print(report: Any) -> None:
 def _gc(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from ragline.config import Settings
     from ragline.ops.cli import _quiet
     from ragline.ops.retention import RetentionSettings, Table, run_gc
-    from ragline.runtime.settings import Settings
 
     _quiet()
     try:

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.retrieval.audit import sweep_audit
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 
 __all__ = ["register"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ragline.retrieval.metrics import STAGE_SECONDS
-from ragline.runtime.tracing import span
+from ragline.tracing import span
 
 __all__ = ["BACKEND_STAGES", "Timings"]
 

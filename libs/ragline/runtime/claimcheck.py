@@ -19,11 +19,11 @@ from typing import Any
 
 import psycopg
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import unstorable
 from ragline.hashing import sha256_hex
-from ragline.runtime.settings import Settings
-from ragline.runtime.tracing import pg_cursor_factory
+from ragline.tracing import pg_cursor_factory
 
 __all__ = ["CLAIM_HEADER", "ClaimCheckStore", "body_owner", "purge_document_bodies"]
 

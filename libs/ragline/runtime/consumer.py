@@ -26,6 +26,7 @@ from faststream import AckPolicy
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
+from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
 from ragline.events import DocQuarantined, Topics, dlq_topic, read_event
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
@@ -43,10 +44,9 @@ from ragline.runtime.metrics import (
     RETRIES,
 )
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
-from ragline.runtime.tracing import (
+from ragline.tracing import (
     TRACE_HEADER,
     context_of,
     current_traceparent,

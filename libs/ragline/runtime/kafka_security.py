@@ -13,8 +13,8 @@ from faststream.security import (
     SASLScram512,
 )
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.settings import Settings
 
 __all__ = ["aiokafka_options", "faststream_security"]
 

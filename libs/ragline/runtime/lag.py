@@ -17,10 +17,10 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from prometheus_client import Gauge
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.metrics import CONSUMER_LAG
-from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY, consumer_group, logical_topic, physical_topic
 
 __all__ = [

@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from ragline.runtime.tracing import log_ids
+from ragline.tracing import log_ids
 
 __all__ = ["JsonFormatter", "configure_logging"]
 

@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ragline.auth import AuthError, Principal, mint_token
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.runtime import supervisor
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.service_main import SERVICES, http_port
-from ragline.runtime.settings import Settings
 
 __all__ = ["local_secrets", "register"]
 
@@ -106,9 +107,6 @@ async def _wait_indexed(settings: Settings, tenant: str, expected: int, timeout_
 
 async def _sample_query(settings: Settings, secret: str) -> None:
     import httpx
-
-    from ragline.evaluation.client import mint_token
-    from ragline.evaluation.datasets import Principal
 
     token = mint_token(Principal(tenant=DEMO_TENANT, groups=DEMO_GROUPS, subject="demo"), secret)
     url = f"http://127.0.0.1:{http_port('query', settings)}/v1/search"
@@ -210,12 +208,13 @@ def _services(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from ragline.evaluation.client import mint_token
-    from ragline.evaluation.datasets import Principal
-
     secret = local_secrets(Settings())["RAGLINE_QUERY_JWT_SECRET"]
     groups = tuple(g for g in args.groups.split(",") if g)
-    principal = Principal(tenant=args.tenant, groups=groups, subject=args.subject)
+    try:
+        principal = Principal(tenant=args.tenant, groups=groups, subject=args.subject)
+    except AuthError as exc:  # the query service would refuse the token anyway
+        print(f"ragline token: {exc}", file=sys.stderr)
+        return 2
     print(mint_token(principal, secret, ttl_s=args.ttl))
     return 0
 

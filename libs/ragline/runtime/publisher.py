@@ -13,14 +13,14 @@ from typing import Self
 from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import EventBase
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
-from ragline.runtime.settings import Settings
 from ragline.runtime.topology import physical_topic
-from ragline.runtime.tracing import TRACE_HEADER, current_traceparent, span
+from ragline.tracing import TRACE_HEADER, current_traceparent, span
 
 __all__ = ["SOURCE_AT_HEADER", "EventPublisher", "make_broker"]
 

@@ -7,16 +7,16 @@ import asyncio
 import sys
 from typing import Any
 
+from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.service_main import SERVICES, run_service
-from ragline.runtime.settings import Settings
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(run_service(args.service, Settings()))
+        return asyncio.run(run_service(args.service, Settings(), TracingSettings()))
     except ConfigError as exc:
         print(f"ragline run: {exc}", file=sys.stderr)
         return 2

@@ -7,14 +7,14 @@ import signal
 from importlib.metadata import entry_points
 from typing import Any
 
+from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.http import HttpService, make_server
 from ragline.runtime.logs import configure_logging
 from ragline.runtime.metrics import SERVICE_UP, serve_metrics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Stage
-from ragline.runtime.tracing import configure_tracing, trace_asgi
+from ragline.tracing import configure_tracing, trace_asgi
 
 __all__ = ["SERVICES", "load_service", "run_service"]
 
@@ -50,9 +50,9 @@ def load_service(name: str) -> Any:
         raise ConfigError(f"service {name!r} is not built yet ({exc.name} missing)") from exc
 
 
-async def _run_stage(stage: Stage, settings: Settings) -> int:
+async def _run_stage(stage: Stage, settings: Settings, tracing: TracingSettings) -> int:
     log = configure_logging(stage.name, settings.log_level)
-    configure_tracing(stage.name)
+    configure_tracing(stage.name, tracing)
     runner = StageRunner(stage, settings, log)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -91,9 +91,9 @@ async def _run_stage(stage: Stage, settings: Settings) -> int:
     return 1 if runner.fatal is not None else 0
 
 
-async def _run_http(svc: HttpService, settings: Settings) -> int:
+async def _run_http(svc: HttpService, settings: Settings, tracing: TracingSettings) -> int:
     log = configure_logging(svc.name, settings.log_level)
-    configure_tracing(svc.name)
+    configure_tracing(svc.name, tracing)
     app = trace_asgi(svc.app)
     # /metrics on its own port, as for the consumers: the NetworkPolicy can then let the
     # scrapers reach the metrics without opening the API port (and the API's Ingress
@@ -113,11 +113,12 @@ async def _run_http(svc: HttpService, settings: Settings) -> int:
     return 0
 
 
-async def run_service(name: str, settings: Settings) -> int:
+async def run_service(name: str, settings: Settings, tracing: TracingSettings) -> int:
+    """Build service ``name`` from the settings its command read once, and run it."""
     build = load_service(name)
     service = build(settings)
     if isinstance(service, Stage):
-        return await _run_stage(service, settings)
+        return await _run_stage(service, settings, tracing)
     if isinstance(service, HttpService):
-        return await _run_http(service, settings)
+        return await _run_http(service, settings, tracing)
     raise ConfigError(f"service {name!r} built an unknown kind of object: {type(service)!r}")

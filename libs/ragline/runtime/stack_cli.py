@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ragline.config import Settings
 from ragline.errors import ConfigError, RaglineError
-from ragline.runtime.settings import Settings
 
 if TYPE_CHECKING:  # the drivers load on use: other `ragline` commands start faster
     from ragline.runtime.stack import StackManager

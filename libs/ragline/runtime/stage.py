@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ragline.config import Settings
 from ragline.events import EventBase
-from ragline.runtime.settings import Settings
 
 __all__ = ["BatchConfig", "Output", "Stage", "StageContext"]
 

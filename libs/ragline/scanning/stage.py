@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
+from ragline.config import Settings
 from ragline.events import DocParsed, Topics
 from ragline.runtime.claimcheck import ClaimCheckStore
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.scanning.factory import build_scanner
 from ragline.scanning.scanner import ScanBlocked, Scanner

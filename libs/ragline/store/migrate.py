@@ -19,8 +19,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, RaglineError
-from ragline.runtime.settings import Settings
 from ragline.store.query_role import QueryRole, ensure_query_role
 
 __all__ = [

@@ -13,8 +13,8 @@ from typing import Any
 from opensearchpy import AsyncOpenSearch
 from opensearchpy import exceptions as ose
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError, RaglineError, TransientError
-from ragline.runtime.settings import Settings
 
 __all__ = ["RETRIABLE_STATUS", "make_client", "os_errors", "translate_os_error"]
 
@@ -31,7 +31,7 @@ def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSear
             settings.opensearch_user,
             password.get_secret_value() if password is not None else "",
         )
-    from ragline.runtime.tracing import trace_opensearch
+    from ragline.tracing import trace_opensearch
 
     client = AsyncOpenSearch(hosts=[settings.opensearch_url], **kwargs)
     trace_opensearch(client)

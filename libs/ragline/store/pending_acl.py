@@ -46,7 +46,7 @@ async def put_pending_acl(
     classification: str | None,
 ) -> bool:
     """Store the change unless a newer one is kept (at an equal seq the later change
-    wins, indexing.order); True when stored."""
+    wins, ragline.order); True when stored."""
     with pg_errors():
         cur = await conn.execute(
             "INSERT INTO pending_acl AS p (tenant_id, document_id, acl_seq, acl_groups,"

@@ -10,8 +10,8 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.runtime.tracing import pg_cursor_factory
 from ragline.store.pg_errors import pg_errors
+from ragline.tracing import pg_cursor_factory
 
 __all__ = ["open_pool"]
 

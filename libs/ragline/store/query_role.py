@@ -13,8 +13,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.settings import Settings
 
 __all__ = ["POLICY_ROLE", "QueryRole", "assert_unprivileged", "ensure_query_role"]
 

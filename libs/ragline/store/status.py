@@ -1,6 +1,6 @@
 """The ``document_status`` table: where each document is, written with a seq guard.
 
-A row is only overwritten by a change whose content key (``indexing.order``: seq, then
+A row is only overwritten by a change whose content key (``ragline.order``: seq, then
 delete over upsert, then content hash) is >= the stored one, so a late retry of an old
 version cannot hide the state of a newer one. The row also carries the
 newest ACL its writers knew (``acl_groups``/``acl_seq``, migration 0007): the query role
@@ -16,7 +16,7 @@ from typing import Any, Literal
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
-from ragline.indexing.order import ACL_FROM_CHANGE, AclKey
+from ragline.order import ACL_FROM_CHANGE, AclKey
 from ragline.store.pg_errors import pg_errors
 
 __all__ = [
@@ -42,7 +42,7 @@ AWAITING_CONTENT_REASON = (
 
 
 def status_key_sql(alias: str) -> sql.Composed:
-    """The content key (indexing.order) of a ``document_status`` row in SQL: (seq, rank,
+    """The content key (ragline.order) of a ``document_status`` row in SQL: (seq, rank,
     digest); an 'accepted' row without a content hash is an accepted delete."""
     a = sql.SQL(alias)
     deleted = sql.SQL(
@@ -56,7 +56,7 @@ def status_key_sql(alias: str) -> sql.Composed:
 
 def status_acl_update_sql(alias: str) -> sql.Composed:
     """The SET clauses of an upsert into ``document_status`` (stored row ``alias``) that
-    keep the ACL with the greater ACL key (indexing.order); no ACL given keeps it."""
+    keep the ACL with the greater ACL key (ragline.order); no ACL given keeps it."""
     a = sql.SQL(alias)
     newer = sql.SQL(
         "EXCLUDED.acl_seq IS NOT NULL AND "
@@ -120,7 +120,7 @@ async def write_status(
     findings: dict[str, Any] | None = None,
     acl: StatusAcl | None = None,
 ) -> bool:
-    """Upsert the status row unless it holds a newer change (content key, indexing.order);
+    """Upsert the status row unless it holds a newer change (content key, ragline.order);
     True when it was written.
 
     ``acl`` (groups, acl_seq, acl_rank) replaces the stored ACL only if its key is not

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.store.pool import open_pool
 
 

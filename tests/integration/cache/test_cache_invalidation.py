@@ -15,8 +15,8 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.cache.result_cache import PgResultCache
 from ragline.cache.settings import CacheSettings
 from ragline.cache.stage import CacheInvalidatorStage
+from ragline.config import Settings
 from ragline.events import DocIndexed, IndexAction
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.cache.invalidation import apply_plan, plan_invalidation
 from ragline.cache.result_cache import PgResultCache
 from ragline.cache.settings import CacheSettings
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.store.rls import set_scope
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.cache.result_cache import PgResultCache
 from ragline.cache.settings import CacheSettings
 from ragline.cache.sweeper import count_entries
+from ragline.config import Settings
 from ragline.events import DocIndexed, IndexAction, Topics
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

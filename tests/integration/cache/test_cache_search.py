@@ -16,11 +16,11 @@ from cache_seed import embedded
 
 from ragline.cache.result_cache import answer_cache_factory
 from ragline.cache.settings import CacheSettings
+from ragline.config import Settings
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.writer import IndexWriter
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool

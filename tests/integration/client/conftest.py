@@ -20,8 +20,8 @@ from client_helpers import REPO, Seeded, child_env
 from query_corpus import main_corpus, seed
 from query_helpers import GROUP_A, GROUP_B, SECRET
 
+from ragline.config import Settings
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool

@@ -13,12 +13,12 @@ import pytest
 from client_helpers import Seeded, connector_collect
 from query_helpers import GROUP_A, GROUP_B, make_token, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.webhook import create_app as webhook_app
 from ragline.events import Topics
 from ragline.retrieval.embed import ModelQueryEmbedder
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import free_port
 from ragline_client import (
     ApiError,

@@ -20,11 +20,11 @@ import uvicorn
 from client_helpers import REPO, Seeded, child_env, connector_collect
 from query_helpers import GROUP_A
 
+from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.webhook import create_app
 from ragline.events import Topics
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import free_port
 from ragline_client import AsyncChangeWebhook, ChangeWebhook, RetryPolicy, Unauthorized
 from ragline_client.webhook import signature_headers

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 
 Collector = Callable[..., Any]
 

@@ -15,11 +15,11 @@ import httpx
 import psycopg
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
 from ragline.connector.fs_watch import FsWatcher
 from ragline.connector.webhook import SIGNATURE_HEADER, sign
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

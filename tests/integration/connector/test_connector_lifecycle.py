@@ -15,6 +15,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 
+from ragline.config import Settings
 from ragline.connector.intake import ImplausibleSequence
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
@@ -30,7 +31,6 @@ from ragline.events import (
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, StageContext
 from ragline.store.rls import scoped_transaction
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
 from ragline.connector.fs_watch import FsWatcher
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from ragline.config import Settings
 from ragline.events import DeadLetter, Topics, dlq_topic
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -7,13 +7,13 @@ import logging
 import psycopg
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.connector.state import StateStore
 from ragline.events import DocFetched, DocumentMeta, SourceDelete, SourceUpsert
 from ragline.hashing import content_hash, meta_hash
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.state import StateStore
-from ragline.runtime.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

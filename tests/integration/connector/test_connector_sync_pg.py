@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
 from ragline.hashing import content_hash
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

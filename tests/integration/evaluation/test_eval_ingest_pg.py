@@ -17,10 +17,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from pydantic import TypeAdapter
 
+from ragline.config import Settings
 from ragline.evaluation.datasets import AfterIngest, EvalDataset, SourceDocument
 from ragline.evaluation.ingest import IngestTimeout, ingest_dataset
 from ragline.events import DocumentMeta, SourceChange, Topics
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

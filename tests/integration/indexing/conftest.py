@@ -12,10 +12,10 @@ import psycopg
 import pytest_asyncio
 from opensearchpy import AsyncOpenSearch
 
+from ragline.config import Settings
 from ragline.events import EventBase
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, StageContext
 from ragline.store.os_client import make_client
 

@@ -12,10 +12,10 @@ import psycopg
 import pytest
 from opensearchpy import AsyncOpenSearch
 
+from ragline.config import Settings
 from ragline.events import Topics
 from ragline.indexing.samples import enriched_event
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.store.os_index import index_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from lifecycle_world import World
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 
 
 @pytest.fixture(scope="session")

@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, TransientError
 from ragline.events import DocQuarantined, EventBase, Topics, input_adapter
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import Output, Stage, StageContext
 
 __all__ = ["DeadLetter", "Driver", "StageFactory"]

@@ -24,6 +24,7 @@ from lifecycle_driver import Driver
 from lifecycle_model import OVERSIZE_BYTES, PRINCIPALS, DocModel
 from opensearchpy import AsyncOpenSearch
 
+from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.hashing import content_hash
@@ -31,7 +32,6 @@ from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 from ragline.scanning.settings import ScannerSettings
 from ragline.scanning.stage import ScannerStage
 from ragline.store.os_client import make_client

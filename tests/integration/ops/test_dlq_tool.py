@@ -17,6 +17,7 @@ from datetime import timedelta
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import DocFetched, DocumentMeta, Topics, dlq_topic
 from ragline.hashing import content_hash
@@ -24,7 +25,6 @@ from ragline.ops.dlq import REPLAY_HEADER, REQUEUE_HEADER, Action, run_dlq
 from ragline.ops.dlq_select import Selector
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

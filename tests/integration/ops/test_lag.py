@@ -13,9 +13,9 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from ragline.config import Settings
 from ragline.events import Topics
 from ragline.runtime.lag import group_lag, stage_lag
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.topics import ensure_topics
 
 pytestmark = pytest.mark.integration

@@ -22,6 +22,7 @@ import pytest
 import pytest_asyncio
 from pgvector.psycopg import register_vector_async
 
+from ragline.config import Settings
 from ragline.embedding.cache import PgVectorCache
 from ragline.errors import PermanentError
 from ragline.events import Topics, dlq_topic
@@ -31,7 +32,6 @@ from ragline.ops.retention import RetentionSettings, Table, run_gc
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.store.pool import open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

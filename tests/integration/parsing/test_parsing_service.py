@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from ragline.config import Settings
 from ragline.events import (
     DeadLetter,
     DocFetched,
@@ -25,7 +26,6 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

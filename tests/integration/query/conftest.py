@@ -10,8 +10,8 @@ import pytest_asyncio
 from query_corpus import delete, main_corpus, other_tenant_corpus, seed
 from query_helpers import GROUP_A, GROUP_B, Corpus, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool

@@ -12,9 +12,9 @@ import httpx
 import jwt
 from fastapi import FastAPI
 
+from ragline.config import Settings
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 from services.query.api import create_app
 
 SECRET = "query-integration-secret-0123456789abcdef"

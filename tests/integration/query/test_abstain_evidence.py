@@ -10,8 +10,8 @@ import pytest
 from query_helpers import GROUP_A, GROUP_B, Corpus, auth
 
 from ragline.auth.principal import Principal
+from ragline.config import Settings
 from ragline.retrieval.specificity import IdentifierFrequency
-from ragline.runtime.settings import Settings
 from ragline.store.pool import open_pool
 
 pytestmark = pytest.mark.integration

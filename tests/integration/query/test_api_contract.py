@@ -22,10 +22,10 @@ from psycopg.conninfo import make_conninfo
 from pydantic import SecretStr
 from query_helpers import auth, make_token, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.writer import IndexWriter
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.pool import open_pool
 from services.query.api import create_app

@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from query_helpers import GROUP_A, GROUP_B, Corpus, auth, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.retrieval.api_models import SearchResponse
 from ragline.retrieval.cache_seam import CacheKey
 from ragline.retrieval.embed import QueryEmbedder
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ import pytest
 import pytest_asyncio
 from query_helpers import GROUP_A, Corpus, auth, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.rerank import CrossEncoderReranker
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import free_port
 
 pytestmark = pytest.mark.integration

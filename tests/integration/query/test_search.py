@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from query_helpers import GROUP_A, GROUP_B, Corpus, auth, make_token
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 
 pytestmark = pytest.mark.integration
 

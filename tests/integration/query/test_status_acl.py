@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 from query_helpers import auth, query_settings, running_app
 
+from ragline.config import Settings
 from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta, FindingsSummary
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.writer import IndexWriter
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.pool import open_pool
 

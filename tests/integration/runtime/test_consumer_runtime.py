@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from ragline.config import Settings
 from ragline.events import DeadLetter, DocFetched, DocParsed, DocumentMeta, Topics, dlq_topic
 from ragline.hashing import content_hash
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ import pytest
 from psycopg import errors as pge
 from psycopg import sql
 
+from ragline.config import Settings
 from ragline.events import ALL_TOPICS
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack import StackError, StackManager, StackSettings
 from ragline.runtime.stack.postgres import maintenance_dsn
 from ragline.runtime.stack.process import is_running

@@ -18,11 +18,11 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from ragline.config import Settings
 from ragline.events import ALL_TOPICS, DocFetched, DocumentMeta, Topics
 from ragline.hashing import content_hash
 from ragline.runtime.lag import stage_lag
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.topics import ensure_pipeline_topics
 from ragline.runtime.topology import physical_topic
 

@@ -20,16 +20,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.logs import JsonFormatter
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.service_main import load_service
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.topics import ensure_pipeline_topics
 from ragline.runtime.topology import TOPOLOGY
-from ragline.runtime.tracing import span, use_provider
+from ragline.tracing import span, use_provider
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
+from ragline.config import Settings
 from ragline.runtime.claimcheck import ClaimCheckStore, body_owner, purge_document_bodies
-from ragline.runtime.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -7,6 +7,7 @@ import logging
 import pytest
 from chunking_docs import doc, para, prose, table
 
+from ragline.config import Settings
 from ragline.errors import ContractError, NotBuiltError
 from ragline.events import (
     ChunkLevel,
@@ -17,7 +18,6 @@ from ragline.events import (
     Topics,
     input_adapter,
 )
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 from services.chunker.handlers import build
 

@@ -17,10 +17,10 @@ from jsonschema_strategy import from_schema
 from pydantic import BaseModel
 
 import ragline_client
+from ragline.config import Settings
 from ragline.events import Classification
 from ragline.retrieval import api_models, filters
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.settings import Settings
 from ragline_client import models
 from services.query.api import create_app
 

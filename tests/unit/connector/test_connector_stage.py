@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragline.config import Settings
 from ragline.connector.fetch import ContentFetcher
 from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
@@ -23,7 +24,6 @@ from ragline.events import (
     SourceUpsert,
 )
 from ragline.hashing import content_hash, meta_hash
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 
 

@@ -14,9 +14,9 @@ import kubernetes_validate
 import pytest
 from _deploy_helpers import Render, by_component, container, env_of, kinds, pod_spec, pod_specs
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY
 
 CONSUMERS = {t.name.replace("_", "-") for t in TOPOLOGY}

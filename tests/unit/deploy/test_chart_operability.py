@@ -367,7 +367,7 @@ def test_chart_metadata() -> None:
 
 
 def test_tracing_is_off_by_default_and_configurable(render: Render) -> None:
-    from ragline.runtime.tracing import TracingSettings
+    from ragline.config import TracingSettings
 
     docs = render()
     (cm,) = [c for c in kinds(docs, "ConfigMap") if "RAGLINE_KAFKA_BOOTSTRAP" in c["data"]]

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from _deploy_helpers import CHART, Render, by_component, kinds, pod_specs, run_helm
 
+from ragline.config import Settings
 from ragline.runtime.service_main import SERVICES, http_port
-from ragline.runtime.settings import Settings
 from ragline.runtime.topology import TOPOLOGY
 
 PROD = "values-production.yaml"

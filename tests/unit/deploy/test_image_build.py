@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from _deploy_helpers import REPO
 
+from ragline.config import Settings
 from ragline.runtime.service_main import SERVICES, http_port
-from ragline.runtime.settings import Settings
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ragline.config import Settings
 from ragline.errors import ContractError, NotBuiltError
 from ragline.events import (
     Chunk,
@@ -18,7 +19,6 @@ from ragline.events import (
     Topics,
     input_adapter,
 )
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 from services.enricher.handlers import build
 

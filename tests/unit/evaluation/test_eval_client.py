@@ -16,7 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from ragline.errors import BackendUnavailable, ConfigError
-from ragline.evaluation.client import QueryClient, QueryServiceError, SearchResponse, mint_token
+from ragline.evaluation.client import QueryClient, QueryServiceError, SearchResponse
 from ragline.evaluation.datasets import Principal
 from ragline.evaluation.settings import EvalSettings
 
@@ -51,32 +51,6 @@ def settings(**kw: Any) -> EvalSettings:
     base: dict[str, Any] = {"jwt_secret": SecretStr(SECRET), "request_retries": 2}
     base.update(kw)
     return EvalSettings(**base)
-
-
-def test_mint_token_claims() -> None:
-    tok = mint_token(ALICE, SECRET, ttl_s=120, now=1_000_000, audience="rag", issuer="eval")
-    claims = jwt.decode(
-        tok, SECRET, algorithms=["HS256"], audience="rag", options={"verify_exp": False}
-    )
-    assert claims == {
-        "sub": "alice",
-        "tenant": "acme",
-        "groups": ["staff", "engineering"],
-        "iat": 1_000_000,
-        "exp": 1_000_120,
-        "aud": "rag",
-        "iss": "eval",
-    }
-    other = mint_token(ALICE, SECRET, tenant_claim="org", groups_claim="roles", now=0)
-    claims = jwt.decode(other, SECRET, algorithms=["HS256"], options={"verify_exp": False})
-    assert claims["org"] == "acme" and claims["roles"] == ["staff", "engineering"]
-    with pytest.raises(jwt.InvalidSignatureError):
-        jwt.decode(
-            tok,
-            "wrong-secret-that-is-long-enough-too!",
-            algorithms=["HS256"],
-            options={"verify_exp": False},
-        )
 
 
 def test_secret_is_required(monkeypatch: pytest.MonkeyPatch) -> None:

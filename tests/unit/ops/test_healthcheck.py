@@ -8,10 +8,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from ragline.config import Settings
 from ragline.ops import healthcheck
 from ragline.ops.healthcheck import main, probe_url
 from ragline.runtime import service_main
-from ragline.runtime.settings import Settings
 
 
 def test_port_table_mirrors_the_runtime() -> None:

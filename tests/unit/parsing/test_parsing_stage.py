@@ -11,11 +11,11 @@ import time
 import pytest
 from parsing_helpers import FIXTURES
 
+from ragline.config import Settings
 from ragline.errors import ContractError, QuarantineError
 from ragline.events import DocFetched, DocParsed, DocumentMeta, Topics, input_adapter
 from ragline.hashing import content_hash
 from ragline.parsing import ParseExecutor, ParserSettings, parse_document
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 from services.parser.handlers import ParserStage, build
 

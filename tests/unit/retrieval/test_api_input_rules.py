@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
+from ragline.config import Settings
 from ragline.events import _DOCUMENT_ID_RE
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.http_limits import SizeLimits
-from ragline.runtime.settings import Settings
 from ragline_client.text_rules import (
     DOCUMENT_ID_PATTERN,
     NO_NUL_PATTERN,

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from faststream.security import SASLScram512
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
 from ragline.runtime.kafka_security import aiokafka_options, faststream_security
-from ragline.runtime.settings import Settings
 
 
 def test_plaintext_by_default() -> None:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stack.opensearch import opensearch_probe
 
 

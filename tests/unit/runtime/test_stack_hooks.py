@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stack import StackError
 from ragline.runtime.stack.hooks import PostUpContext, run_post_up_hooks
 from ragline.runtime.stack.settings import Component

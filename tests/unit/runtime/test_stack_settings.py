@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.kafka import parse_host_port
 from ragline.runtime.stack.settings import (
     Component,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from ragline.config import Settings
 from ragline.errors import QuarantineError
 from ragline.events import DocScanned, Topics
-from ragline.runtime.settings import Settings
 from ragline.runtime.stage import StageContext
 from ragline.scanning.engine import EngineConfig
 from ragline.scanning.model import DetectPlan

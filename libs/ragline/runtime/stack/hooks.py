@@ -13,8 +13,8 @@ import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.errors import StackError
 from ragline.runtime.stack.settings import Component
 

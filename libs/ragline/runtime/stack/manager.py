@@ -9,9 +9,9 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.base import (
     ComponentStatus,
     ExternalServer,

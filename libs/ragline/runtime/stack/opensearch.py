@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import OpenSearchException
 
+from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.base import Health, LocalOptions, LocalProcessServer, Probe
 from ragline.runtime.stack.settings import Component
 

@@ -15,7 +15,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import TupleRow
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stack import process
 from ragline.runtime.stack.base import Health, LocalOptions, Probe, Server, StartResult, StopResult
 from ragline.runtime.stack.errors import StackError

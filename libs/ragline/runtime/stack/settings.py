@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 
 __all__ = ["Component", "StackPaths", "StackSettings", "managed_components"]
 

@@ -237,7 +237,7 @@ def make_test_stack_dir() -> Path:
 async def reap_stale_test_stacks(root: Path | None = None) -> list[Path]:
     """Stop the servers of test stacks whose owning process is gone, delete their
     directories, and return them. Stacks of live sessions are never touched."""
-    from ragline.runtime.settings import Settings
+    from ragline.config import Settings
     from ragline.runtime.stack.manager import StackManager
     from ragline.runtime.stack.process import is_running, read_pid
     from ragline.runtime.stack.settings import Component, StackSettings

@@ -29,8 +29,8 @@ from aiokafka.errors import KafkaError, for_code
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragline.config import Settings
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.errors import StackError
 from ragline.runtime.topology import physical_topic
 

@@ -7,8 +7,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragline.runtime import tracing
-from ragline.runtime.tracing import child_traceparent, new_traceparent, valid_traceparent
+from ragline import tracing
+from ragline.config import TracingSettings
+from ragline.tracing import child_traceparent, new_traceparent, valid_traceparent
 
 
 def test_child_keeps_trace_id_and_changes_span() -> None:
@@ -39,7 +40,7 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 def test_off_by_default_costs_nothing() -> None:
     assert not tracing.tracing_on()
-    assert not tracing.configure_tracing("parser", tracing.TracingSettings())
+    assert not tracing.configure_tracing("parser", TracingSettings())
     with tracing.span("x") as s:
         assert s is None
     assert tracing.start_span("x") is None

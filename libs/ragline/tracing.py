@@ -9,12 +9,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from ragline.config import TracingSettings
 
 __all__ = [
     "TRACE_HEADER",
-    "TracingSettings",
     "child_traceparent",
     "configure_tracing",
     "context_of",
@@ -64,27 +62,13 @@ def child_traceparent(parent: str | None) -> str:
 _state: dict[str, Any] = {"on": False}
 
 
-class TracingSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGLINE_TRACING_", extra="ignore", frozen=True)
-
-    enabled: bool = Field(default=False, description="emit OpenTelemetry spans")
-    otlp_endpoint: str | None = Field(
-        default=None,
-        description="OTLP/HTTP traces URL, e.g. http://otel-collector:4318/v1/traces; "
-        "default: the OTEL_EXPORTER_OTLP_* variables of the SDK",
-    )
-    sample_ratio: float = Field(
-        default=1.0, ge=0.0, le=1.0, description="share of new traces recorded (parent-based)"
-    )
-
-
 def tracing_on() -> bool:
     return bool(_state["on"])
 
 
-def configure_tracing(service: str, settings: TracingSettings | None = None) -> bool:
+def configure_tracing(service: str, settings: TracingSettings) -> bool:
     """Install the OTLP exporter when tracing is enabled; returns whether it is on."""
-    ts = settings or TracingSettings()
+    ts = settings
     if not ts.enabled:
         return tracing_on()
     from opentelemetry import trace

@@ -7,7 +7,6 @@ their own prefix (``RAGLINE_SCANNER_...``) next to their code.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
@@ -15,7 +14,7 @@ from urllib.parse import quote
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["Settings"]
 
 
 class Settings(BaseSettings):
@@ -106,8 +105,3 @@ class Settings(BaseSettings):
             f"postgresql://{self.pg_query_role}:{pw}@/{self.pg_database}"
             f"?host={quote(str(self.pg_socket_dir))}"
         )
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()
