@@ -40,7 +40,10 @@ from pydantic import (
 __all__ = [
     "ALL_TOPICS",
     "BIGINT_MAX",
+    "BULK",
     "EVENT_MODELS",
+    "INTERACTIVE",
+    "LANED_TOPICS",
     "SCHEMA_VERSION",
     "AclChange",
     "Block",
@@ -65,6 +68,7 @@ __all__ = [
     "EventBase",
     "FindingsSummary",
     "IndexAction",
+    "Lane",
     "ParsedDocument",
     "SourceAclChange",
     "SourceChange",
@@ -77,6 +81,8 @@ __all__ = [
     "change_identity",
     "dlq_topic",
     "input_adapter",
+    "lane_of_topic",
+    "lane_topic",
     "read_event",
     "unstorable",
 ]
@@ -119,8 +125,33 @@ def dlq_topic(topic: str) -> str:
     return f"{topic}.dlq"
 
 
-ALL_TOPICS: tuple[str, ...] = tuple(t.value for t in Topics) + tuple(
-    dlq_topic(t.value) for t in Topics
+# Priority lanes (docs/adr/0011): every pipeline topic but doc.indexed has a bulk twin
+# ``<topic>.bulk``, keyed by document_id like its interactive topic. The lane travels in
+# the envelope (``EventBase.priority``); stages serve the interactive topic first and a
+# document's versions may cross lanes, so the seq guards (indexing/order.py) decide.
+Lane: TypeAlias = Literal["interactive", "bulk"]
+INTERACTIVE: Lane = "interactive"
+BULK: Lane = "bulk"
+_BULK_SUFFIX = ".bulk"
+LANED_TOPICS: frozenset[str] = frozenset(t.value for t in Topics if t is not Topics.DOC_INDEXED)
+
+
+def lane_topic(topic: str, lane: Lane) -> str:
+    """The topic of ``lane`` for logical ``topic`` (the topic itself if it has no lanes)."""
+    return f"{topic}{_BULK_SUFFIX}" if lane == BULK and topic in LANED_TOPICS else topic
+
+
+def lane_of_topic(topic: str) -> tuple[str, Lane]:
+    """``(base topic, lane)`` of a logical topic name: ``doc.parsed.bulk`` -> bulk."""
+    base = topic.removesuffix(_BULK_SUFFIX)
+    return (base, BULK) if base != topic and base in LANED_TOPICS else (topic, INTERACTIVE)
+
+
+# dead letters of both lanes go to the base topic's .dlq (a replay picks the lane)
+ALL_TOPICS: tuple[str, ...] = (
+    tuple(t.value for t in Topics)
+    + tuple(lane_topic(t.value, BULK) for t in Topics if t.value in LANED_TOPICS)
+    + tuple(dlq_topic(t.value) for t in Topics)
 )
 
 
@@ -279,6 +310,14 @@ class EventBase(_Model):
     )
     source_seq: int = Field(ge=0, le=BIGINT_MAX, description="monotonic per document")
     traceparent: str | None = Field(default=None, max_length=128)
+    # written only when bulk: an interactive event is byte-for-byte what releases
+    # before the lanes wrote (docs/adr/0011)
+    priority: Lane = Field(
+        default=INTERACTIVE,
+        exclude_if=lambda v: v == INTERACTIVE,
+        description="lane: interactive (served first) or bulk (sync, backfill, replay, "
+        "re-embedding); carried to every stage's output",
+    )
 
     @field_validator("schema_version")
     @classmethod
@@ -308,6 +347,7 @@ class EventBase(_Model):
             "content_hash": self.content_hash,
             "source_seq": self.source_seq,
             "traceparent": self.traceparent,
+            "priority": self.priority,
         }
 
 
@@ -673,6 +713,7 @@ _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
 def input_adapter(topic: str) -> TypeAdapter[Any]:
     """The validator for messages on ``topic`` (a discriminated union for source.changes)."""
+    topic = lane_of_topic(topic)[0]
     if topic.endswith(".dlq"):
         model: Any = DeadLetter
     else:
@@ -689,5 +730,6 @@ def read_event(topic: str, body: bytes | str) -> Any:
     """Validate a consumed message of ``topic`` (a logical name): ``source.changes`` and
     the ``.dlq`` topics strictly, every other internal topic tolerantly (unknown fields
     ignored at any depth, schema versions up to ``MAX_READ_SCHEMA_VERSION``)."""
+    topic = lane_of_topic(topic)[0]
     tolerant = topic != Topics.SOURCE_CHANGES and not topic.endswith(".dlq")
     return input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)

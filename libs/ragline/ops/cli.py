@@ -134,6 +134,7 @@ def _dlq(args: argparse.Namespace) -> int:
                 dry_run=getattr(args, "dry_run", False),
                 group=args.group,
                 progress=not args.no_progress,
+                lane=getattr(args, "lane", "bulk"),
             )
         )
     except (RaglineError, ValidationError) as exc:
@@ -243,6 +244,14 @@ def register(sub: Any) -> None:
         _filters(p)
         p.add_argument("--limit", type=int, default=None, help=f"{name} at most N records")
         p.add_argument("--dry-run", action="store_true", help="report, change nothing")
+        if name == "replay":
+            p.add_argument(
+                "--lane",
+                choices=("bulk", "interactive"),
+                default="bulk",
+                help="the lane replayed messages travel in (default bulk: never ahead of "
+                "interactive changes)",
+            )
 
     topics = sub.add_parser("topics", help="create or list the pipeline's Kafka topics")
     t_actions = topics.add_subparsers(dest="topics_command", required=True)

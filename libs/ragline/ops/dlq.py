@@ -18,7 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ragline.config import Settings
-from ragline.events import Topics
+from ragline.events import BULK, Lane, Topics, dlq_topic, lane_of_topic, lane_topic
 from ragline.ops.dlq_reader import DlqEntry, DlqReader, PartitionRange
 from ragline.ops.dlq_select import PartitionPlan, Selector, plan_partition
 from ragline.ops.settings import OpsSettings
@@ -72,18 +72,26 @@ class DlqReport:
 
 
 def replayable(entry: DlqEntry) -> bool:
-    """Only a DeadLetter whose source topic is the pipeline topic this .dlq belongs to."""
+    """Only a DeadLetter whose source topic (either lane) is the pipeline topic this .dlq
+    belongs to."""
     dl = entry.letter
-    return dl is not None and dl.topic in _PIPELINE_TOPICS and entry.topic == f"{dl.topic}.dlq"
+    if dl is None:
+        return False
+    base = lane_of_topic(dl.topic)[0]
+    return base in _PIPELINE_TOPICS and entry.topic == dlq_topic(base)
 
 
-async def _replay(pub: EventPublisher, entry: DlqEntry) -> None:
+async def _replay(pub: EventPublisher, entry: DlqEntry, lane: Lane = BULK) -> None:
+    """Send the dead letter back to its topic, in ``lane`` (bulk by default: a replay is
+    bulk work and must not delay interactive changes; the seq guards keep it from
+    overwriting anything newer)."""
     dl = entry.letter
     assert dl is not None  # replayable() checked it
     headers = dict(dl.original_headers)
     headers[REPLAY_HEADER] = f"{entry.topic}:{entry.partition}:{entry.offset}"
     body = base64.b64decode(dl.original_b64)
-    await pub.publish_raw(dl.topic, body, key=dl.key, headers=headers)
+    target = lane_topic(lane_of_topic(dl.topic)[0], lane)
+    await pub.publish_raw(target, body, key=dl.key, headers=headers)
 
 
 async def _requeue(pub: EventPublisher, entry: DlqEntry) -> None:
@@ -103,6 +111,7 @@ async def run_dlq(
     group: str | None = None,
     progress: bool = True,
     ops: OpsSettings | None = None,
+    lane: Lane = BULK,
 ) -> DlqReport:
     ops = ops or OpsSettings()
     selector = selector or Selector()
@@ -151,7 +160,7 @@ async def run_dlq(
             if plan.commit_to is not None:
                 plans.append((rng, plan))
         if not dry_run and plans:
-            await _execute(settings, reader, action, plans, ops, progress)
+            await _execute(settings, reader, action, plans, ops, progress, lane)
         return report
 
 
@@ -162,6 +171,7 @@ async def _execute(
     plans: list[tuple[PartitionRange, PartitionPlan]],
     ops: OpsSettings,
     progress: bool,
+    lane: Lane = BULK,
 ) -> None:
     total = sum(len(p.handle) + len(p.requeue) for _, p in plans)
     async with EventPublisher(settings, service="dlq-tool") as pub:
@@ -176,7 +186,7 @@ async def _execute(
                 async for entry in reader.entries(rng, stop=plan.commit_to):
                     if entry.offset in plan.handle:
                         if action is Action.REPLAY:
-                            await _replay(pub, entry)
+                            await _replay(pub, entry, lane)
                     elif entry.offset in plan.requeue:
                         await _requeue(pub, entry)
                     bar.update(1)

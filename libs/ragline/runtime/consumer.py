@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,11 +29,22 @@ from pydantic import ValidationError
 
 from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
-from ragline.events import DocQuarantined, Topics, dlq_topic, read_event
+from ragline.events import (
+    BULK,
+    INTERACTIVE,
+    DocQuarantined,
+    Lane,
+    Topics,
+    dlq_topic,
+    lane_of_topic,
+    lane_topic,
+    read_event,
+)
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter, withheld_body
 from ragline.runtime.health import ConsumerHealth
 from ragline.runtime.lag import LagRevokeListener, PartitionLagGauge
+from ragline.runtime.lanes import LaneGate, LaneSettings, demote, lane_inputs, with_lane
 from ragline.runtime.metrics import (
     CONSUMED,
     DLQ,
@@ -68,12 +80,13 @@ class FatalError(RaglineError):
 
 @dataclass(frozen=True, kw_only=True)
 class Record:
-    topic: str
+    topic: str  # logical, without the lane: `doc.parsed` for `doc.parsed.bulk` too
     partition: int | None
     offset: int | None
     key: bytes | None
     value: bytes
     headers: dict[str, str]
+    lane: Lane = INTERACTIVE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,8 +102,10 @@ def _record(raw: Any, prefix: str = "") -> Record:
         k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
         for k, v in (raw.headers or ())
     }
+    topic, lane = lane_of_topic(logical_topic(raw.topic, prefix))
     return Record(
-        topic=logical_topic(raw.topic, prefix),
+        topic=topic,
+        lane=lane,
         partition=raw.partition,
         offset=raw.offset,
         key=raw.key,
@@ -139,7 +154,10 @@ class StageRunner:
         self.settings = settings
         self.log = logger
         self.prefix = settings.kafka_topic_prefix
-        self.lag = PartitionLagGauge(stage.name, self.prefix)
+        self.lags = {
+            lane: PartitionLagGauge(stage.name, self.prefix) for lane in (INTERACTIVE, BULK)
+        }
+        self.gate = LaneGate(LaneSettings())
         self.broker = make_broker(settings, f"ragline-{stage.name}", graceful_timeout=60.0)
         self.publisher = EventPublisher(settings, service=stage.name, broker=self.broker)
         self.fatal: BaseException | None = None
@@ -152,26 +170,33 @@ class StageRunner:
 
     # ------------------------------------------------------------------ wiring
     def _subscribe(self) -> None:
+        """One consumer per lane (runtime/lanes.py): each sequential, its own group."""
+        self._subscribers: dict[Lane, Any] = {}
+        for lane, logical in lane_inputs(self.stage.input_topics).items():
+            self._subscribers[lane] = self._lane_subscriber(lane, logical)
+        self._subscriber = self._subscribers[INTERACTIVE]
+
+    def _lane_subscriber(self, lane: Lane, logical: tuple[str, ...]) -> Any:
         batch = self.stage.batch
         kwargs: dict[str, Any] = {
-            "group_id": consumer_group(self.stage.name, self.prefix),
+            "group_id": consumer_group(self.stage.name, self.prefix, lane),
             "auto_offset_reset": "earliest",
             "ack_policy": AckPolicy.MANUAL,
             "max_poll_interval_ms": 600_000,
-            "listener": LagRevokeListener(self.lag),
+            "listener": LagRevokeListener(self.lags[lane]),
         }
         if batch is not None:
             kwargs.update(
                 batch=True, max_records=batch.max_records, batch_timeout_ms=batch.linger_ms
             )
-        topics = (physical_topic(t, self.prefix) for t in self.stage.input_topics)
+        topics = (physical_topic(t, self.prefix) for t in logical)
         subscriber = self.broker.subscriber(*topics, **kwargs)
-        self._subscriber = subscriber
 
         async def on_message(msg: KafkaMessage) -> None:
-            await self.on_message(msg)
+            await self.on_message(msg, lane)
 
         subscriber(on_message)
+        return subscriber
 
     async def report_lag(self, interval_s: float = 10.0) -> None:
         """Publish consumer lag per owned partition until cancelled (dashboards/alerts).
@@ -182,16 +207,18 @@ class StageRunner:
         replica no longer owns stop being exported (``PartitionLagGauge``)."""
         try:
             while True:
-                consumer = getattr(self._subscriber, "consumer", None)
-                if consumer is not None:
-                    await self._probe_lag(consumer)
+                for lane, sub in self._subscribers.items():
+                    consumer = getattr(sub, "consumer", None)
+                    if consumer is not None:
+                        await self._probe_lag(consumer, self.lags[lane])
                 await asyncio.sleep(interval_s)
         finally:
-            self.lag.clear()
+            for gauge in self.lags.values():
+                gauge.clear()
 
-    async def _probe_lag(self, consumer: Any) -> None:
+    async def _probe_lag(self, consumer: Any, lag: PartitionLagGauge) -> None:
         assigned = set(consumer.assignment())
-        self.lag.retain(assigned)
+        lag.retain(assigned)
         for tp in assigned:
             highwater = consumer.highwater(tp)
             if highwater is None:
@@ -204,9 +231,16 @@ class StageRunner:
                 self.log.debug("lag probe skipped: %s", type(exc).__name__)
                 continue
             if tp in consumer.assignment():  # not revoked while we awaited
-                self.lag.set(tp, highwater - done)
+                lag.set(tp, highwater - done)
 
-    async def on_message(self, msg: Any) -> None:
+    async def on_message(self, msg: Any, lane: Lane = INTERACTIVE) -> None:
+        self.gate.consumer = getattr(self._subscriber, "consumer", None)
+        if lane == BULK:
+            await self.gate.wait_turn()  # interactive first
+        with self.gate.interactive() if lane == INTERACTIVE else nullcontext():
+            await self._on_message(msg)
+
+    async def _on_message(self, msg: Any) -> None:
         if self.fatal is not None:
             return  # stopping after a fatal error: never commit past the failed message
         raw = msg.raw_message
@@ -268,7 +302,12 @@ class StageRunner:
                 body = await self._with_retries(
                     lambda rec=rec: self.publisher.resolve(rec.value, rec.headers)
                 )
-                event = read_event(rec.topic, body)
+                # the lane is the record's topic's, or lower (an event that says bulk)
+                event = (
+                    with_lane(read_event(rec.topic, body), BULK)
+                    if rec.lane == BULK
+                    else (read_event(rec.topic, body))
+                )
             except (ValidationError, ValueError, PermanentError) as exc:
                 FAILED.labels(self.stage.name, rec.topic, type(exc).__name__).inc()
                 with use_span(spans[id(rec)]):
@@ -375,7 +414,10 @@ class StageRunner:
         ):
             # the output carries this publish span's context: its consumer's span is a
             # child of it (a fresh child id of the input's when tracing is off)
-            ev = out.event.model_copy(update={"traceparent": current_traceparent(parent)})
+            # outputs stay in the input's lane (bulk in, bulk out; a stage may demote)
+            ev = demote(out.event, event.priority).model_copy(
+                update={"traceparent": current_traceparent(parent)}
+            )
             await self._with_retries(
                 lambda: self.publisher.publish(out.topic, ev, source_at=source_at)
             )
@@ -403,6 +445,7 @@ class StageRunner:
                 reason_code=exc.reason_code,
                 reason=exc.reason[:1000],
                 findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
+                priority=event.priority,
             )
             await self._publish_output(rec, event, Output(topic=Topics.DOC_QUARANTINED, event=q))
             exc = exc.__cause__ if isinstance(exc, _DeadLettered) and exc.__cause__ else exc
@@ -422,7 +465,7 @@ class StageRunner:
             value, headers = ClaimCheckStore.stub(claim), {**headers, CLAIM_HEADER: claim}
         dl = dead_letter(
             stage=self.stage.name,
-            topic=rec.topic,
+            topic=lane_topic(rec.topic, rec.lane),
             partition=rec.partition,
             offset=rec.offset,
             key=rec.key,

@@ -20,6 +20,7 @@ from prometheus_client import Gauge
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.runtime.kafka_security import aiokafka_options
+from ragline.runtime.lanes import lane_inputs
 from ragline.runtime.metrics import CONSUMER_LAG
 from ragline.runtime.topology import TOPOLOGY, consumer_group, logical_topic, physical_topic
 
@@ -147,7 +148,11 @@ async def stage_lag(settings: Settings, stages: Iterable[str] | None = None) -> 
             continue
         group = consumer_group(svc.name, settings.kafka_topic_prefix)
         try:
-            per_topic = await group_lag(settings, group, [str(t) for t in svc.consumes])
+            per_topic: dict[str, int] = {}
+            # both lanes (runtime/lanes.py): the bulk consumer has its own group
+            for lane, topics in lane_inputs(tuple(str(t) for t in svc.consumes)).items():
+                lane_group = consumer_group(svc.name, settings.kafka_topic_prefix, lane)
+                per_topic.update(await group_lag(settings, lane_group, topics))
         except KafkaError as exc:
             raise BackendUnavailable(
                 f"kafka at {settings.kafka_bootstrap}: cannot read offsets of {group}: "

@@ -15,7 +15,7 @@ from faststream.kafka import KafkaBroker
 
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
-from ragline.events import EventBase
+from ragline.events import EventBase, lane_topic
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
@@ -113,7 +113,10 @@ class EventPublisher:
             SOURCE_AT_HEADER: (source_at or event.occurred_at).isoformat(),
         }
         body = event.model_dump_json().encode()
-        await self.publish_raw(topic, body, key=event.document_id, headers=headers)
+        # the event's lane picks the topic: `<topic>.bulk` for bulk work (docs/adr/0011)
+        await self.publish_raw(
+            lane_topic(topic, event.priority), body, key=event.document_id, headers=headers
+        )
 
     async def publish_raw(
         self, topic: str, body: bytes, *, key: str | None, headers: dict[str, str]

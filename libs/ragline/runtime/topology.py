@@ -12,10 +12,11 @@ from ragline.events import Topics
 __all__ = ["TOPOLOGY", "ServiceTopology", "consumer_group", "logical_topic", "physical_topic"]
 
 
-def consumer_group(stage: str, prefix: str = "") -> str:
+def consumer_group(stage: str, prefix: str = "", lane: str = "interactive") -> str:
     """The Kafka consumer group a stage commits its offsets under (``prefix``:
-    ``RAGLINE_KAFKA_TOPIC_PREFIX``, shared with the topic names)."""
-    return f"{prefix}ragline-{stage}"
+    ``RAGLINE_KAFKA_TOPIC_PREFIX``, shared with the topic names); its bulk lane's
+    consumer has its own group, ``...-bulk`` (runtime/lanes.py)."""
+    return f"{prefix}ragline-{stage}" + ("-bulk" if lane == "bulk" else "")
 
 
 def physical_topic(logical: str, prefix: str = "") -> str:

@@ -3,7 +3,8 @@ imported directly by the lifecycle tests).
 
 Every consumer stage (connector, parser, scanner, chunker, enricher, embedder, indexer)
 is the real ``Stage`` on the real stack (Postgres, OpenSearch); only Kafka is replaced by
-one FIFO queue per topic, so a test decides the interleaving: which topic delivers next
+one FIFO queue per topic and lane (``<topic>.bulk`` for bulk events, as the publisher
+routes them), so a test decides the interleaving: which topic delivers next
 (deletes and ACL changes on ``doc.control`` may overtake content on the slow path, as
 they can in production), how many records form a batch, which batch is delivered twice
 (a consumer killed after its effect and before its offset commit), and when a stage is
@@ -26,7 +27,16 @@ from pydantic import ValidationError
 
 from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, TransientError
-from ragline.events import DocQuarantined, EventBase, Topics, input_adapter
+from ragline.events import (
+    BULK,
+    DocQuarantined,
+    EventBase,
+    Topics,
+    input_adapter,
+    lane_of_topic,
+    lane_topic,
+)
+from ragline.runtime.lanes import demote, lane_inputs, with_lane
 from ragline.runtime.stage import Output, Stage, StageContext
 
 __all__ = ["DeadLetter", "Driver", "StageFactory"]
@@ -71,8 +81,9 @@ class Driver:
     async def start(self) -> None:
         for name, factory in self.factories.items():
             stage = factory()
-            for topic in stage.input_topics:
-                self.routes[topic] = name
+            for topics in lane_inputs(stage.input_topics).values():
+                for topic in topics:
+                    self.routes[topic] = name
             await stage.start()
             self.stages[name] = stage
 
@@ -92,7 +103,8 @@ class Driver:
     # ------------------------------------------------------------------ the "broker"
     def publish(self, topic: str, event: EventBase) -> None:
         body = event.model_dump_json().encode()
-        self.queues.setdefault(topic, deque()).append(body)
+        # as EventPublisher routes it; the history is per topic, both lanes
+        self.queues.setdefault(lane_topic(topic, event.priority), deque()).append(body)
         self.history.setdefault(topic, []).append(body)
 
     def publish_raw(self, topic: str, body: bytes) -> None:
@@ -122,9 +134,11 @@ class Driver:
 
     async def _process(self, name: str, topic: str, bodies: Sequence[bytes], *, emit: bool) -> None:
         valid: list[Any] = []
+        lane = lane_of_topic(topic)[1]
         for body in bodies:
             try:
-                valid.append(input_adapter(topic).validate_json(body))
+                event = input_adapter(topic).validate_json(body)
+                valid.append(with_lane(event, BULK) if lane == BULK else event)
             except (ValidationError, ValueError) as exc:
                 if emit:
                     self.dead.append(DeadLetter(name, topic, None, type(exc).__name__))
@@ -150,7 +164,7 @@ class Driver:
                 self._fail(name, topic, event, out)
                 continue
             for o in out:
-                self.publish(o.topic, o.event)
+                self.publish(o.topic, demote(o.event, event.priority))
 
     def _fail(self, name: str, topic: str, event: Any, exc: BaseException) -> None:
         if isinstance(exc, QuarantineError):  # as runtime.consumer publishes it
@@ -166,6 +180,7 @@ class Driver:
                     reason_code=exc.reason_code,
                     reason=exc.reason[:1000],
                     findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
+                    priority=event.priority,
                 ),
             )
         self.dead.append(

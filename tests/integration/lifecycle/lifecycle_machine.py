@@ -24,14 +24,19 @@ from lifecycle_model import ACLS, PRINCIPALS, DocModel, Upsert, Version, Version
 from lifecycle_world import RESTARTABLE, SOURCE_TYPE, World, check_document, check_search
 
 from ragline.events import (
+    BULK,
+    INTERACTIVE,
     DocumentMeta,
     EventBase,
+    Lane,
     SourceAclChange,
     SourceDelete,
     SourceUpsert,
     Topics,
+    lane_topic,
 )
 from ragline.hashing import content_hash
+from ragline.runtime.lanes import with_lane
 from ragline.runtime.stack.testing import unique_tenant
 
 DOCS = ("lt:alpha", "lt:beta/Ünïcode name.md", "lt:gamma")
@@ -47,6 +52,8 @@ FEATURES: dict[str, str] = {
     "deleted_gone": "defect 7: a deleted document is gone for every reader",
     "older_after_quarantine": "an older upsert after a never-indexed quarantined version "
     "is indexed (lifetest F9)",
+    "lanes": "issue 18: changes sent in the interactive or the bulk lane (a newer "
+    "interactive version overtakes an older bulk one), replays in the bulk lane",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
 FIXED: frozenset[str] = frozenset(FEATURES) - {"older_after_quarantine"}
@@ -94,6 +101,8 @@ def fifo(pending: list[str]) -> tuple[str, int, bool]:
         Topics.DOC_EMBEDDED.value,
         Topics.DOC_QUARANTINED.value,
     )
+    # interactive first, then the bulk lane (as a stage serves them)
+    order = order + tuple(lane_topic(t, BULK) for t in order)
     return min(pending, key=lambda t: order.index(t) if t in order else 99), 64, False
 
 
@@ -116,6 +125,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.poisoned: list[tuple[str, str]] = []
+        self.lane: Lane = INTERACTIVE  # the lane of the next source change
         self.world.driver.history.clear()
         self._count("examples")
 
@@ -141,7 +151,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         return eid
 
     def _send(self, event: EventBase) -> None:
-        self._count(event.event_type)
+        event = with_lane(event, self.lane)
+        self._count(f"{event.event_type} ({event.priority})")
         self.sent.append((Topics.SOURCE_CHANGES.value, event))
         self.world.driver.publish(Topics.SOURCE_CHANGES.value, event)
 
@@ -234,11 +245,13 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Every record this example put on ``topic``, delivered again."""
         self.steps.append(f"replay {topic}")
         self._count("replays")
+        # a replay is bulk work (`ragline dlq replay` defaults to the bulk lane)
+        target = lane_topic(topic, BULK) if "lanes" in self.features else topic
         for body in list(self.world.driver.history.get(topic, ())):
             control = b'"source.delete"' in body or b'"source.acl"' in body
             if control and "redelivered_control" not in self.features:
                 continue
-            self.world.driver.publish_raw(topic, body)
+            self.world.driver.publish_raw(target, body)
 
     def do_poison(self, t: int, kind: str) -> None:
         """A hostile upsert of a document outside the model: whatever becomes of it, its
@@ -354,6 +367,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         """One source change: mostly upserts, then ACL changes, deletes, poison."""
         t = data.draw(st.integers(0, 1), label="tenant")
         d = data.draw(st.sampled_from(DOCS), label="document")
+        if "lanes" in self.features:
+            self.lane = data.draw(st.sampled_from([INTERACTIVE, BULK]), label="lane")
         ops = ["upsert"] * 4 + ["acl"] * 2 + ["delete"]
         if "poison" in self.features:
             ops.append("poison")

@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
-from ragline.events import DocFetched, DocumentMeta, Topics, dlq_topic
+from ragline.events import BULK, DocFetched, DocumentMeta, Topics, dlq_topic, lane_topic
 from ragline.hashing import content_hash
 from ragline.ops.dlq import REPLAY_HEADER, REQUEUE_HEADER, Action, run_dlq
 from ragline.ops.dlq_select import Selector
@@ -137,7 +137,9 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
     assert "original_b64" not in listed.records[0]
 
     # dry run: counts, but nothing moves
-    before = await _end_offsets(stack, TOPIC)
+    # a replay travels in the bulk lane by default (runtime/lanes.py)
+    before = await _end_offsets(stack, lane_topic(TOPIC, BULK))
+    interactive_before = await _end_offsets(stack, TOPIC)
     dry = await run_dlq(
         stack,
         Action.REPLAY,
@@ -166,6 +168,7 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
     assert (replayed.total("handled"), replayed.total("requeued")) == (2, 1)
     got = await _read_from(stack, before, doc)
     assert [m.value for m in got] == [a[0], c[0]]  # the original bytes, in order
+    assert await _read_from(stack, interactive_before, doc) == []
     for m, (_, headers) in zip(got, (a, c), strict=True):
         h = {k: v.decode() for k, v in m.headers}
         assert headers.items() <= h.items()

@@ -151,6 +151,17 @@ def test_too_many_replicas_are_refused(render: Render) -> None:
     assert by_component(docs, "Deployment")["embedder"]["spec"]["replicas"] == 7
 
 
+def _lane_triggers(name: str, topics: tuple[str, ...], prefix: str = "") -> list[tuple[str, str]]:
+    from ragline.runtime.lanes import lane_inputs
+    from ragline.runtime.topology import consumer_group, physical_topic
+
+    return [
+        (consumer_group(name, prefix, lane), physical_topic(t, prefix))
+        for lane, lane_topics in lane_inputs(topics).items()
+        for t in lane_topics
+    ]
+
+
 def test_keda_scales_each_consumer_group_on_its_topics(render: Render) -> None:
     docs = render(values=KEDA_ALL)
     objs = by_component(docs, "ScaledObject")
@@ -161,8 +172,10 @@ def test_keda_scales_each_consumer_group_on_its_topics(render: Render) -> None:
         assert so["spec"]["scaleTargetRef"]["name"] == deps[_comp(name)]["metadata"]["name"]
         triggers = so["spec"]["triggers"]
         assert {t["type"] for t in triggers} == {"kafka"}
-        assert {t["metadata"]["consumerGroup"] for t in triggers} == {f"ragline-{name}"}
-        assert tuple(t["metadata"]["topic"] for t in triggers) == topics
+        # both lanes: the interactive group on its topics, the bulk group on `.bulk`
+        assert [
+            (t["metadata"]["consumerGroup"], t["metadata"]["topic"]) for t in triggers
+        ] == _lane_triggers(name, topics)
         assert all(t["metadata"]["allowIdleConsumers"] == "false" for t in triggers)
         assert "replicas" not in deps[_comp(name)]["spec"]  # KEDA owns it
 
@@ -172,13 +185,13 @@ def test_consumer_group_names_match_the_runtime() -> None:
     from ragline.runtime.topology import consumer_group
 
     src = consumer.__loader__.get_source(consumer.__name__) or ""  # type: ignore[union-attr]
-    assert '"group_id": consumer_group(self.stage.name, self.prefix)' in src
+    assert '"group_id": consumer_group(self.stage.name, self.prefix, lane)' in src
+    assert consumer_group("parser", "stg.", "bulk") == "stg.ragline-parser-bulk"
     assert {consumer_group(n) for n in CONSUMERS} == {f"ragline-{n}" for n in CONSUMERS}
     assert consumer_group("parser", "stg.") == "stg.ragline-parser"
 
 
 def test_topic_prefix_reaches_keda_and_the_runtime(render: Render) -> None:
-    from ragline.runtime.topology import consumer_group, physical_topic
 
     docs = render(values={**KEDA_ALL, "kafka": {"topicPrefix": "stg."}})
     (cm,) = [c for c in kinds(docs, "ConfigMap") if "RAGLINE_KAFKA_TOPIC_PREFIX" in c["data"]]
@@ -186,10 +199,9 @@ def test_topic_prefix_reaches_keda_and_the_runtime(render: Render) -> None:
     assert prefix == "stg." and Settings(kafka_topic_prefix=prefix).kafka_topic_prefix == prefix
     for name, topics in CONSUMERS.items():
         triggers = by_component(docs, "ScaledObject")[_comp(name)]["spec"]["triggers"]
-        assert {t["metadata"]["consumerGroup"] for t in triggers} == {consumer_group(name, prefix)}
-        assert tuple(t["metadata"]["topic"] for t in triggers) == tuple(
-            physical_topic(t, prefix) for t in topics
-        )
+        assert [
+            (t["metadata"]["consumerGroup"], t["metadata"]["topic"]) for t in triggers
+        ] == _lane_triggers(name, topics, prefix)
     render(values={"kafka": {"topicPrefix": "bad prefix/"}}, fail=True)
 
 

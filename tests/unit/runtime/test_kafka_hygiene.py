@@ -156,10 +156,10 @@ def test_lag_is_measured_from_the_committed_offset() -> None:
     gauge = Gauge("lag", "x", ["stage", "topic", "partition"], registry=reg)
     runner = SimpleNamespace(lag=PartitionLagGauge("parser", "", gauge), log=logging.getLogger())
     tps = {TopicPartition("doc.fetched", 0), TopicPartition("doc.fetched", 1)}
-    asyncio.run(StageRunner._probe_lag(runner, _FakeConsumer(tps)))  # type: ignore[arg-type]
+    asyncio.run(StageRunner._probe_lag(runner, _FakeConsumer(tps), runner.lag))  # type: ignore[arg-type]
     assert _series(reg) == {
         ("parser", "doc.fetched", "0"): 40,  # 100 - committed 60
         ("parser", "doc.fetched", "1"): 90,  # never committed: from the log start (10)
     }
-    asyncio.run(StageRunner._probe_lag(runner, _FakeConsumer(set())))  # type: ignore[arg-type]
+    asyncio.run(StageRunner._probe_lag(runner, _FakeConsumer(set()), runner.lag))  # type: ignore[arg-type]
     assert _series(reg) == {}  # nothing owned any more: nothing exported

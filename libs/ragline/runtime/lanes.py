@@ -1,0 +1,120 @@
+"""Priority lanes (docs/adr/0011-priority-lanes.md): interactive work first, bulk after.
+
+Every laned topic ``T`` (``events.LANED_TOPICS``) has a bulk twin ``T.bulk``, keyed by
+``document_id`` like ``T``. A stage runs two Kafka consumers: the interactive one (group
+``ragline-<stage>``, the topics it always had) and the bulk one (group
+``ragline-<stage>-bulk``, the ``.bulk`` topics). Each is sequential and commits only
+what it handled, exactly as before; the bulk one asks ``LaneGate.wait_turn`` before every
+batch and so only starts work when the interactive lane is idle (nothing being handled,
+nothing fetched-but-unhandled on its partitions). A bulk batch already running is not
+interrupted: interactive work runs beside it (stages do their CPU work off the event
+loop), so an interactive record waits for at most one bulk batch's share of the CPU,
+never for the bulk backlog. ``bulk_max_wait_s`` bounds how long bulk yields, so a
+continuous interactive stream cannot starve it forever.
+
+Order across lanes is not Kafka's to keep (two topics): a document's older version may
+arrive after a newer one. The seq guards (``indexing/order.py``) decide what applies,
+as they already do across ``doc.embedded`` / ``doc.control`` / ``doc.quarantined``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from aiokafka.errors import KafkaError
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragline.events import BULK, INTERACTIVE, LANED_TOPICS, EventBase, Lane, lane_topic
+
+__all__ = ["LaneGate", "LaneSettings", "demote", "lane_inputs", "with_lane"]
+
+
+class LaneSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_LANES_", extra="ignore", frozen=True)
+
+    bulk_max_wait_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="longest a bulk batch yields to a busy interactive lane (anti-starvation)",
+    )
+    poll_s: float = Field(default=0.02, gt=0, description="how often a waiting bulk batch looks")
+    heavy_bytes: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="the connector sends an upsert whose content is larger than this to the "
+        "bulk lane (0: never), so a heavy document never holds up interactive work",
+    )
+
+
+def lane_inputs(topics: tuple[str, ...]) -> dict[Lane, tuple[str, ...]]:
+    """The logical topics a stage consumes per lane (no bulk lane: no bulk consumer)."""
+    bulk = tuple(lane_topic(t, BULK) for t in topics if t in LANED_TOPICS)
+    return {INTERACTIVE: topics, BULK: bulk} if bulk else {INTERACTIVE: topics}
+
+
+def with_lane(event: EventBase, lane: Lane) -> EventBase:
+    """``event`` in ``lane`` (a copy; the same event if it already is)."""
+    return event if event.priority == lane else event.model_copy(update={"priority": lane})
+
+
+def demote(event: EventBase, lane: Lane) -> EventBase:
+    """A lane only ever goes down the pipeline from interactive to bulk: work that came in
+    on the bulk lane stays bulk; interactive work may be demoted (a heavy document)."""
+    return with_lane(event, BULK) if lane == BULK else event
+
+
+class LaneGate:
+    """Interactive first: ``interactive()`` brackets interactive handling; the bulk
+    consumer awaits ``wait_turn()`` before each batch."""
+
+    def __init__(self, settings: LaneSettings | None = None) -> None:
+        self.settings = settings or LaneSettings()
+        self._busy = 0
+        self.consumer: Any = None  # the interactive AIOKafkaConsumer, once started
+        self.waited_s = 0.0  # total time bulk yielded (tests, metrics)
+
+    @contextmanager
+    def interactive(self) -> Iterator[None]:
+        self._busy += 1
+        try:
+            yield
+        finally:
+            self._busy -= 1
+
+    async def _pending(self) -> bool:
+        """Records on the interactive partitions not yet handed to the application."""
+        consumer = self.consumer
+        if consumer is None:
+            return False
+        for tp in list(consumer.assignment()):
+            high = consumer.highwater(tp)
+            if high is None:
+                continue
+            try:
+                pos = await asyncio.wait_for(consumer.position(tp), 0.2)
+            except (KafkaError, TimeoutError):  # rebalancing, no position yet: do not wait
+                continue
+            if high > pos:
+                return True
+        return False
+
+    async def busy(self) -> bool:
+        return self._busy > 0 or await self._pending()
+
+    async def wait_turn(self) -> float:
+        """Wait until the interactive lane is idle (at most ``bulk_max_wait_s``); returns
+        the seconds waited."""
+        started = time.monotonic()
+        deadline = started + self.settings.bulk_max_wait_s
+        while time.monotonic() < deadline:
+            if not await self.busy():
+                break
+            await asyncio.sleep(self.settings.poll_s)
+        waited = time.monotonic() - started
+        self.waited_s += waited
+        return waited
