@@ -125,7 +125,7 @@ def dlq_topic(topic: str) -> str:
     return f"{topic}.dlq"
 
 
-# Priority lanes (docs/adr/0011): every pipeline topic but doc.indexed has a bulk twin
+# Priority lanes (docs/adr/0012): every pipeline topic but doc.indexed has a bulk twin
 # ``<topic>.bulk``, keyed by document_id like its interactive topic. The lane travels in
 # the envelope (``EventBase.priority``); stages serve the interactive topic first and a
 # document's versions may cross lanes, so the seq guards (indexing/order.py) decide.
@@ -311,7 +311,7 @@ class EventBase(_Model):
     source_seq: int = Field(ge=0, le=BIGINT_MAX, description="monotonic per document")
     traceparent: str | None = Field(default=None, max_length=128)
     # written only when bulk: an interactive event is byte-for-byte what releases
-    # before the lanes wrote (docs/adr/0011)
+    # before the lanes wrote (docs/adr/0012)
     priority: Lane = Field(
         default=INTERACTIVE,
         exclude_if=lambda v: v == INTERACTIVE,

@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
         "--allow-empty", action="store_true", help="permit deleting everything if source is empty"
     )
     sync.add_argument("--list", action="store_true", help="print each document's action")
+    sync.add_argument(
+        "--lane",
+        choices=("bulk", "interactive"),
+        default="bulk",
+        help="the lane the changes travel in (default bulk: interactive edits go first)",
+    )
     sync.add_argument("--no-progress", action="store_true")
     sync.set_defaults(func=_sync_main)
 
@@ -122,7 +128,9 @@ async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource
     from ragline.runtime.publisher import EventPublisher
 
     async with EventPublisher(settings, service="sync") as pub:
-        done = await execute(plan, source, pub, stored=stored, progress=not args.no_progress)
+        done = await execute(
+            plan, source, pub, stored=stored, progress=not args.no_progress, lane=args.lane
+        )
     _print_counts("published to source.changes:", done)
     return 0
 

@@ -24,7 +24,8 @@ from ragline.connector.intake import StoredState
 from ragline.connector.metrics import SYNC_ACTIONS
 from ragline.connector.source import EventSink, SourceItem, SyncSource
 from ragline.errors import ConfigError
-from ragline.events import Topics
+from ragline.events import BULK, Lane, Topics
+from ragline.runtime.lanes import with_lane
 
 __all__ = ["SyncAction", "SyncPlan", "build_plan", "classify", "execute", "to_delete"]
 
@@ -138,8 +139,11 @@ async def execute(
     *,
     stored: Mapping[str, StoredState],
     progress: bool = True,
+    lane: Lane = BULK,
 ) -> Counter[str]:
-    """Publish the plan; counts what was actually published (and what was unreadable)."""
+    """Publish the plan; counts what was actually published (and what was unreadable).
+    A sync is bulk work: its events travel in the bulk lane unless told otherwise
+    (runtime/lanes.py), so it never delays interactive changes."""
     done: Counter[str] = Counter()
     topic = Topics.SOURCE_CHANGES.value
     with _bar("publish", len(plan.emit) + len(plan.deletes), progress) as bar:
@@ -148,14 +152,14 @@ async def execute(
             if event is None:
                 done["unreadable"] += 1
             else:
-                await sink.publish(topic, event)
+                await sink.publish(topic, with_lane(event, lane))
                 done[action.value] += 1
                 SYNC_ACTIONS.labels(action.value, "false").inc()
             bar.update(1)
         for doc_id in plan.deletes:
             st = stored.get(doc_id)
             newest = st.newest_seq(include_acl=True) if st is not None else None
-            await sink.publish(topic, source.delete_event(doc_id, newest))
+            await sink.publish(topic, with_lane(source.delete_event(doc_id, newest), lane))
             done[SyncAction.DELETE.value] += 1
             SYNC_ACTIONS.labels(SyncAction.DELETE.value, "false").inc()
             bar.update(1)

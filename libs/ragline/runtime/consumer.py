@@ -149,7 +149,14 @@ def _retriable(exc: BaseException) -> bool:
 
 
 class StageRunner:
-    def __init__(self, stage: Stage, settings: Settings, logger: logging.Logger) -> None:
+    def __init__(
+        self,
+        stage: Stage,
+        settings: Settings,
+        logger: logging.Logger,
+        *,
+        lanes: LaneSettings | None = None,
+    ) -> None:
         self.stage = stage
         self.settings = settings
         self.log = logger
@@ -157,7 +164,7 @@ class StageRunner:
         self.lags = {
             lane: PartitionLagGauge(stage.name, self.prefix) for lane in (INTERACTIVE, BULK)
         }
-        self.gate = LaneGate(LaneSettings())
+        self.gate = LaneGate(lanes)
         self.broker = make_broker(settings, f"ragline-{stage.name}", graceful_timeout=60.0)
         self.publisher = EventPublisher(settings, service=stage.name, broker=self.broker)
         self.fatal: BaseException | None = None

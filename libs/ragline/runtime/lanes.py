@@ -1,4 +1,4 @@
-"""Priority lanes (docs/adr/0011-priority-lanes.md): interactive work first, bulk after.
+"""Priority lanes (docs/adr/0012-priority-lanes.md): interactive work first, bulk after.
 
 Every laned topic ``T`` (``events.LANED_TOPICS``) has a bulk twin ``T.bulk``, keyed by
 ``document_id`` like ``T``. A stage runs two Kafka consumers: the interactive one (group
@@ -34,20 +34,20 @@ from ragline.events import BULK, INTERACTIVE, LANED_TOPICS, EventBase, Lane, lan
 __all__ = ["LaneGate", "LaneSettings", "demote", "lane_inputs", "with_lane"]
 
 
+_DEFAULT_MAX_WAIT_S = 30.0
+_DEFAULT_POLL_S = 0.02
+
+
 class LaneSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_LANES_", extra="ignore", frozen=True)
 
     bulk_max_wait_s: float = Field(
-        default=30.0,
+        default=_DEFAULT_MAX_WAIT_S,
         gt=0,
         description="longest a bulk batch yields to a busy interactive lane (anti-starvation)",
     )
-    poll_s: float = Field(default=0.02, gt=0, description="how often a waiting bulk batch looks")
-    heavy_bytes: int = Field(
-        default=2_000_000,
-        ge=0,
-        description="the connector sends an upsert whose content is larger than this to the "
-        "bulk lane (0: never), so a heavy document never holds up interactive work",
+    poll_s: float = Field(
+        default=_DEFAULT_POLL_S, gt=0, description="how often a waiting bulk batch looks"
     )
 
 
@@ -73,7 +73,9 @@ class LaneGate:
     consumer awaits ``wait_turn()`` before each batch."""
 
     def __init__(self, settings: LaneSettings | None = None) -> None:
-        self.settings = settings or LaneSettings()
+        # the defaults unless the entry point read RAGLINE_LANES_* (`ragline run`)
+        self.max_wait_s = settings.bulk_max_wait_s if settings else _DEFAULT_MAX_WAIT_S
+        self.poll_s = settings.poll_s if settings else _DEFAULT_POLL_S
         self._busy = 0
         self.consumer: Any = None  # the interactive AIOKafkaConsumer, once started
         self.waited_s = 0.0  # total time bulk yielded (tests, metrics)
@@ -110,11 +112,11 @@ class LaneGate:
         """Wait until the interactive lane is idle (at most ``bulk_max_wait_s``); returns
         the seconds waited."""
         started = time.monotonic()
-        deadline = started + self.settings.bulk_max_wait_s
+        deadline = started + self.max_wait_s
         while time.monotonic() < deadline:
             if not await self.busy():
                 break
-            await asyncio.sleep(self.settings.poll_s)
+            await asyncio.sleep(self.poll_s)
         waited = time.monotonic() - started
         self.waited_s += waited
         return waited

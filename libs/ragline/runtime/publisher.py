@@ -113,7 +113,7 @@ class EventPublisher:
             SOURCE_AT_HEADER: (source_at or event.occurred_at).isoformat(),
         }
         body = event.model_dump_json().encode()
-        # the event's lane picks the topic: `<topic>.bulk` for bulk work (docs/adr/0011)
+        # the event's lane picks the topic: `<topic>.bulk` for bulk work (docs/adr/0012)
         await self.publish_raw(
             lane_topic(topic, event.priority), body, key=event.document_id, headers=headers
         )

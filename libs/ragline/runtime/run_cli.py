@@ -9,6 +9,7 @@ from typing import Any
 
 from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
+from ragline.runtime.lanes import LaneSettings
 from ragline.runtime.service_main import SERVICES, run_service
 
 __all__ = ["register"]
@@ -16,7 +17,9 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(run_service(args.service, Settings(), TracingSettings()))
+        return asyncio.run(
+            run_service(args.service, Settings(), TracingSettings(), lanes=LaneSettings())
+        )
     except ConfigError as exc:
         print(f"ragline run: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.http import HttpService, make_server
+from ragline.runtime.lanes import LaneSettings
 from ragline.runtime.logs import configure_logging
 from ragline.runtime.metrics import SERVICE_UP, serve_metrics
 from ragline.runtime.stage import Stage
@@ -50,10 +51,12 @@ def load_service(name: str) -> Any:
         raise ConfigError(f"service {name!r} is not built yet ({exc.name} missing)") from exc
 
 
-async def _run_stage(stage: Stage, settings: Settings, tracing: TracingSettings) -> int:
+async def _run_stage(
+    stage: Stage, settings: Settings, tracing: TracingSettings, lanes: LaneSettings | None
+) -> int:
     log = configure_logging(stage.name, settings.log_level)
     configure_tracing(stage.name, tracing)
-    runner = StageRunner(stage, settings, log)
+    runner = StageRunner(stage, settings, log, lanes=lanes)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, runner.stopping.set)
@@ -113,12 +116,14 @@ async def _run_http(svc: HttpService, settings: Settings, tracing: TracingSettin
     return 0
 
 
-async def run_service(name: str, settings: Settings, tracing: TracingSettings) -> int:
+async def run_service(
+    name: str, settings: Settings, tracing: TracingSettings, *, lanes: LaneSettings | None = None
+) -> int:
     """Build service ``name`` from the settings its command read once, and run it."""
     build = load_service(name)
     service = build(settings)
     if isinstance(service, Stage):
-        return await _run_stage(service, settings, tracing)
+        return await _run_stage(service, settings, tracing, lanes)
     if isinstance(service, HttpService):
         return await _run_http(service, settings, tracing)
     raise ConfigError(f"service {name!r} built an unknown kind of object: {type(service)!r}")

@@ -1,4 +1,4 @@
-"""Priority lanes on the real broker (runtime/lanes.py, docs/adr/0011): a stage serves its
+"""Priority lanes on the real broker (runtime/lanes.py, docs/adr/0012): a stage serves its
 interactive topic before its bulk backlog, every output stays in its input's lane, and
 both consumer groups commit what they handled (lag drains to zero on both lanes).
 
@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from ragline.config import Settings
 from ragline.events import (
     BULK,
     INTERACTIVE,
@@ -33,7 +34,6 @@ from ragline.hashing import content_hash
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.settings import Settings
 from ragline.runtime.stack.topics import ensure_pipeline_topics
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.runtime.topology import physical_topic

@@ -137,6 +137,10 @@ async def test_plan_and_execute() -> None:
     assert done == {"stale": 1, "missing": 1, "delete": 1}
     delete = sink.events[-1]
     assert isinstance(delete, SourceDelete) and delete.source_seq == 21  # above the acl seq too
+    assert {e.priority for e in sink.events} == {"bulk"}  # a sync is bulk work
+    sink = Sink()
+    await execute(plan, src, sink, stored=stored, progress=False, lane="interactive")
+    assert {e.priority for e in sink.events} == {"interactive"}
 
 
 async def test_empty_source_refuses_to_delete_everything() -> None:
