@@ -26,10 +26,10 @@ from numpy.typing import NDArray
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.embedding.model import Embedder
-from ragline.embedding.spaces import Space, recipe_text, transform
 from ragline.embedding.texts import text_key
 from ragline.errors import ConfigError
 from ragline.store.embedding_cache import get_cached, put_cached
+from ragline.store.space_model import Space, recipe_text, transform
 from ragline.store.spaces import (
     SPACE_VECTORS_WRITTEN,
     count_progress,

@@ -12,8 +12,8 @@ from ragline.embedding.model import (
     model_revision,
 )
 from ragline.embedding.settings import EmbedderSettings
-from ragline.embedding.spaces import Space
 from ragline.errors import ConfigError
+from ragline.store.space_model import Space
 
 __all__ = ["configured_identity", "load_space_embedder", "model_identity"]
 

@@ -1,5 +1,5 @@
 """``ragline embeddings list|create-space|backfill|promote|rollback|retire``: the
-lifecycle of embedding spaces (docs/indexing.md "Embedding spaces", ADR 0011).
+lifecycle of embedding spaces (docs/indexing.md "Embedding spaces", ADR 0012).
 
 Exit codes: 0 done; 1 a backend failed, or the gate refused the promotion; 2 bad
 arguments, or the operation is not possible in the current state (the message says
@@ -45,7 +45,7 @@ async def _connect() -> Any:
     import psycopg
     from pgvector.psycopg import register_vector_async
 
-    from ragline.runtime.settings import Settings
+    from ragline.config import Settings
 
     conn = await psycopg.AsyncConnection.connect(Settings().admin_dsn(), autocommit=True)
     await register_vector_async(conn)
@@ -124,10 +124,10 @@ def _fmt_eta(s: float | None) -> str:
 
 
 async def _backfill(args: argparse.Namespace) -> int:
+    from ragline.config import Settings
     from ragline.embedding.backfill import BackfillStats, backfill_space
     from ragline.embedding.settings import EmbedderSettings
     from ragline.embedding.space_models import load_space_embedder
-    from ragline.runtime.settings import Settings
     from ragline.store.pool import open_pool
     from ragline.store.spaces import get_space
 

@@ -1,7 +1,7 @@
 """The embedding-space registry (``embedding_spaces``), the per-space vector partitions
 (``space_vectors``), the dual write, the backfill's reads and writes, and the flip.
 
-Concurrency (docs/adr/0011-embedding-spaces.md): every indexer transaction that writes
+Concurrency (docs/adr/0012-embedding-spaces.md): every indexer transaction that writes
 chunks takes ``SPACES_LOCK`` *shared* before it reads which spaces are active;
 ``create_space``, ``promote``/``rollback`` and ``retire`` take it *exclusive*. So once a
 space exists every later chunk write also writes that space (the backfill sees every
@@ -24,11 +24,11 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from ragline.embedding.spaces import Space, recipe_text, transform
-from ragline.embedding.texts import text_key
 from ragline.errors import ConfigError, RaglineError
+from ragline.hashing import sha256_hex as text_key
 from ragline.store.embedding_cache import get_cached
 from ragline.store.pg_errors import pg_errors
+from ragline.store.space_model import Space, recipe_text, transform
 
 __all__ = [
     "SPACES_LOCK",
@@ -52,7 +52,7 @@ __all__ = [
     "write_space_vectors",
 ]
 
-# "rlspace" in ASCII: one key for the whole install (per-install live space, ADR 0011)
+# "rlspace" in ASCII: one key for the whole install (per-install live space, ADR 0012)
 SPACES_LOCK = int.from_bytes(b"rlspace", "big")
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
@@ -498,7 +498,7 @@ async def rollback_target(conn: AsyncConnection) -> Space:
 
 async def retire(conn: AsyncConnection, name: str, *, actor: str, reason: str | None) -> Space:
     """Stop writing a non-live space and drop its vectors (its partition and index). The
-    primary space keeps its column (the event path writes it; ADR 0011)."""
+    primary space keeps its column (the event path writes it; ADR 0012)."""
     async with conn.transaction():
         await _lock(conn, exclusive=True)
         space = await get_space(conn, name, for_update=True)

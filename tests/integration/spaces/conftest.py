@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stack.postgres import ensure_database
 from ragline.store.migrate import migrate
 from ragline.store.pool import open_pool

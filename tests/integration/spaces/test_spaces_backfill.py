@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from spaces_helpers import seed
 
-from ragline.runtime.settings import Settings
+from ragline.config import Settings
 from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.spaces import count_progress, get_space, list_spaces
 

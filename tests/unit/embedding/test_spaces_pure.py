@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragline.embedding.backfill import BackfillStats, Throttle
-from ragline.embedding.spaces import Space, recipe_text, transform
 from ragline.embedding.texts import embed_text
 from ragline.errors import ConfigError
 from ragline.events import Chunk, ChunkLevel, Enrichment
+from ragline.store.space_model import Space, recipe_text, transform
 
 _text = st.text(min_size=1, max_size=200)
 

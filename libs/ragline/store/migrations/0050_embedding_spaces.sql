@@ -1,4 +1,4 @@
--- 0050 embedding spaces (issue 17, docs/adr/0011-embedding-spaces.md).
+-- 0050 embedding spaces (issue 17, docs/adr/0012-embedding-spaces.md).
 --
 -- A space is (model, revision, dimension, normalization, recipe of the embedded text).
 -- Exactly one space is live for the whole install (a partial unique index says so).

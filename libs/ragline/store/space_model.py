@@ -7,7 +7,7 @@ text), so every space of one model shares those cached vectors: a space only cho
 which text it embeds and how it post-processes the vector. Truncating then L2-normalizing
 is what sentence-transformers' ``truncate_dim`` does with ``normalize_embeddings=True``;
 doing it here lets a truncated space reuse the full-size vectors already cached.
-Store and registry: ``ragline.store.spaces``; docs/adr/0011-embedding-spaces.md.
+Registry, partitions and the flip: ``ragline.store.spaces``; docs/adr/0012-embedding-spaces.md.
 """
 
 from __future__ import annotations
