@@ -37,7 +37,8 @@ from ragline.retrieval.candidates import (
     resolve_series,
     retrieve,
 )
-from ragline.retrieval.diversity import cap_per_document, mmr_order
+from ragline.retrieval.diversity import mmr_order
+from ragline.retrieval.doc_cap import cap_per_document_by_evidence
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
 from ragline.retrieval.filters import SearchFilters, compile_predicates
@@ -115,6 +116,15 @@ def _result(c: Candidate, parents: dict[str, str], expand: bool) -> Result:
         query_index=c.query_index,
         version_label=c.label,
     )
+
+
+def _strength(c: Candidate) -> float:
+    """Which of a document's chunks the per-document cap keeps (lower = stronger): the
+    reranker's score when it ran, else the chunk's best rank in either retriever."""
+    if c.rerank is not None:
+        return -c.rerank
+    ranks = [r for r in (c.dense_rank, c.bm25_rank) if r is not None]
+    return float(min(ranks)) if ranks else float("inf")
 
 
 class SearchService:
@@ -362,7 +372,7 @@ class SearchService:
             )
             cands = [cands[i] for i in order]
         cap = req.max_per_document or self._s.default_max_per_document
-        cands = cap_per_document(cands, lambda c: c.row.document_id, cap)
+        cands = cap_per_document_by_evidence(cands, lambda c: c.row.document_id, _strength, cap)
         if req.expand_parents:
             cands = dedupe_by_parent(cands, lambda c: c.row.parent_id)
         return cands[: req.top_k]
