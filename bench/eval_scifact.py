@@ -61,6 +61,13 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "scifact")
     p.add_argument("--ingest-timeout", type=float, default=7200.0, help="seconds")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--hold",
+        action="store_true",
+        help="after the baseline keep the stack and run the requests appended to "
+        "OUT/requests.jsonl ({name, env, modes} a line; the query service restarts with the "
+        "code on disk) until OUT/stop exists: an after-run without re-ingesting",
+    )
     return p.parse_args(argv)
 
 
@@ -102,6 +109,41 @@ async def _step(
     return {"step": name, "env": env, "hybrid": row}
 
 
+async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, progress: bool) -> None:
+    """Serve after-runs on the ingested stack: one line of ``out/requests.jsonl`` each
+    (``{"name": ..., "env": {...}, "modes": [...]}``), report in ``out/held/<name>/``
+    with the baseline as its before; ``out/stop`` ends it."""
+    from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.evaluate import evaluate, wait_ready, write_outputs
+    from ragline.evaluation.report import render_table
+
+    done = 0
+    requests = out / "requests.jsonl"
+    print(f"holding: append requests to {requests}, touch {out / 'stop'} to end", flush=True)
+    while not (out / "stop").exists():
+        lines = requests.read_text().splitlines() if requests.exists() else []
+        todo = [json.loads(x) for x in lines[done:] if x.strip()]
+        if not todo:
+            await asyncio.sleep(10)
+            continue
+        for req in todo:
+            done += 1
+            url = await plat.restart_query({**QUERY_ENV, **req.get("env", {})})
+            step_es = es.model_copy(update={"query_url": url})
+            async with QueryClient(step_es) as client:
+                await wait_ready(client, timeout_s=300)
+            r = await evaluate(
+                dataset,
+                settings=plat.settings,
+                eval_settings=step_es,
+                modes=list(req.get("modes", ["hybrid"])),
+                ingest=False,
+                progress=progress,
+            )
+            write_outputs(r, out / "held" / str(req["name"]), baseline)
+            print(f"held {req['name']}:\n{render_table(r)}", flush=True)
+
+
 async def _run(args: argparse.Namespace) -> int:
     from pydantic import SecretStr
 
@@ -141,6 +183,8 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"\nreport in {args.out} ({time.perf_counter() - t0:.0f} s)")
         if baseline is not None:
             print(render_changes(compare(report, baseline, ThresholdConfig())))
+        if args.hold:
+            await _hold(plat, es, dataset, args.out, report, progress)
         if not args.tune:
             return 0
         steps: list[dict[str, Any]] = [
