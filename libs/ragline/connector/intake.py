@@ -37,6 +37,7 @@ __all__ = [
     "decide_before_fetch",
     "decide_control",
     "decide_upsert",
+    "failed_version_counts",
     "fetched_event",
     "narrowing_event",
     "narrows",
@@ -114,9 +115,20 @@ class StoredState:
 
     @property
     def in_flight(self) -> bool:
-        """A change was accepted that the indexer has not confirmed yet (or that was
-        lost with a broker): the ``documents`` row may not be the version that wins."""
-        return self.pending_status == "accepted"
+        """The ``documents`` row is not the last word: a change was accepted that the
+        indexer has not confirmed yet (or that was lost with a broker), or a newer version
+        was quarantined (readers keep the last good version under a narrowed ACL and the
+        status says quarantined: the indexed bytes stated again are a change)."""
+        if self.pending_status == "accepted":
+            return True
+        if self.pending_status != "quarantined" or self.pending_seq is None:
+            return False
+        if self.source_seq is None or self.status is None:
+            return True
+        held = content_key(
+            self.source_seq, deleted=self.status == "deleted", content_hash=self.content_hash
+        )
+        return content_key(self.pending_seq, deleted=False, content_hash=self.pending_hash) > held
 
 
 class ImplausibleSequence(PermanentError):
@@ -155,6 +167,16 @@ def _older_content(stored: StoredState | None, key: ContentKey) -> Decision | No
     if newest.seq == key.seq and newest.rank == key.rank == 0:
         return Decision.SEQ_CONFLICT
     return Decision.STALE
+
+
+def failed_version_counts(stored: StoredState | None, event: SourceUpsert) -> bool:
+    """Does an upsert whose content could not be obtained (quarantined at the fetch, or
+    failing and retried) still count as seen? Yes unless a greater content key is held:
+    a version that was stated and quarantined is a content change like any other, so an
+    older upsert after it is stale (docs/adr/0008, lifetest F9). Its key is the one its
+    ``doc.quarantined`` carries: the source's content hash, if it stated one."""
+    key = content_key(event.source_seq, deleted=False, content_hash=event.content_hash)
+    return _older_content(stored, key) is None
 
 
 def decide_upsert(

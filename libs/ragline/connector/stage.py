@@ -11,7 +11,7 @@ import asyncio
 import mimetypes
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 from ragline.config import Settings
@@ -25,6 +25,7 @@ from ragline.connector.intake import (
     decide_before_fetch,
     decide_control,
     decide_upsert,
+    failed_version_counts,
     fetched_event,
     narrowing_event,
     narrows,
@@ -33,7 +34,7 @@ from ragline.connector.intake import (
 from ragline.connector.metrics import DECISIONS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
-from ragline.errors import ContractError
+from ragline.errors import ContractError, QuarantineError
 from ragline.events import (
     DocFetched,
     DocumentMeta,
@@ -153,9 +154,10 @@ class ConnectorStage(Stage):
         }
         fetched = await self._fetch_all(need)
         view = dict(stored)  # the stored state as this batch's earlier events left it
-        accepts: dict[_Key, tuple[int, str | None]] = {}
+        accepts: dict[_Key, _Intake] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
-        waiting: list[tuple[int, _Key, Decision, list[Output]]] = []
+        # (index, key, decision, outputs or the version's quarantine) awaiting the write
+        waiting: list[tuple[int, _Key, Decision, list[Output] | QuarantineError]] = []
         for i, ev in changes.items():
             key = _key(ev)
             st = view.get(key)
@@ -170,7 +172,7 @@ class ConnectorStage(Stage):
                     view[key] = _seen(st, ev.source_seq, acl=True)
                     results[i] = [control]
                 else:  # a delete is a content change: recorded like one (no hash)
-                    _note(accepts, key, ev.source_seq, None)
+                    _note(accepts, key, _Intake(ev.source_seq, None))
                     view[key] = _seen(st, ev.source_seq, acl=False)
                     waiting.append((i, key, Decision.DELETE, [control]))
                 continue
@@ -182,6 +184,16 @@ class ConnectorStage(Stage):
                 continue
             if isinstance(got, BaseException):
                 results[i] = got
+                # still seen (ADR 0008): an older version after it in the batch is stale;
+                # a quarantine is recorded with the batch, before any later batch reads
+                if failed_version_counts(st, ev):
+                    view[key] = _seen(
+                        st, ev.source_seq, acl=False, content_hash=ev.content_hash, failed=True
+                    )
+                    if isinstance(got, QuarantineError):
+                        _note(accepts, key, _Intake(ev.source_seq, ev.content_hash, got))
+                        _acl(acls, key, meta.acl_groups, ev.source_seq)
+                        waiting.append((i, key, Decision.CONTENT, got))
                 continue
             chash = content_hash(got.data)
             decision = decide_upsert(
@@ -190,9 +202,8 @@ class ConnectorStage(Stage):
             if decision not in (Decision.CONTENT, Decision.METADATA):
                 results[i] = self._nothing(ev, decision, ctx)
                 continue
-            _note(accepts, key, ev.source_seq, chash)
-            if key not in acls or acls[key][1] <= ev.source_seq:
-                acls[key] = (meta.acl_groups, ev.source_seq)
+            _note(accepts, key, _Intake(ev.source_seq, chash))
+            _acl(acls, key, meta.acl_groups, ev.source_seq)
             view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash)
             doc = fetched_event(
                 ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
@@ -206,18 +217,28 @@ class ConnectorStage(Stage):
             waiting.append((i, key, decision, outs))
         if waiting:
             try:
-                written = await self.state.record_accepted_each(accepts, acls=acls)
+                written = await self.state.record_accepted_each(
+                    {k: (a.seq, a.content_hash) for k, a in accepts.items()},
+                    acls=acls,
+                    quarantined={
+                        k: (a.quarantine.reason_code, a.quarantine.reason)
+                        for k, a in accepts.items()
+                        if a.quarantine is not None
+                    },
+                )
             except Exception as exc:
                 for i, *_ in waiting:
                     results[i] = exc
                 return results
-            for i, key, decision, outs in waiting:
+            for i, key, decision, then in waiting:
                 ok = written.get(key, False)
                 if isinstance(ok, BaseException):  # this document's write failed alone
                     results[i] = ok
+                elif isinstance(then, QuarantineError):
+                    results[i] = then  # the runtime publishes doc.quarantined (the indexer)
                 elif ok:
-                    results[i] = outs
-                    self._accepted(outs[-1], decision, ctx)
+                    results[i] = then
+                    self._accepted(then[-1], decision, ctx)
                 else:  # a newer event moved the status on meanwhile
                     results[i] = self._nothing(changes[i], Decision.STALE, ctx)
         return results
@@ -267,29 +288,55 @@ def _key(ev: _Change) -> _Key:
     return (ev.tenant_id, ev.document_id)
 
 
+class _Intake(NamedTuple):
+    """A content change recorded by the batch's status write."""
+
+    seq: int
+    content_hash: str | None  # None: a delete (or a quarantined version without a hash)
+    quarantine: QuarantineError | None = None  # the version was quarantined at intake
+
+    @property
+    def key(self) -> ContentKey:
+        deleted = self.content_hash is None and self.quarantine is None
+        return content_key(self.seq, deleted=deleted, content_hash=self.content_hash)
+
+
 def _seen(
-    st: StoredState | None, seq: int, *, acl: bool, content_hash: str | None = None
+    st: StoredState | None,
+    seq: int,
+    *,
+    acl: bool,
+    content_hash: str | None = None,
+    failed: bool = False,
 ) -> StoredState:
-    """``st`` after an event at ``seq`` was passed on (for later events of the batch)."""
+    """``st`` after an event at ``seq`` was passed on (for later events of the batch);
+    ``failed``: an upsert whose content could not be obtained (``content_hash``: the
+    source's, if it stated one)."""
     st = st or StoredState()
     if acl:
         return replace(st, acl_seq=max(st.acl_seq or 0, seq))
     held = StoredState(
         pending_seq=st.pending_seq, pending_status=st.pending_status, pending_hash=st.pending_hash
     ).newest_key()
-    if held is not None and held > _accept_key(seq, content_hash):
+    new = content_key(seq, deleted=not failed and content_hash is None, content_hash=content_hash)
+    if held is not None and held > new:
         return st
-    return replace(st, pending_seq=seq, pending_status="accepted", pending_hash=content_hash)
+    status = "quarantined" if failed else "accepted"
+    return replace(st, pending_seq=seq, pending_status=status, pending_hash=content_hash)
 
 
-def _accept_key(seq: int, chash: str | None) -> ContentKey:
-    """The content key of an accepted change (no hash: a delete)."""
-    return content_key(seq, deleted=chash is None, content_hash=chash)
+def _note(accepts: dict[_Key, _Intake], key: _Key, change: _Intake) -> None:
+    """One status write per document and batch: the greatest change."""
+    if key not in accepts or accepts[key].key <= change.key:
+        accepts[key] = change
 
 
-def _note(
-    accepts: dict[_Key, tuple[int, str | None]], key: _Key, seq: int, chash: str | None
+def _acl(
+    acls: dict[_Key, tuple[tuple[str, ...], int]],
+    key: _Key,
+    groups: tuple[str, ...],
+    seq: int,
 ) -> None:
-    """One status write per document and batch: the greatest accepted change."""
-    if key not in accepts or _accept_key(*accepts[key]) <= _accept_key(seq, chash):
-        accepts[key] = (seq, chash)
+    """The status row's ACL (ADR 0007): the newest upsert's of the batch."""
+    if key not in acls or acls[key][1] <= seq:
+        acls[key] = (groups, seq)

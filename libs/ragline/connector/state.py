@@ -51,14 +51,18 @@ _LIST_SOURCE = sql.SQL(
 # stored one. The row's ACL (read by the query role, migration 0007) is the one with the
 # greatest ACL key (acl_seq, rank: 0 upsert, 1 ACL change) of: the upsert's meta ACL at
 # its seq, the documents row's, a parked ACL change's; never older than the stored one.
-# A delete brings no ACL and keeps the last known.
+# A delete brings no ACL and keeps the last known. A version quarantined at intake (the
+# fetch) is recorded as 'quarantined' with its reason: it is a content change like any
+# other (an older upsert after it is stale, docs/adr/0008).
 _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
-    "  (tenant_id, document_id, source_seq, content_hash, stage, status, acl_groups, "
-    "   acl_seq, acl_rank, updated_at) "
-    "SELECT x.t, x.d, x.q, x.h, 'connector', 'accepted', a.g, a.s, coalesce(a.r, 0), now() "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[]) "
-    "  AS x(t, d, q, h, g, gs) "
+    "  (tenant_id, document_id, source_seq, content_hash, stage, status, reason_code, "
+    "   reason, acl_groups, acl_seq, acl_rank, updated_at) "
+    "SELECT x.t, x.d, x.q, x.h, 'connector', coalesce(x.st, 'accepted'), x.rc, x.rs, "
+    "  a.g, a.s, coalesce(a.r, 0), now() "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[], "
+    "            %s::text[], %s::text[], %s::text[]) "
+    "  AS x(t, d, q, h, g, gs, st, rc, rs) "
     "LEFT JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
     "LEFT JOIN pending_acl p ON p.tenant_id = x.t AND p.document_id = x.d "
     "LEFT JOIN LATERAL ("
@@ -71,7 +75,8 @@ _ACCEPT = sql.SQL(
     ") a ON true "
     "ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
-    "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = NULL, reason = NULL, "
+    "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = EXCLUDED.reason_code, "
+    "  reason = EXCLUDED.reason, "
     "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl} "
     "WHERE {old} <= {new} "
     "RETURNING ds.tenant_id, ds.document_id"
@@ -83,6 +88,8 @@ _ACCEPT = sql.SQL(
 
 Key = tuple[str, str]  # (tenant_id, document_id)
 Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
+Reason = tuple[str, str]  # (reason_code, reason) of a version quarantined at intake
+_REASON_MAX = 1000  # as the runtime's doc.quarantined
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
@@ -209,32 +216,41 @@ class StateStore:
         accepted: Mapping[Key, tuple[int, str | None]],
         *,
         acls: Mapping[Key, Acl] | None = None,
+        quarantined: Mapping[Key, Reason] | None = None,
     ) -> dict[Key, bool | RaglineError]:
         """Per key: True written, False a newer change holds the row, or the permanent
         error of that key alone. One statement for the batch; when Postgres refuses it
-        for good, one statement per key, so a poison item never fails its neighbours."""
+        for good, one statement per key, so a poison item never fails its neighbours.
+        A key in ``quarantined`` is written as 'quarantined' with that reason (its
+        content hash may be None: it is still an upsert's key, not a delete's)."""
         if not accepted:
             return {}
+        acls, quarantined = acls or {}, quarantined or {}
         try:
-            written = await self._accept(accepted, acls or {})
+            written = await self._accept(accepted, acls, quarantined)
             return {k: k in written for k in accepted}
         except PermanentError as exc:
             if len(accepted) == 1:
                 return {k: exc for k in accepted}
         out: dict[Key, bool | RaglineError] = {}
         for k in sorted(accepted):
-            one = {k: (acls or {})[k]} if k in (acls or {}) else {}
+            one = {k: acls[k]} if k in acls else {}
+            why = {k: quarantined[k]} if k in quarantined else {}
             try:
-                out[k] = k in await self._accept({k: accepted[k]}, one)
+                out[k] = k in await self._accept({k: accepted[k]}, one, why)
             except PermanentError as exc:
                 out[k] = exc
         return out
 
     async def _accept(
-        self, accepted: Mapping[Key, tuple[int, str | None]], acls: Mapping[Key, Acl]
+        self,
+        accepted: Mapping[Key, tuple[int, str | None]],
+        acls: Mapping[Key, Acl],
+        quarantined: Mapping[Key, Reason],
     ) -> set[Key]:
         keys = sorted(accepted)
         acl = [acls.get(k) for k in keys]
+        why = [quarantined.get(k) for k in keys]
         params = (
             [k[0] for k in keys],
             [k[1] for k in keys],
@@ -242,6 +258,9 @@ class StateStore:
             [accepted[k][1] for k in keys],
             [Jsonb(list(a[0])) if a is not None else None for a in acl],
             [a[1] if a is not None else None for a in acl],
+            ["quarantined" if w is not None else None for w in why],
+            [w[0] if w is not None else None for w in why],
+            [w[1][:_REASON_MAX] if w is not None else None for w in why],
         )
         async with self._conn() as conn:
             cur = await conn.execute(_ACCEPT, params)

@@ -51,6 +51,7 @@ from ragline.store.status import (
     newest_acl,
     reassert_status,
     set_status_acl,
+    status_key,
     write_status,
 )
 from ragline.store.supersession import refresh_supersession
@@ -385,7 +386,11 @@ class IndexWriter:
                 (state.acl_groups, state.acl_seq, state.acl_rank) if state else None,
                 (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
             )
-            written = await write_status(
+            key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
+            # the newest change of the status row (intake may have recorded this very
+            # quarantine already: the connector's own, lifetest F9)
+            held = await status_key(conn, t, d)
+            await write_status(
                 conn,
                 t,
                 d,
@@ -398,8 +403,8 @@ class IndexWriter:
                 findings=ev.findings.model_dump(mode="json") if ev.findings else None,
                 acl=acl,
             )
-            if written and state is not None and state.status == "indexed" and ev.meta:
-                key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
+            newest = held is None or held <= key
+            if newest and state is not None and state.status == "indexed" and ev.meta:
                 narrow_key = AclKey(ev.source_seq, ACL_FROM_UPSERT)
                 stored = AclKey(state.acl_seq, state.acl_rank)
                 groups = tuple(sorted(set(ev.meta.acl_groups) & set(state.acl_groups)))

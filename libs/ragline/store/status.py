@@ -16,7 +16,7 @@ from typing import Any, Literal
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
-from ragline.order import ACL_FROM_CHANGE, AclKey
+from ragline.order import ACL_FROM_CHANGE, AclKey, ContentKey, content_key
 from ragline.store.pg_errors import pg_errors
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "reassert_status",
     "set_status_acl",
     "status_acl_update_sql",
+    "status_key",
     "status_key_sql",
     "write_status",
 ]
@@ -52,6 +53,22 @@ def status_key_sql(alias: str) -> sql.Composed:
         "({a}.source_seq, CASE WHEN {d} THEN 1 ELSE 0 END,"
         " CASE WHEN {d} THEN '' ELSE coalesce({a}.content_hash, '') END)"
     ).format(a=a, d=deleted)
+
+
+async def status_key(conn: AsyncConnection, tenant_id: str, document_id: str) -> ContentKey | None:
+    """The content key of the document's status row (as ``status_key_sql``), or None."""
+    with pg_errors():
+        cur = await conn.execute(
+            "SELECT source_seq, status, content_hash FROM document_status"
+            " WHERE tenant_id = %s AND document_id = %s",
+            (tenant_id, document_id),
+        )
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    seq, status, chash = row
+    deleted = status == "deleted" or (status == "accepted" and chash is None)
+    return content_key(seq, deleted=deleted, content_hash=chash)
 
 
 def status_acl_update_sql(alias: str) -> sql.Composed:

@@ -119,3 +119,44 @@ async def test_stage_decisions_on_real_tables(stack: Settings, tenant: str) -> N
         assert isinstance(back.event, DocFetched) and back.event.change == "content"
     finally:
         await stage.stop()
+
+
+async def test_a_quarantine_at_intake_is_recorded_and_makes_older_upserts_stale(
+    stack: Settings, tenant: str
+) -> None:
+    """lifetest F9: the connector records a version it quarantines (the fetch) in the
+    batch's status write, as a content change; a later batch drops an older upsert."""
+    store = StateStore(stack.admin_dsn())
+    await store.open()
+    cfg = ConnectorSettings(max_document_bytes=64)
+    stage = ConnectorStage(Settings(), cfg, state=store)
+    await stage.fetcher.open()
+    ctx = StageContext(settings=Settings(), logger=logging.getLogger("test"))
+    try:
+
+        def up(seq: int, text: str) -> SourceUpsert:
+            return SourceUpsert(
+                tenant_id=tenant, document_id="wiki:q", source_seq=seq, meta=META, content_text=text
+            )
+
+        [q] = await stage.handle_batch([up(2, "x" * 65)], ctx)
+        assert getattr(q, "reason_code", None) == "oversize_document"
+        got = await store.get(tenant, "wiki:q")
+        assert got is not None
+        assert (got.pending_seq, got.pending_status, got.pending_hash) == (2, "quarantined", None)
+        assert got.in_flight  # nothing indexed yet: any later version is a change
+        async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as c:
+            cur = await c.execute(
+                "SELECT stage, reason_code, acl_groups, acl_seq FROM document_status"
+                " WHERE tenant_id = %s AND document_id = 'wiki:q'",
+                (tenant,),
+            )
+            assert await cur.fetchone() == ("connector", "oversize_document", ["eng"], 2)
+        assert await stage.handle_batch([up(1, "older, small")], ctx) == [[]]  # stale
+        # an accepted older change (a delete at seq 1) cannot overwrite the quarantine's row
+        assert not await store.record_accepted(tenant, "wiki:q", 1, None)
+        [newer] = await stage.handle_batch([up(3, "newer, small")], ctx)
+        assert isinstance(newer, list) and isinstance(newer[0].event, DocFetched)
+    finally:
+        await stage.fetcher.close()
+        await store.close()

@@ -54,9 +54,11 @@ FEATURES: dict[str, str] = {
     "is indexed (lifetest F9)",
     "lanes": "issue 18: changes sent in the interactive or the bulk lane (a newer "
     "interactive version overtakes an older bulk one), replays in the bulk lane",
+    "good_after_quarantine": "the last good bytes stated again after a quarantined version "
+    "are dropped as unchanged (lifetest F10)",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
-FIXED: frozenset[str] = frozenset(FEATURES) - {"older_after_quarantine"}
+FIXED: frozenset[str] = frozenset(FEATURES)
 
 
 def enabled_features() -> frozenset[str]:
@@ -169,7 +171,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         t: int,
         d: str,
         how: SeqHow,
-        content: str,  # "new" | "keep"
+        content: str,  # "new" | "keep" | "good" (the bytes readers have now, if any)
         kind: VersionKind,
         acl: tuple[str, ...],
         title: str,  # "new" | "keep"
@@ -177,8 +179,11 @@ class LifecycleMachine(RuleBasedStateMachine):
     ) -> None:
         key = self._key(t, d)
         prev = self.last_up.get(key)
+        current = self.model[key].current
         if content == "keep" and prev is not None and kind == "ok":
             version = prev.version
+        elif content == "good" and current is not None and kind == "ok":
+            version = current
         else:
             version = self._version(kind)
         if title == "keep" and prev is not None:
@@ -186,6 +191,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         else:
             self.n += 1
             name = f"Runbook number {self.n}"
+        if version.kind == "chunkfail":  # the world's chunker quarantines it
+            self.world.chunker_refuses.add((key[0], self.hashes[version.token]))
         seq = self._seq(key, how)
         up = Upsert(seq, version, tuple(sorted(acl)), name)
         self.last_up[key] = up
@@ -346,8 +353,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         gated = "older_after_quarantine" not in self.features
         if gated and how == "older" and not m.live and m.status == "quarantined":
             how = "next"
-        kinds: list[VersionKind] = ["ok", "ok", "ok", "empty", "oversize", "secret"]
+        kinds: list[VersionKind] = ["ok", "ok", "ok", "empty", "oversize", "secret", "chunkfail"]
         kind = data.draw(st.sampled_from(kinds), label="kind")
+        contents = ["new", "keep"]
+        if "good_after_quarantine" in self.features:
+            contents.append("good")
         acl = data.draw(st.sampled_from(ACLS), label="acl")
         if kind != "ok" and "quarantine_acl" not in self.features:
             # a quarantined version that changes the ACL is defect 2's
@@ -356,7 +366,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             t,
             d,
             how,
-            data.draw(st.sampled_from(["new", "keep"]), label="content"),
+            data.draw(st.sampled_from(contents), label="content"),
             kind,
             acl,
             data.draw(st.sampled_from(["new", "keep"]), label="title"),

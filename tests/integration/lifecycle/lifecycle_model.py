@@ -10,7 +10,9 @@ The rules (issue 12; docs/connector.md, docs/indexing.md, ADR 0002):
   the full ACL, which takes effect unless an ACL change with a higher seq (or the same
   seq: an ACL change at the current revision) was applied. An upsert whose version is
   quarantined leaves the previous version where it was, readable only by the groups
-  both versions grant (ADR 0007), and the document's status says ``quarantined``.
+  both versions grant (ADR 0007), and the document's status says ``quarantined``. A
+  quarantined version is a content change like any other (ADR 0008): an upsert older
+  than it is stale, whichever stage quarantined it (lifetest F9).
 * A delete at or above the last content seq removes the document for every reader.
 * An ACL change at or above the last content seq and at or above the last ACL change
   sets the ACL (equal seq: the later change wins; a change at the current revision is
@@ -40,7 +42,10 @@ __all__ = [
     "VersionKind",
 ]
 
-VersionKind = Literal["ok", "empty", "oversize", "secret"]
+# how a version ends: indexed ("ok") or quarantined, by the connector (oversize), the
+# parser (empty), the scanner (a blocked secret) or the chunker (a fault the lifecycle
+# world injects for these versions: "chunkfail")
+VersionKind = Literal["ok", "empty", "oversize", "secret", "chunkfail"]
 ACLS: tuple[tuple[str, ...], ...] = (("g1",), ("g2",), ("g1", "g2"))
 PRINCIPALS: tuple[tuple[str, ...], ...] = (("g1",), ("g2",))
 

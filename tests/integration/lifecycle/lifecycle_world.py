@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from opensearchpy import AsyncOpenSearch
 from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
+from ragline.errors import QuarantineError
 from ragline.hashing import content_hash
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
@@ -58,6 +59,31 @@ rules:
 """
 
 
+class FaultyChunker:
+    """The real chunker stage, except that a version whose (tenant, content hash) is in
+    ``refuse`` is quarantined here (a fault the model's "chunkfail" versions inject, so that every
+    quarantining stage is exercised)."""
+
+    def __init__(self, inner: Any, refuse: set[tuple[str, str]]) -> None:
+        self.inner = inner
+        self.refuse = refuse
+        self.name = inner.name
+        self.input_topics = inner.input_topics
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+    async def handle_batch(self, events: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        refused = [(e.tenant_id, e.content_hash) in self.refuse for e in events]
+        kept = [e for e, r in zip(events, refused, strict=True) if not r]
+        done = iter(await self.inner.handle_batch(kept, ctx))
+        fault = QuarantineError("lifetest_chunker_fault", "the lifecycle test refuses it")
+        return [fault if r else next(done) for r in refused]
+
+
 @dataclass
 class Seen:
     """What the stores and the API say about one document."""
@@ -82,11 +108,12 @@ class World:
         cset = ConnectorSettings(max_document_bytes=OVERSIZE_BYTES)
         sset = ScannerSettings(policy_file=policy)
         iset = IndexerSettings(os_refresh="wait_for")
+        self.chunker_refuses: set[tuple[str, str]] = set()  # see FaultyChunker
         factories: dict[str, Any] = {
             "connector": lambda: ConnectorStage(settings, cset),
             "parser": lambda: build_parser(settings),
             "scanner": lambda: ScannerStage(settings, sset),
-            "chunker": lambda: build_chunker(settings),
+            "chunker": lambda: FaultyChunker(build_chunker(settings), self.chunker_refuses),
             "enricher": lambda: build_enricher(settings),
             "embedder": lambda: build_embedder(settings),
             "indexer": lambda: IndexerStage(settings, iset),

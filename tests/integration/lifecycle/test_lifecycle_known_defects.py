@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from lifecycle_machine import FEATURES, FIXED, LifecycleMachine
+from lifecycle_machine import FEATURES, FIXED, LifecycleMachine, fifo
+from lifecycle_model import VersionKind
 from lifecycle_world import World
 
 pytestmark = pytest.mark.integration
@@ -111,10 +112,56 @@ def test_deleted_document_is_gone_for_every_reader(lifecycle_world: World) -> No
     m.settle()
 
 
+def one_at_a_time(pending: list[str]) -> tuple[str, int, bool]:
+    """Pipeline order, one record per batch: a later source change reaches the
+    connector before the indexer has recorded an earlier version's quarantine."""
+    return fifo(pending)[0], 1, False
+
+
+# the stage that quarantines each kind: connector, parser, scanner, chunker (injected)
+QUARANTINING: tuple[VersionKind, ...] = ("oversize", "empty", "secret", "chunkfail")
+
+
 @known("older_after_quarantine")
-def test_older_upsert_after_a_quarantined_first_version_is_stale(lifecycle_world: World) -> None:
+@pytest.mark.parametrize("kind", QUARANTINING)
+def test_older_upsert_after_a_quarantined_first_version_is_stale(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
     m = machine(lifecycle_world, "older_after_quarantine")
-    m.do_upsert(0, A, "next", "new", "oversize", G1, "new")  # seq 1, quarantined
-    m.do_upsert(0, A, "next", "keep", "oversize", ("g2",), "new")  # seq 2, same bytes
+    m.do_upsert(0, A, "next", "new", kind, G1, "new")  # seq 1, quarantined
+    m.do_upsert(0, A, "next", "keep", kind, ("g2",), "new")  # seq 2
     m.do_upsert(0, A, "older", "new", "ok", G1, "keep")  # seq 0: older than both, one batch
+    m.settle()
+    m.do_upsert(1, B, "next", "new", kind, G12, "new")  # seq 1, quarantined
+    m.do_upsert(1, B, "older", "new", "ok", G1, "new")  # seq 0, in the next batch
+    m.settle(one_at_a_time)
+    m.do_upsert(1, B, "next", "new", "ok", G1, "new")  # a valid newer version is indexed
+    m.settle(one_at_a_time)
+
+
+@known("older_after_quarantine")
+@pytest.mark.parametrize("kind", QUARANTINING)
+def test_older_upsert_after_a_quarantined_newer_version_of_an_indexed_one_is_stale(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    m = machine(lifecycle_world, "older_after_quarantine")
+    m.do_upsert(0, A, "gap", "new", "ok", G12, "new")  # seq 5, indexed
+    m.settle()
+    m.do_upsert(0, A, "gap", "new", kind, G1, "new")  # seq 10, quarantined: g2 loses v5
+    m.do_upsert(0, A, "older", "new", "ok", G12, "new")  # seq 8: stale, g2 gets nothing
+    m.settle(one_at_a_time)
+
+
+@known("good_after_quarantine")
+@pytest.mark.parametrize("kind", QUARANTINING)
+def test_the_last_good_bytes_after_a_quarantined_version_are_indexed_again(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    m = machine(lifecycle_world, "good_after_quarantine")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1, indexed
+    m.settle()
+    m.do_upsert(0, A, "next", "new", kind, G1, "keep")  # seq 2, quarantined: g2 loses seq 1
+    m.settle()
+    # seq 3: seq 1's bytes, title and ACL again; the source is fine again, g2 reads it
+    m.do_upsert(0, A, "next", "good", "ok", G12, "keep")
     m.settle()

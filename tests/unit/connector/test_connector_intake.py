@@ -153,10 +153,12 @@ def test_decision_is_dropped_exactly_when_a_greater_content_key_is_held(
     d = decide_upsert(stored, source_seq=seq, content_hash=chash, meta_hash=M1 if same_meta else M2)
     # the reference: the order rule (seq, upsert, content hash), nothing else
     held = max([(stored_seq, 0, H1)] + ([(pending, 0, phash)] if pending is not None else []))
+    newer = pending is not None and (pending, 0, phash) > (stored_seq, 0, H1)
+    quarantined_newer = pending_status == "quarantined" and newer
     if held > (seq, 0, chash):
         expected = Decision.SEQ_CONFLICT if held[0] == seq else Decision.STALE
-    elif not same_content or pending_status == "accepted":
-        expected = Decision.CONTENT  # new bytes, or something else in flight
+    elif not same_content or pending_status == "accepted" or quarantined_newer:
+        expected = Decision.CONTENT  # new bytes, something else in flight, or a quarantine
     elif same_meta:
         expected = Decision.UNCHANGED
     else:  # new metadata needs a new seq
@@ -172,6 +174,19 @@ def test_nothing_is_dropped_as_unchanged_while_another_change_is_in_flight() -> 
     assert decide_before_fetch(flying, upsert(seq=12, content_hash=H1), M1) is None
     done = indexed(seq=11, pending_seq=11, pending_status="indexed")
     assert decide_upsert(done, source_seq=12, content_hash=H1, meta_hash=M1) is Decision.UNCHANGED
+
+
+def test_the_indexed_bytes_after_a_quarantined_version_are_a_change() -> None:
+    # seq 11 was quarantined (readers keep seq 10 under a narrowed ACL, the status says
+    # quarantined); seq 12 states seq 10's bytes and ACL again: the source is fine again
+    q = indexed(seq=10, pending_seq=11, pending_status="quarantined", pending_hash=None)
+    assert q.in_flight
+    assert decide_upsert(q, source_seq=12, content_hash=H1, meta_hash=M1) is Decision.CONTENT
+    assert decide_before_fetch(q, upsert(seq=12, content_hash=H1), M1) is None
+    # a quarantine of an older version than the indexed one changes nothing
+    old = indexed(seq=10, pending_seq=9, pending_status="quarantined", pending_hash=None)
+    assert not old.in_flight
+    assert decide_upsert(old, source_seq=12, content_hash=H1, meta_hash=M1) is Decision.UNCHANGED
 
 
 def test_fetched_event_is_deterministic_and_carries_the_bytes() -> None:

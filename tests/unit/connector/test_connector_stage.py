@@ -33,6 +33,7 @@ class MemoryState:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], StoredState] = {}
         self.accepted: list[tuple[str, int]] = []
+        self.quarantined: list[tuple[str, int, str]] = []  # recorded at intake
         self.lookups = 0
         self.down = False
         self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
@@ -57,6 +58,7 @@ class MemoryState:
         accepted: dict[Key, tuple[int, str]],
         *,
         acls: dict[Key, tuple[tuple[str, ...], int]] | None = None,
+        quarantined: dict[Key, tuple[str, str]] | None = None,
     ) -> dict[Key, bool | Exception]:
         self.acls.update(acls or {})
         written: dict[Key, bool | Exception] = {}
@@ -68,7 +70,10 @@ class MemoryState:
             if key[1] in self.newer_meanwhile or (old is not None and (old.pending_seq or 0) > seq):
                 written[key] = False
                 continue
-            self.accepted.append((key[1], seq))
+            if key in (quarantined or {}):
+                self.quarantined.append((key[1], seq, (quarantined or {})[key][0]))
+            else:
+                self.accepted.append((key[1], seq))
             written[key] = True
         return written
 
@@ -201,22 +206,46 @@ async def test_batch_decides_in_order_with_one_lookup(stage: ConnectorStage) -> 
         tenant_id="acme", document_id="wiki:other", source_seq=1, meta=META, content_text="x"
     )
     bad = upsert(9, "y" * 10_001)
-    batch = [upsert(7, "seven"), upsert(6, "six"), other, bad, upsert(8, "eight")]
+    batch = [upsert(7, "seven"), upsert(6, "six"), other, bad, upsert(8, "eight"), upsert(10)]
     results = await stage.handle_batch(batch, CTX)
     assert stage.state.lookups == 1  # type: ignore[attr-defined]
-    seven, six, oth, quarantined, eight = results
+    seven, six, oth, quarantined, eight, ten = results
     assert isinstance(seven, list) and len(seven) == 1
     assert six == []  # older than seq 7 earlier in the same batch
     assert isinstance(oth, list) and len(oth) == 1
     assert isinstance(quarantined, QuarantineError)  # fails alone, neighbours go on
-    assert isinstance(eight, list) and len(eight) == 1
+    assert eight == []  # older than the quarantined seq 9 (ADR 0008, lifetest F9)
+    assert isinstance(ten, list) and len(ten) == 1
     # one status write per document: the newest accepted seq
-    assert sorted(stage.state.accepted) == [("wiki:other", 1), ("wiki:rb", 8)]  # type: ignore[attr-defined]
+    assert sorted(stage.state.accepted) == [("wiki:other", 1), ("wiki:rb", 10)]  # type: ignore[attr-defined]
     # the status row gets the source's ACL at the seq it was stated (0007)
     assert stage.state.acls == {  # type: ignore[attr-defined]
         ("acme", "wiki:other"): (("eng",), 1),
-        ("acme", "wiki:rb"): (("eng",), 8),
+        ("acme", "wiki:rb"): (("eng",), 10),
     }
+
+
+@pytest.mark.parametrize("indexed_before", [False, True])
+async def test_a_version_quarantined_at_the_fetch_makes_older_ones_stale(
+    stage: ConnectorStage, indexed_before: bool
+) -> None:
+    """lifetest F9: the quarantine is recorded with the batch (not only when the indexer
+    gets doc.quarantined), so an older upsert later in the batch or in a later batch is
+    stale, like after any other newer version."""
+    if indexed_before:
+        indexed(stage, 5)
+    narrow = META.model_copy(update={"acl_groups": ("ops",)})
+    results = await stage.handle_batch(
+        [upsert(9, "x" * 10_001, narrow), upsert(8, "eight"), upsert(7, "x" * 10_001)], CTX
+    )
+    q9, eight, q7 = results
+    assert isinstance(q9, QuarantineError) and q9.reason_code == "oversize_document"
+    assert eight == []
+    assert q7 == []  # older still: dropped before the fetch
+    state = stage.state
+    assert state.quarantined == [("wiki:rb", 9, "oversize_document")]  # type: ignore[attr-defined]
+    assert state.accepted == []  # type: ignore[attr-defined]
+    assert state.acls == {("acme", "wiki:rb"): (("ops",), 9)}  # type: ignore[attr-defined]
 
 
 async def test_batch_control_then_older_upsert_is_stale(stage: ConnectorStage) -> None:
