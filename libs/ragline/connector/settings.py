@@ -29,6 +29,12 @@ class ConnectorSettings(BaseSettings):
     max_document_bytes: int = Field(
         default=25 * _MIB, ge=1, description="bigger documents are quarantined (oversize_document)"
     )
+    heavy_bytes: int = Field(
+        default=1_000_000,
+        ge=0,
+        description="an upsert whose content is larger travels on in the bulk lane, so a "
+        "heavy document never holds up interactive work (docs/adr/0012); 0 = never",
+    )
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="file references must resolve under one of these directories"
     )

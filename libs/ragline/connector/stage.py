@@ -36,6 +36,7 @@ from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
 from ragline.errors import ContractError, QuarantineError
 from ragline.events import (
+    BULK,
     DocFetched,
     DocumentMeta,
     SourceAclChange,
@@ -45,6 +46,7 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash, meta_hash
 from ragline.order import ContentKey, content_key
+from ragline.runtime.lanes import with_lane
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 
 if TYPE_CHECKING:
@@ -208,6 +210,8 @@ class ConnectorStage(Stage):
             doc = fetched_event(
                 ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
             )
+            if 0 < self.cfg.heavy_bytes < len(got.data):
+                doc = with_lane(doc, BULK)  # never holds up the interactive lane (ADR 0012)
             outs = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
             if narrows(stored.get(key), meta):  # revocation never waits for the content
                 DECISIONS.labels(Decision.NARROWING.value).inc()

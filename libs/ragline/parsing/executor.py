@@ -15,6 +15,7 @@ from ragline.events import DocumentMeta, ParsedDocument
 
 from .dispatcher import parse_document
 from .metrics import (
+    HEAVY_DOCUMENTS,
     PARSE_BYTES,
     PARSE_DOCUMENTS,
     PARSE_QUARANTINED,
@@ -55,7 +56,10 @@ class ParseExecutor:
     every ``worker_max_tasks`` documents (a respawn costs about a second of imports),
     and which is killed and rebuilt when a document exceeds
     ``timeout_s`` (the documents in flight with it are failed as transient, so the
-    runtime retries them).
+    runtime retries them). A document over ``heavy_bytes`` gets a process of its own
+    that exits afterwards (``_in_own_process``): it never occupies the pool's workers,
+    so documents behind it (an interactive edit beside a bulk backfill) are not held up,
+    and the memory it took returns to the system.
     """
 
     def __init__(self, settings: ParserSettings | None = None) -> None:
@@ -73,10 +77,10 @@ class ParseExecutor:
             self._fail_pending()
             await asyncio.to_thread(_shutdown, pool)
 
-    def _new_pool(self) -> Pool:
+    def _new_pool(self, workers: int | None = None) -> Pool:
         ctx = multiprocessing.get_context("spawn")
         return ctx.Pool(
-            self.settings.workers,
+            workers or self.settings.workers,
             initializer=_init_worker,
             initargs=(self.settings.worker_memory_mb,),
             maxtasksperchild=self.settings.worker_max_tasks,
@@ -88,10 +92,9 @@ class ParseExecutor:
                 fut.set_exception(TransientError("parser worker pool restarted"))
         self._pending.clear()
 
-    async def _in_pool(self, pool: Pool, data: bytes, meta: DocumentMeta) -> _Outcome:
+    def _submit(self, pool: Pool, data: bytes, meta: DocumentMeta) -> asyncio.Future[_Outcome]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[_Outcome] = loop.create_future()
-        self._pending.add(fut)
 
         # settled on the loop; the future may already have failed (pool restarted)
         def ok(result: _Outcome) -> None:
@@ -109,6 +112,11 @@ class ParseExecutor:
             loop.call_soon_threadsafe(err, exc)
 
         pool.apply_async(_job, (data, meta, self.settings), callback=done, error_callback=failed)
+        return fut
+
+    async def _in_pool(self, pool: Pool, data: bytes, meta: DocumentMeta) -> _Outcome:
+        fut = self._submit(pool, data, meta)
+        self._pending.add(fut)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), self.settings.timeout_s)
         except TimeoutError:
@@ -118,16 +126,34 @@ class ParseExecutor:
             if self._pool is pool:
                 self._pool = await asyncio.to_thread(self._new_pool)
             await asyncio.to_thread(_shutdown, pool)
-            PARSE_QUARANTINED.labels(reason_code="parse_timeout").inc()
-            raise QuarantineError(
-                "parse_timeout", f"parsing took longer than {self.settings.timeout_s:g}s"
-            ) from None
+            raise self._timed_out() from None
         finally:
             self._pending.discard(fut)
 
+    def _timed_out(self) -> QuarantineError:
+        PARSE_QUARANTINED.labels(reason_code="parse_timeout").inc()
+        return QuarantineError(
+            "parse_timeout", f"parsing took longer than {self.settings.timeout_s:g}s"
+        )
+
+    async def _in_own_process(self, data: bytes, meta: DocumentMeta) -> _Outcome:
+        """A heavy document in a process of its own, ended afterwards: the pool's workers
+        stay free for the documents behind it, and the memory it took is given back."""
+        pool = await asyncio.to_thread(self._new_pool, 1)
+        try:
+            return await asyncio.wait_for(self._submit(pool, data, meta), self.settings.timeout_s)
+        except TimeoutError:
+            PARSE_WORKER_RESTARTS.inc()
+            raise self._timed_out() from None
+        finally:
+            HEAVY_DOCUMENTS.inc()
+            await asyncio.to_thread(_shutdown, pool)
+
     async def parse(self, data: bytes, meta: DocumentMeta) -> ParsedDocument:
         started = time.perf_counter()
-        if self._pool is not None:
+        if self._pool is not None and 0 < self.settings.heavy_bytes < len(data):
+            outcome = await self._in_own_process(data, meta)
+        elif self._pool is not None:
             outcome = await self._in_pool(self._pool, data, meta)
         else:
             outcome = await asyncio.to_thread(_job, data, meta, self.settings)

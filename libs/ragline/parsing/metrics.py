@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Histogram
 
 __all__ = [
+    "HEAVY_DOCUMENTS",
     "PARSE_BYTES",
     "PARSE_DOCUMENTS",
     "PARSE_QUARANTINED",
@@ -29,4 +30,9 @@ PARSE_SECONDS = Histogram(
 )
 PARSE_WORKER_RESTARTS = Counter(
     "ragline_parsing_worker_restarts_total", "Parser process pools killed after a timeout"
+)
+
+HEAVY_DOCUMENTS = Counter(
+    "ragline_parsing_heavy_documents_total",
+    "Documents above RAGLINE_PARSER_HEAVY_BYTES, parsed in a process of their own",
 )

@@ -46,6 +46,13 @@ class ParserSettings(BaseSettings):
     timeout_s: float = Field(
         default=120.0, gt=0, description="per document; enforced only with workers >= 1"
     )
+    heavy_bytes: int = Field(
+        default=1_000_000,
+        ge=0,
+        description="with workers >= 1, a document larger than this is parsed in a process "
+        "of its own that exits afterwards (the workers stay free, memory is given back); "
+        "0 = never",
+    )
     worker_max_tasks: int = Field(
         default=5000, ge=1, description="documents before a worker process is replaced"
     )

@@ -422,7 +422,7 @@ class StageRunner:
             # the output carries this publish span's context: its consumer's span is a
             # child of it (a fresh child id of the input's when tracing is off)
             # outputs stay in the input's lane (bulk in, bulk out; a stage may demote)
-            ev = demote(out.event, event.priority).model_copy(
+            ev = demote(out.event, event.priority, out.topic).model_copy(
                 update={"traceparent": current_traceparent(parent)}
             )
             await self._with_retries(

@@ -23,13 +23,13 @@ import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaError
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ragline.events import BULK, INTERACTIVE, LANED_TOPICS, EventBase, Lane, lane_topic
+from ragline.events import BULK, INTERACTIVE, LANED_TOPICS, EventBase, Lane, Topics, lane_topic
 
 __all__ = ["LaneGate", "LaneSettings", "demote", "lane_inputs", "with_lane"]
 
@@ -57,14 +57,23 @@ def lane_inputs(topics: tuple[str, ...]) -> dict[Lane, tuple[str, ...]]:
     return {INTERACTIVE: topics, BULK: bulk} if bulk else {INTERACTIVE: topics}
 
 
-def with_lane(event: EventBase, lane: Lane) -> EventBase:
+_E = TypeVar("_E", bound=EventBase)
+
+
+def with_lane(event: _E, lane: Lane) -> _E:
     """``event`` in ``lane`` (a copy; the same event if it already is)."""
     return event if event.priority == lane else event.model_copy(update={"priority": lane})
 
 
-def demote(event: EventBase, lane: Lane) -> EventBase:
-    """A lane only ever goes down the pipeline from interactive to bulk: work that came in
-    on the bulk lane stays bulk; interactive work may be demoted (a heavy document)."""
+def demote(event: _E, lane: Lane, topic: str = "") -> _E:
+    """The lane of a stage's output ``event`` on ``topic`` for an input of ``lane``.
+
+    A lane only goes down the pipeline: work that came in on the bulk lane stays bulk,
+    interactive work may be demoted (a heavy document). One exception: an ACL statement
+    on ``doc.control`` is always interactive, whatever carried it (a sync that finds a
+    narrowed ACL): permission changes never wait (docs/adr/0002, 0007)."""
+    if topic == Topics.DOC_CONTROL and getattr(event, "acl", None) is not None:
+        return with_lane(event, INTERACTIVE)
     return with_lane(event, BULK) if lane == BULK else event
 
 

@@ -164,7 +164,7 @@ class Driver:
                 self._fail(name, topic, event, out)
                 continue
             for o in out:
-                self.publish(o.topic, demote(o.event, event.priority))
+                self.publish(o.topic, demote(o.event, event.priority, o.topic))
 
     def _fail(self, name: str, topic: str, event: Any, exc: BaseException) -> None:
         if isinstance(exc, QuarantineError):  # as runtime.consumer publishes it

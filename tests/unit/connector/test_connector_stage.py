@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +25,7 @@ from ragline.events import (
     SourceUpsert,
 )
 from ragline.hashing import content_hash, meta_hash
+from ragline.runtime.lanes import demote
 from ragline.runtime.stage import StageContext
 
 
@@ -303,3 +305,30 @@ async def test_content_only_ever_leaves_towards_the_scanner(stage: ConnectorStag
             assert not ({"content_b64", "content_text", "meta"} & set(type(o.event).model_fields))
         else:
             assert isinstance(o.event, DocFetched) and o.event.change in ("content", "metadata")
+
+
+async def test_a_heavy_document_travels_on_in_the_bulk_lane(tmp_path: Path) -> None:
+    """Issue 18: content over RAGLINE_CONNECTOR_HEAVY_BYTES is demoted to the bulk lane
+    (its ACL narrowing still takes the interactive fast path); a bulk change stays bulk."""
+    cfg = ConnectorSettings(max_document_bytes=10_000, heavy_bytes=100)
+    stage = ConnectorStage(Settings(), cfg, state=MemoryState())  # type: ignore[arg-type]
+    [small] = await stage.handle(upsert(1, "x" * 100), CTX)
+    assert small.event.priority == "interactive"
+    indexed(stage, 1, "x" * 100)
+    key = ("acme", "wiki:rb")
+    stage.state.rows[key] = dataclasses.replace(  # type: ignore[attr-defined]
+        stage.state.rows[key],  # type: ignore[attr-defined]
+        acl_groups=("eng", "ops"),
+    )
+    narrower = META  # eng only: ops readers lose it
+    outs = await stage.handle(upsert(2, "y" * 101, narrower), CTX)
+    assert [(o.topic, o.event.priority) for o in outs] == [
+        ("doc.control", "interactive"),
+        ("doc.fetched", "bulk"),
+    ]
+    bulk = await stage.handle(upsert(3, "z" * 10).model_copy(update={"priority": "bulk"}), CTX)
+    # the runtime keeps a bulk change's outputs bulk, but never a revocation
+    assert [(o.topic, demote(o.event, "bulk", o.topic).priority) for o in bulk] == [
+        ("doc.control", "interactive"),
+        ("doc.fetched", "bulk"),
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import multiprocessing
 import time
 
 import pytest
@@ -140,7 +141,9 @@ async def test_process_pool_parses_quarantines_and_survives_a_timeout() -> None:
             )
         assert info.value.reason_code == "zip_bomb"
         # a document slower than the timeout: the worker is killed, the doc quarantined
-        executor.settings = ParserSettings(workers=1, timeout_s=0.2, max_bytes=64 * 2**20)
+        executor.settings = ParserSettings(
+            workers=1, timeout_s=0.2, max_bytes=64 * 2**20, heavy_bytes=0
+        )
         slow = ("- item with some words\n" * 400_000).encode()  # seconds of markdown work
         started = time.perf_counter()
         with pytest.raises(QuarantineError) as info:
@@ -151,5 +154,27 @@ async def test_process_pool_parses_quarantines_and_survives_a_timeout() -> None:
         executor.settings = ParserSettings(workers=1, timeout_s=60)
         doc = await executor.parse(b"# Next\n\nstill works\n", DocumentMeta(uri="file:///n.md"))
         assert doc.blocks[-1].text == "still works"
+    finally:
+        await executor.stop()
+
+
+async def test_a_heavy_document_gets_a_process_of_its_own() -> None:
+    """Issue 18: a document over ``heavy_bytes`` is parsed in a process that exits
+    afterwards: the pool's worker stays free for the small document behind it, and the
+    heavy document's memory goes away with its process."""
+    executor = ParseExecutor(ParserSettings(workers=1, timeout_s=300, heavy_bytes=100_000))
+    await executor.start()
+    try:
+        await executor.parse(b"# warm\n\nup\n", DocumentMeta(uri="file:///w.md"))
+        children = {p.pid for p in multiprocessing.active_children()}
+        heavy = ("- item with some words\n" * 300_000).encode()  # seconds of work
+        task = asyncio.create_task(executor.parse(heavy, DocumentMeta(uri="file:///h.md")))
+        small = await executor.parse(b"# Small\n\nedit\n", DocumentMeta(uri="file:///s.md"))
+        assert small.blocks[-1].text == "edit"
+        assert not task.done()  # the small one did not wait for the heavy one
+        doc = await task
+        assert len(doc.blocks) >= 1
+        # the heavy document's process is gone; the pool's worker is the same one
+        assert {p.pid for p in multiprocessing.active_children()} == children
     finally:
         await executor.stop()
