@@ -48,6 +48,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
     ),
     "index": ("index_bench.py", [], ["--docs", "150"], "index.json"),
     "pipeline": ("pipeline_bench.py", [], ["--docs", "200", "--probes", "5"], "pipeline.json"),
+    "freshness": (
+        "freshness_bench.py",
+        [],
+        ["--backfill", "200", "--probes", "6", "--quick"],
+        "freshness.json",
+    ),
     "query": (
         "query_bench.py",
         [],
