@@ -254,7 +254,7 @@ class StageRunner:
         records = [_record(r, self.prefix) for r in (raw if isinstance(raw, tuple) else (raw,))]
         t0 = time.perf_counter()
         INFLIGHT.labels(self.stage.name).inc(len(records))
-        self.health.handling()
+        token = self.health.handling()
         try:
             await self.process(records)
         except FatalError as exc:
@@ -266,7 +266,7 @@ class StageRunner:
             self.stopping.set()
             return
         finally:
-            self.health.handled()
+            self.health.handled(token)
             INFLIGHT.labels(self.stage.name).dec(len(records))
         await msg.ack()
         HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)

@@ -36,8 +36,10 @@ class ConsumerHealth:
     beat_s: float = 1.0
     clock: Callable[[], float] = time.monotonic
     _beat: float | None = field(default=None, init=False)
+    # start of each handler in flight (the two lanes' consumers overlap), by token
+    _started: dict[int, float] = field(default_factory=dict, init=False)
+    _next: int = field(default=0, init=False)
     _busy_since: float | None = field(default=None, init=False)
-    _busy: int = field(default=0, init=False)
     _consuming: bool = field(default=False, init=False)
 
     # ------------------------------------------------------------------ event loop side
@@ -53,15 +55,20 @@ class ConsumerHealth:
     def consuming(self, on: bool) -> None:
         self._consuming = on
 
-    def handling(self) -> None:
-        if self._busy == 0:
-            self._busy_since = self.clock()
-        self._busy += 1
+    def handling(self) -> int:
+        """A handler starts; returns its token for ``handled``."""
+        self._next += 1
+        self._started[self._next] = self.clock()
+        self._busy_since = min(self._started.values())
+        return self._next
 
-    def handled(self) -> None:
-        self._busy = max(0, self._busy - 1)
-        if self._busy == 0:
-            self._busy_since = None
+    def handled(self, token: int | None = None) -> None:
+        """That handler (default: the oldest) is done: the oldest still running counts."""
+        if token is None and self._started:
+            token = min(self._started, key=self._started.__getitem__)
+        if token is not None:
+            self._started.pop(token, None)
+        self._busy_since = min(self._started.values()) if self._started else None
 
     # ------------------------------------------------------------------ probe side
     def live(self) -> HealthReport:

@@ -56,6 +56,21 @@ def test_states_with_a_fake_clock() -> None:
     h.handled()
     assert h.live().ok and h.ready().ok
     h.handled()  # never negative
+    # the two lanes' handlers overlap in a chain: the one still running counts, never
+    # the start of one that has finished
+    first = h.handling()
+    clock.now += 500
+    h.beat()
+    second = h.handling()
+    h.handled(first)
+    clock.now += 500
+    h.beat()
+    assert h.live().ok  # second has run 500 s, not 1000
+    clock.now += 101
+    h.beat()
+    assert not h.live().ok
+    h.handled(second)
+    assert h.live().ok
     h.consuming(False)
     assert h.live().ok and not h.ready().ok
 
