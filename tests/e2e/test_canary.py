@@ -35,14 +35,18 @@ from psycopg import sql
 
 from ragline.auth import mint_token
 from ragline.evaluation.datasets import Principal
-from ragline.events import ALL_TOPICS, Topics
+from ragline.events import ALL_TOPICS, BULK, INTERACTIVE, Topics, lane_topic
 from ragline.store.os_index import index_name
 
 from .conftest import Pipeline, quiesce, sync_source
 
 pytestmark = pytest.mark.e2e
 
-RAW_TOPICS = {Topics.SOURCE_CHANGES.value, Topics.DOC_FETCHED.value, Topics.DOC_PARSED.value}
+RAW_TOPICS = {
+    lane_topic(t.value, lane)
+    for t in (Topics.SOURCE_CHANGES, Topics.DOC_FETCHED, Topics.DOC_PARSED)
+    for lane in (INTERACTIVE, BULK)
+}
 POST_SCANNER_TOPICS = [t for t in ALL_TOPICS if t not in RAW_TOPICS]
 
 # ---------------------------------------------------------------- planted values

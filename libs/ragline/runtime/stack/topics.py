@@ -30,6 +30,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.config import Settings
+from ragline.events import lane_of_topic
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.stack.errors import StackError
 from ragline.runtime.topology import physical_topic
@@ -62,7 +63,9 @@ class TopicFamily(StrEnum):
 def topic_family(logical: str) -> TopicFamily:
     if logical.endswith(".dlq"):
         return TopicFamily.DLQ
-    return TopicFamily.RAW if logical in RAW_TOPICS else TopicFamily.PIPELINE
+    # a bulk twin (`doc.fetched.bulk`) carries the same text as its topic
+    base = lane_of_topic(logical)[0]
+    return TopicFamily.RAW if base in RAW_TOPICS else TopicFamily.PIPELINE
 
 
 class TopicSettings(BaseSettings):
