@@ -50,4 +50,8 @@ def configured_index_version(model_path: Path | str | None, *, epoch: str = "1")
         path = Path(location)
         name = path.name if path.is_dir() else location
     revision = model_revision(path) if path.is_dir() else "unversioned"
+    if EmbedderSettings().backend == "onnx-int8":  # OnnxEmbedder's revision rule
+        from ragline.embedding.onnx_backend import onnx_revision
+
+        revision = onnx_revision(revision, "int8")
     return f"{name}@{revision}#{epoch}"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Histogram, Info
 
-__all__ = ["CACHE_ERRORS", "CHUNKS_EMBEDDED", "MODEL_BATCH_SIZE", "MODEL_SECONDS"]
+__all__ = ["BACKEND_INFO", "CACHE_ERRORS", "CHUNKS_EMBEDDED", "MODEL_BATCH_SIZE", "MODEL_SECONDS"]
 
 CHUNKS_EMBEDDED = Counter(
     "ragline_embedding_chunks_total",
@@ -25,4 +25,8 @@ CACHE_ERRORS = Counter(
     "ragline_embedding_cache_errors_total",
     "Embedding cache reads/writes that failed (the embedder degrades to computing)",
     ["op"],
+)
+BACKEND_INFO = Info(
+    "ragline_embedding_backend",
+    "The embedding backend this replica runs (RAGLINE_EMBEDDER_BACKEND)",
 )

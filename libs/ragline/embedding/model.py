@@ -22,11 +22,15 @@ from ragline.errors import ConfigError
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from ragline.embedding.settings import EmbedderSettings
+
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "Embedder",
     "SentenceTransformerEmbedder",
+    "backend_of",
     "default_model_path",
+    "load_embedder",
     "model_revision",
 ]
 
@@ -84,8 +88,47 @@ def model_revision(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def load_embedder(
+    cfg: EmbedderSettings, *, model: str | None = None, threads: int | None = None
+) -> Embedder:
+    """The configured backend (``RAGLINE_EMBEDDER_BACKEND``); blocking: call it in a thread.
+
+    ``model``/``threads`` override the settings (the query service loads the embedder's
+    model with one thread)."""
+    location = model if model is not None else cfg.model
+    n_threads = threads if threads is not None else cfg.threads
+    if cfg.backend == "torch":
+        return SentenceTransformerEmbedder(
+            location,
+            name=cfg.model_name,
+            device=cfg.device,
+            batch_size=cfg.batch_size,
+            offline=cfg.offline,
+            threads=n_threads,
+        )
+    from ragline.embedding.onnx_backend import OnnxEmbedder
+
+    if cfg.device != "cpu":
+        raise ConfigError(f"the {cfg.backend} backend runs on cpu, not {cfg.device!r}")
+    return OnnxEmbedder(
+        location,
+        int8=cfg.backend == "onnx-int8",
+        onnx_dir=cfg.onnx_dir,
+        name=cfg.model_name,
+        batch_size=cfg.batch_size,
+        threads=n_threads,
+    )
+
+
+def backend_of(embedder: object) -> str:
+    """``torch``, ``onnx`` or ``onnx-int8`` (metrics and health report it)."""
+    return str(getattr(embedder, "backend", "torch"))
+
+
 class SentenceTransformerEmbedder:
     """sentence-transformers on CPU; construct it off the event loop (loads weights)."""
+
+    backend = "torch"
 
     def __init__(
         self,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -19,9 +22,19 @@ class EmbedderSettings(BaseSettings):
     model_name: str | None = Field(
         default=None, description="name recorded on chunks; default: the model directory name"
     )
+    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+        default="torch",
+        description="torch (sentence-transformers), onnx (ONNX Runtime, fp32: the same "
+        "vectors) or onnx-int8 (int8 weights); docs/benchmarks.md has the measured trade-off",
+    )
+    onnx_dir: Path | None = Field(
+        default=None,
+        description="where ONNX exports are cached (exported on first use, offline); "
+        "default: $XDG_CACHE_HOME/ragline/onnx or ~/.cache/ragline/onnx",
+    )
     device: str = "cpu"
     threads: int | None = Field(
-        default=None, ge=1, description="torch intra-op threads; default: torch's choice"
+        default=None, ge=1, description="intra-op threads (torch or ONNX Runtime); default: theirs"
     )
     offline: bool = Field(default=True, description="never reach the Hugging Face hub")
     batch_size: int = Field(default=64, ge=1, description="texts per model call")

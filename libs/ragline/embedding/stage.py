@@ -16,7 +16,8 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.config import Settings
 from ragline.embedding.batcher import BatchEmbedder
 from ragline.embedding.cache import PgVectorCache
-from ragline.embedding.model import Embedder, SentenceTransformerEmbedder
+from ragline.embedding.metrics import BACKEND_INFO
+from ragline.embedding.model import Embedder, backend_of, load_embedder
 from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import NotBuiltError
 from ragline.events import Topics
@@ -48,16 +49,8 @@ class EmbedderStage(Stage):
 
     async def start(self) -> None:
         if self._embedder is None:
-            cfg = self.config
-            self._embedder = await asyncio.to_thread(
-                SentenceTransformerEmbedder,
-                cfg.model,
-                name=cfg.model_name,
-                device=cfg.device,
-                batch_size=cfg.batch_size,
-                offline=cfg.offline,
-                threads=cfg.threads,
-            )
+            self._embedder = await asyncio.to_thread(load_embedder, self.config)
+        BACKEND_INFO.info({"backend": backend_of(self._embedder)})
         cache = None
         if self.config.cache:
             self._pool = await open_pool(

@@ -55,18 +55,16 @@ class ModelQueryEmbedder:
         ``torch_threads`` caps torch's intra-op threads for the process: a query is a few
         tokens, and on a busy machine two spinning intra-op threads made one encode ~10x
         slower than one thread (measured 1.3 s vs 0.11 s at load 12 on 2 cores)."""
-        from ragline.embedding.model import SentenceTransformerEmbedder
+        from ragline.embedding.model import load_embedder
         from ragline.embedding.settings import EmbedderSettings
 
         if torch_threads is not None:
             import torch
 
             torch.set_num_threads(torch_threads)
+        # the embedder's backend too (RAGLINE_EMBEDDER_BACKEND): int8 queries for int8 chunks
         es = EmbedderSettings()
-        location = model if model is not None else es.model
-        inner = await asyncio.to_thread(
-            SentenceTransformerEmbedder, location, device=es.device, offline=es.offline
-        )
+        inner = await asyncio.to_thread(load_embedder, es, model=model, threads=torch_threads)
         return cls(inner)
 
     @property

@@ -1,0 +1,160 @@
+"""The ONNX Runtime backend against the torch one: same packaged weights, exported offline
+once per session (fp32 and int8, ~10 s on a quiet machine), same output contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from ragline.cache.version import configured_index_version
+from ragline.embedding.model import (
+    SentenceTransformerEmbedder,
+    backend_of,
+    default_model_path,
+    load_embedder,
+    model_revision,
+)
+from ragline.embedding.onnx_backend import ONNX_FILES, OnnxEmbedder, export_onnx
+from ragline.embedding.settings import EmbedderSettings
+from ragline.errors import ConfigError
+
+TEXTS = [
+    "Vitamin D deficiency is associated with increased risk of fractures.",
+    "Kafka consumer groups rebalance when a member leaves.",
+    "",  # empty child text (header-only chunks exist)
+    "NUL\x00byte and zero\u200bwidth\u200djoiner and \ufeffBOM",
+    "émojis 🧬🧪 and CJK 检索增强生成 and RTL עברית",
+    "word " * 600,  # far beyond 256 word pieces: truncated the same way by both
+    "a",
+]
+
+
+@pytest.fixture(scope="session")
+def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx")
+
+
+@pytest.fixture(scope="session")
+def torch_model() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def fp32(onnx_dir: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(onnx_dir=onnx_dir, batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def int8(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
+    return OnnxEmbedder(onnx_dir=onnx_dir, int8=True, batch_size=4)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)  # both sides are unit vectors
+
+
+def test_fp32_matches_torch(torch_model: SentenceTransformerEmbedder, fp32: OnnxEmbedder) -> None:
+    ref = torch_model.encode(TEXTS)
+    got = fp32.encode(TEXTS)
+    assert got.shape == ref.shape == (len(TEXTS), 384)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert _cos(got, ref).min() >= 0.999
+    assert fp32.dim == torch_model.dim and fp32.name == torch_model.name
+    assert fp32.revision == torch_model.revision  # same vectors: the cache is shared
+
+
+def test_int8_close_to_torch(torch_model: SentenceTransformerEmbedder, int8: OnnxEmbedder) -> None:
+    ref = torch_model.encode(TEXTS)
+    got = int8.encode(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # measured on SciFact chunk texts: min 0.989, mean 0.993 (docs/benchmarks.md)
+    assert _cos(got, ref).min() >= 0.97
+    assert int8.revision == f"{torch_model.revision}+int8"  # never mixed in the cache
+    assert backend_of(int8) == "onnx-int8" and backend_of(torch_model) == "torch"
+
+
+def test_pretokenized_input_is_the_same_embedding(fp32: OnnxEmbedder) -> None:
+    ids = fp32.tokenize(TEXTS)
+    assert max(len(r) for r in ids) == fp32.max_length == 256
+    np.testing.assert_allclose(fp32.encode_ids(ids), fp32.encode(TEXTS), atol=1e-6)
+    assert fp32.encode([]).shape == (0, 384)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=60), min_size=1, max_size=9))
+def test_rows_do_not_depend_on_batch_neighbours(fp32: OnnxEmbedder, texts: list[str]) -> None:
+    """Sorting by length, padding and sub-batching never leak between rows."""
+    texts = [t.encode("utf-8", "replace").decode() for t in texts]  # no lone surrogates
+    together = fp32.encode(texts)
+    alone = np.concatenate([fp32.encode([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=2e-5)
+
+
+def test_export_is_cached_and_atomic(onnx_dir: Path, fp32: OnnxEmbedder) -> None:
+    model_dir = Path(default_model_path())
+    rev = model_revision(model_dir)
+    path = onnx_dir / rev / ONNX_FILES["fp32"]
+    before = path.stat().st_mtime_ns
+    assert export_onnx(model_dir, onnx_dir, rev, int8=False) == path
+    assert path.stat().st_mtime_ns == before  # not exported again
+    assert not [p for p in (onnx_dir / rev).iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_corrupt_cached_export_is_a_config_error(tmp_path: Path) -> None:
+    rev = model_revision(Path(default_model_path()))
+    (tmp_path / rev).mkdir()
+    (tmp_path / rev / ONNX_FILES["fp32"]).write_bytes(b"\x00not onnx")
+    with pytest.raises(ConfigError, match="re-export"):
+        OnnxEmbedder(onnx_dir=tmp_path)
+
+
+def test_backend_selection(fp32: OnnxEmbedder, onnx_dir: Path, monkeypatch) -> None:
+    assert EmbedderSettings().backend == "torch"
+    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "onnx")
+    monkeypatch.setenv("RAGLINE_EMBEDDER_ONNX_DIR", str(onnx_dir))
+    cfg = EmbedderSettings()
+    model = load_embedder(cfg)
+    assert isinstance(model, OnnxEmbedder) and backend_of(model) == "onnx"
+    assert model.path == fp32.path
+    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "tensorrt")
+    with pytest.raises(ValidationError):
+        EmbedderSettings()
+
+
+def test_onnx_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cpu"):
+        load_embedder(EmbedderSettings(backend="onnx", device="cuda"))
+    with pytest.raises(ConfigError, match="local model directory"):
+        load_embedder(EmbedderSettings(backend="onnx-int8", model="org/some-hub-name"))
+    cls_pooled = tmp_path / "cls-model"
+    shutil.copytree(default_model_path(), cls_pooled)
+    conf = cls_pooled / "1_Pooling" / "config.json"
+    pooling = json.loads(conf.read_text())
+    conf.write_text(
+        json.dumps({**pooling, "pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True})
+    )
+    with pytest.raises(ConfigError, match="mean Pooling"):
+        OnnxEmbedder(str(cls_pooled), onnx_dir=tmp_path / "out")
+
+
+def test_query_cache_version_follows_the_backend(int8: OnnxEmbedder, monkeypatch) -> None:
+    monkeypatch.delenv("RAGLINE_EMBEDDER_MODEL", raising=False)
+    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "onnx-int8")
+    assert configured_index_version(None) == f"{int8.name}@{int8.revision}#1"
+    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "onnx")
+    assert "+int8" not in configured_index_version(None)
+
+
+@pytest.fixture(autouse=True)
+def _clean_backend_env(monkeypatch) -> Iterator[None]:
+    monkeypatch.delenv("RAGLINE_EMBEDDER_BACKEND", raising=False)
+    yield
