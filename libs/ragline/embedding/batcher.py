@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
+from ragline.embedding.adaptive import AdaptiveBatchSizer, estimate_tokens
 from ragline.embedding.cache import VectorCache
 from ragline.embedding.metrics import (
     CACHE_ERRORS,
@@ -58,10 +59,14 @@ class BatchEmbedder:
         cache: VectorCache | None,
         batch_size: int = 64,
         max_in_flight: int = 1,
+        sizer: AdaptiveBatchSizer | None = None,
     ) -> None:
+        """``sizer`` None: fixed calls of ``batch_size`` texts; else adaptive calls
+        (length-ordered, sized by pending work and measured speed: ``adaptive.py``)."""
         self.embedder = embedder
         self.cache = cache
         self.batch_size = batch_size
+        self.sizer = sizer
         self._sem = asyncio.Semaphore(max_in_flight)
         self.stats = EmbedStats()
 
@@ -69,22 +74,29 @@ class BatchEmbedder:
         self, events: Sequence[DocEnriched]
     ) -> list[DocEmbedded | BaseException]:
         texts: dict[str, str] = {}
+        lengths: dict[str, int] = {}  # model tokens, from the chunker's counts (no tokenizing)
         wanted = 0
         for ev in events:
             for c in ev.chunks:
                 if c.level is ChunkLevel.CHILD:
                     wanted += 1
                     t = embed_text(c)
-                    texts.setdefault(text_key(t), t)
+                    key = text_key(t)
+                    if key not in texts:
+                        texts[key] = t
+                        header = c.enrichment.contextual_header.strip() if c.enrichment else ""
+                        lengths[key] = estimate_tokens(c.token_count, header)
         try:
-            vectors = await self._vectors(texts)
+            vectors = await self._vectors(texts, lengths)
         except RaglineError as exc:
             return [exc for _ in events]
         self.stats.deduplicated += wanted - len(texts)
         CHUNKS_EMBEDDED.labels("dedup").inc(wanted - len(texts))
         return [self._embedded(ev, vectors) for ev in events]
 
-    async def _vectors(self, texts: dict[str, str]) -> dict[str, NDArray[np.float32]]:
+    async def _vectors(
+        self, texts: dict[str, str], lengths: dict[str, int] | None = None
+    ) -> dict[str, NDArray[np.float32]]:
         found: dict[str, NDArray[np.float32]] = {}
         if self.cache is not None and texts:
             try:
@@ -97,9 +109,10 @@ class BatchEmbedder:
         CHUNKS_EMBEDDED.labels("cache").inc(len(found))
         missing = sorted(k for k in texts if k not in found)
         computed: dict[str, NDArray[np.float32]] = {}
-        for start in range(0, len(missing), self.batch_size):
-            keys = missing[start : start + self.batch_size]
-            vecs = await self._encode([texts[k] for k in keys])
+        for keys in self._plan(missing, lengths or {}):
+            vecs = await self._encode(
+                [texts[k] for k in keys], [(lengths or {}).get(k, 0) for k in keys]
+            )
             computed.update(zip(keys, vecs, strict=True))
         self.stats.computed += len(computed)
         CHUNKS_EMBEDDED.labels("model").inc(len(computed))
@@ -111,14 +124,25 @@ class BatchEmbedder:
                 _log.warning("embedding cache write failed", extra={"fields": {"error": str(exc)}})
         return {**found, **computed}
 
-    async def _encode(self, batch: list[str]) -> NDArray[np.float32]:
+    def _plan(self, keys: list[str], lengths: dict[str, int]) -> list[list[str]]:
+        if self.sizer is None:
+            return [keys[i : i + self.batch_size] for i in range(0, len(keys), self.batch_size)]
+        plan = self.sizer.plan([lengths.get(k, 0) for k in keys])
+        return [[keys[i] for i in batch] for batch in plan]
+
+    async def _encode(
+        self, batch: list[str], lengths: list[int] | None = None
+    ) -> NDArray[np.float32]:
         async with self._sem:
             t0 = time.perf_counter()
             try:
                 vecs = await asyncio.to_thread(self.embedder.encode, batch)
             except (RuntimeError, MemoryError) as exc:  # torch errors are RuntimeErrors
                 raise TransientError(f"embedding model failed: {type(exc).__name__}") from exc
-            MODEL_SECONDS.observe(time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            MODEL_SECONDS.observe(took)
+            if self.sizer is not None and lengths:
+                self.sizer.observe(len(batch) * max(lengths), took)
         MODEL_BATCH_SIZE.observe(len(batch))
         self.stats.model_calls += 1
         if vecs.shape != (len(batch), self.embedder.dim):

@@ -95,14 +95,17 @@ def load_embedder(
 
     ``model``/``threads`` override the settings (the query service loads the embedder's
     model with one thread)."""
+    from ragline.embedding.adaptive import model_batch_size
+
     location = model if model is not None else cfg.model
+    split = model_batch_size(cfg)
     n_threads = threads if threads is not None else cfg.threads
     if cfg.backend == "torch":
         return SentenceTransformerEmbedder(
             location,
             name=cfg.model_name,
             device=cfg.device,
-            batch_size=cfg.batch_size,
+            batch_size=split,
             offline=cfg.offline,
             threads=n_threads,
         )
@@ -115,7 +118,7 @@ def load_embedder(
         int8=cfg.backend == "onnx-int8",
         onnx_dir=cfg.onnx_dir,
         name=cfg.model_name,
-        batch_size=cfg.batch_size,
+        batch_size=split,
         threads=n_threads,
     )
 

@@ -37,7 +37,18 @@ class EmbedderSettings(BaseSettings):
         default=None, ge=1, description="intra-op threads (torch or ONNX Runtime); default: theirs"
     )
     offline: bool = Field(default=True, description="never reach the Hugging Face hub")
-    batch_size: int = Field(default=64, ge=1, description="texts per model call")
+    batch_size: int = Field(
+        default=64, ge=1, description="texts per model call (adaptive: the first calls' size)"
+    )
+    adaptive_batching: bool = Field(
+        default=True,
+        description="model calls sized by pending work and measured speed, length-ordered "
+        "(embedding/adaptive.py); false: fixed calls of batch_size texts",
+    )
+    max_batch_size: int = Field(default=256, ge=1, description="adaptive: most texts per call")
+    batch_target_s: float = Field(
+        default=0.5, gt=0, description="adaptive: wanted duration of one model call"
+    )
     max_in_flight_batches: int = Field(
         default=1, ge=1, description="model calls running at once (bounded memory/CPU)"
     )

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
+from ragline.embedding.adaptive import batch_sizer
 from ragline.embedding.batcher import BatchEmbedder
 from ragline.embedding.cache import PgVectorCache
 from ragline.embedding.metrics import BACKEND_INFO
@@ -64,6 +65,7 @@ class EmbedderStage(Stage):
             cache=cache,
             batch_size=self.config.batch_size,
             max_in_flight=self.config.max_in_flight_batches,
+            sizer=batch_sizer(self.config),
         )
 
     async def stop(self) -> None:
