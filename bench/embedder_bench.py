@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64, help="texts per model call")
     ap.add_argument("--corpus-docs", type=int, default=0, help="0: the whole corpus")
+    ap.add_argument("--queries", type=int, default=0, help="0: every judged train query")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", type=Path, default=OUT / "embedder.json")
     args = ap.parse_args()
@@ -146,8 +147,10 @@ def main() -> int:
     corpus = load_jsonl(SCIFACT / "corpus.jsonl")
     qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")
     queries = [q for q in load_jsonl(SCIFACT / "queries.jsonl") if q["_id"] in qrels]
-    if args.corpus_docs:  # every judged document plus the first N others
-        judged = {d for rel in qrels.values() for d in rel}
+    if args.queries:
+        queries = queries[: args.queries]
+    if args.corpus_docs:  # the documents judged for these queries plus the first N others
+        judged = {d for q in queries for d in qrels[q["_id"]]}
         keep = [d for d in corpus if d["_id"] in judged]
         keep += [d for d in corpus if d["_id"] not in judged][: args.corpus_docs]
         corpus = keep
@@ -159,8 +162,15 @@ def main() -> int:
         "load_avg_start": os.getloadavg(),
         "chunks": len(texts),
         "batch": args.batch,
+        "command": " ".join(sys.argv),
         "backends": {},
     }
+
+    def save() -> None:  # after every step: a partial report survives an interrupted run
+        report["load_avg_now"] = os.getloadavg()
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+
     models: dict[str, Embedder] = {}
     for b in backends:
         t0 = time.perf_counter()
@@ -180,6 +190,7 @@ def main() -> int:
             rate = len(texts) / (time.perf_counter() - t0)
             report["backends"][b]["rounds"].append(rate)
             print(f"round {r + 1} {b}: {rate:.1f} chunks/s", flush=True)
+            save()
     for b in backends:
         rb = report["backends"][b]
         rb["chunks_per_s"] = statistics.median(rb["rounds"])
@@ -206,6 +217,7 @@ def main() -> int:
         q = retrieval_quality(models[b], corpus, queries, qrels)
         report["backends"][b]["scifact_train"] = q
         print(f"{b}: nDCG@10 {q['ndcg@10']:.4f}  R@100 {q['recall@100']:.4f}", flush=True)
+        save()
     if "torch" in backends:
         ref = report["backends"]["torch"]["scifact_train"]["ndcg@10"]
         for b in backends:
@@ -214,9 +226,7 @@ def main() -> int:
             rb["speedup_vs_torch"] = (
                 rb["chunks_per_s"] / report["backends"]["torch"]["chunks_per_s"]
             )
-    report["load_avg_end"] = os.getloadavg()
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2))
+    save()
     print(
         json.dumps(
             {
