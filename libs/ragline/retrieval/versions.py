@@ -3,7 +3,10 @@ version named in a query ("Widget 6", "6.x", "Acme Gateway 3.9") is resolved aga
 the versions the caller's corpus really has.
 
 Read under RLS (a caller never learns of versions, or titles, it cannot see) and cached
-briefly per scope: versions change only when documents are ingested.
+briefly per scope: versions change only when documents are ingested. The read is served
+by the partial index of migration 0072 (versioned, indexed documents of the tenant only),
+so a scope not in the cache costs an index range scan, not a walk of the tenant's
+documents.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth.principal import Principal
 from ragline.retrieval.scope import rls_transaction
 
-__all__ = ["KnownVersions", "VersionVocabulary", "product_words"]
+__all__ = ["VERSIONS_SQL", "KnownVersions", "VersionVocabulary", "product_words"]
 
 # words that precede a version in titles without naming a product ("Notes for the 6.1 …")
 _NOT_PRODUCTS = frozenset(
@@ -29,6 +32,12 @@ _NOT_PRODUCTS = frozenset(
 _WORDS_BEFORE = (
     r"((?:[A-Za-z][A-Za-z\-]{{0,40}}\s+){{0,2}}[A-Za-z][A-Za-z\-]{{0,40}})"
     r"[\s(\[,:\-]{{1,4}}[vV]?{label}(?![\w.]|\.\d)"
+)
+
+
+# the predicate of migration 0072's partial index: keep them the same
+VERSIONS_SQL = (
+    "SELECT DISTINCT version, title FROM documents WHERE version IS NOT NULL AND status = 'indexed'"
 )
 
 
@@ -72,10 +81,7 @@ class KnownVersions:
         if hit is not None and now - hit[0] < self._ttl:
             return hit[1]
         async with rls_transaction(self._pool, principal) as conn:
-            cur = await conn.execute(
-                "SELECT DISTINCT version, title FROM documents"
-                " WHERE version IS NOT NULL AND status = 'indexed'"
-            )
+            cur = await conn.execute(VERSIONS_SQL)
             rows = [(str(r[0]), r[1]) for r in await cur.fetchall()]
         vocab = VersionVocabulary(
             labels=frozenset(label for label, _ in rows), products=product_words(rows)

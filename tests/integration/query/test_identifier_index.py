@@ -12,6 +12,7 @@ from query_helpers import GROUP_A, Corpus
 from ragline.auth.principal import Principal
 from ragline.config import Settings
 from ragline.retrieval.specificity import IdentifierFrequency, df_query, like_pattern
+from ragline.retrieval.versions import VERSIONS_SQL
 from ragline.store.pool import open_pool
 
 pytestmark = pytest.mark.integration
@@ -46,3 +47,15 @@ async def test_the_lookup_can_use_the_trigram_index(stack: Settings, corpus: Cor
 
 def test_like_pattern_escapes() -> None:
     assert like_pattern("a_b%c\\d") == "%a\\_b\\%c\\\\d%"
+
+
+async def test_version_labels_read_through_their_index(stack: Settings, corpus: Corpus) -> None:
+    """retrieval/versions.py's read matches migration 0072's partial index (a tenant's
+    versioned, indexed documents only)."""
+    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
+        await conn.execute("SET enable_seqscan = off")
+        cur = await conn.execute(
+            "EXPLAIN " + VERSIONS_SQL + " AND tenant_id = %s", (corpus.tenant,)
+        )
+        plan = "\n".join(str(r[0]) for r in await cur.fetchall())
+    assert "documents_versioned_idx" in plan, plan
