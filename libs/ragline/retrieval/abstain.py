@@ -23,6 +23,13 @@ Without statistics (the lookup failed) the rule falls back to "appears in a resu
 Version mentions (``v6.1``, ``6.x``), tokens without a letter (dates) and quantities
 (``100g``, ``5mmol``, ``10-minute``) are not identifiers for this rule.
 
+A hybrid search whose caller's corpus statistics were read (``TermStats``) is first
+weighed by the query's own words (term_evidence.py): just under the similarity threshold
+it answers when the best lexical hit holds most of the query's information or one chunk
+is a clear match of both legs; above it, it still abstains (``terms_not_found``) when
+most of the query's information occurs nowhere in the caller's corpus and similarity is
+below the stricter bar.
+
 With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=combined``)
 a hybrid search is decided by ``abstain_model``: dense similarity, the per-query
 normalised BM25 score, the agreement of the two legs and the score gaps together,
@@ -38,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragline.retrieval.abstain_model import AbstainModel, features
+from ragline.retrieval.term_evidence import TermPolicy, TermStats, decide_by_terms
 
 __all__ = [
     "AbstainPolicy",
@@ -53,7 +61,7 @@ __all__ = [
 
 # which rule decided: a caller replaying the rule at another threshold (the evaluation
 # harness's sweep) may only move the decisions the similarity threshold made
-Signal = Literal["no_results", "identifier", "rerank", "similarity", "model", "none"]
+Signal = Literal["no_results", "identifier", "rerank", "similarity", "model", "terms", "none"]
 
 # tokens with a digit and a letter or a separator (ERR-4711, KB00123, 0x1F, v2-api)
 _IDENT_RE = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z_-])[\w][\w.-]{2,}\b")
@@ -71,6 +79,8 @@ class AbstainPolicy:
     # no identifier of the query occurs anywhere: answer only above this similarity
     identifier_missing_min_similarity: float = 0.40
     model: AbstainModel | None = None  # several signals (abstain_model.py); None: similarity
+    # the query's words in the caller's corpus (term_evidence.py); None: off
+    terms: TermPolicy | None = field(default_factory=TermPolicy)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +133,7 @@ def assess(
     queries: Sequence[str],
     policy: AbstainPolicy,
     stats: IdentifierStats | None = None,
+    terms: TermStats | None = None,
 ) -> Assessment:
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
@@ -156,6 +167,11 @@ def assess(
         return out("below_rerank_threshold" if low else None, "rerank", policy.min_rerank)
     if best_sim is None:
         return out(None, "none")  # lexical-only search: no calibrated signal, BM25 matched
+    if terms is not None and policy.terms is not None:
+        by_terms = decide_by_terms(results, best_sim, policy.min_similarity, terms, policy.terms)
+        if by_terms is not None:
+            decision, bar = by_terms
+            return out("terms_not_found" if decision == "abstain" else None, "terms", bar)
     hybrid = any(r.bm25_rank is not None for r in results) and any(
         r.dense_rank is not None for r in results
     )
@@ -172,6 +188,7 @@ def decide(
     queries: Sequence[str],
     policy: AbstainPolicy,
     stats: IdentifierStats | None = None,
+    terms: TermStats | None = None,
 ) -> str | None:
     """The abstain reason, or None to answer."""
-    return assess(results, queries, policy, stats).reason
+    return assess(results, queries, policy, stats, terms).reason

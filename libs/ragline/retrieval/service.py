@@ -50,6 +50,8 @@ from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
 from ragline.retrieval.specificity import IdentifierFrequency
+from ragline.retrieval.term_evidence import TermPolicy, TermStats
+from ragline.retrieval.term_stats import QueryTermFrequency
 from ragline.retrieval.timing import Timings
 from ragline.retrieval.versions import KnownVersions
 
@@ -140,10 +142,12 @@ class SearchService:
         self._today = today
         self._versions = KnownVersions(backends.pool)
         self._ident_df = IdentifierFrequency(backends.pool)
+        self._term_df = QueryTermFrequency(backends.pool)
         self._policy = AbstainPolicy(
             min_similarity=settings.abstain_min_similarity,
             min_rerank=settings.abstain_min_rerank,
             model=FITTED if settings.abstain_model == "combined" else None,
+            terms=TermPolicy() if settings.abstain_terms else None,
         )
 
     def _validate(self, req: SearchRequest) -> None:
@@ -212,22 +216,21 @@ class SearchService:
         with t.stage("abstain"):
             idents = rule_identifiers(req.query_texts)
             stats = await self._ident_df.get(principal, idents) if idents and final else None
-            assessment = assess(
-                [
-                    Evidence(
-                        text=c.row.text,
-                        similarity=c.row.similarity,
-                        rerank=c.rerank,
-                        bm25_score=c.bm25_score,
-                        dense_rank=c.dense_rank,
-                        bm25_rank=c.bm25_rank,
-                    )
-                    for c in final
-                ],
-                req.query_texts,
-                self._policy,
-                stats,
-            )
+            evidence = [
+                Evidence(
+                    text=c.row.text,
+                    similarity=c.row.similarity,
+                    rerank=c.rerank,
+                    bm25_score=c.bm25_score,
+                    dense_rank=c.dense_rank,
+                    bm25_rank=c.bm25_rank,
+                )
+                for c in final
+            ]
+            terms = None
+            if req.mode == "hybrid" and "lexical_unavailable" not in degraded:
+                terms = await self._query_terms(principal, req, final)
+            assessment = assess(evidence, req.query_texts, self._policy, stats, terms)
             reason = assessment.reason
         with t.stage("finalize"):
             async with rls_transaction(self._b.pool, principal) as conn:
@@ -262,6 +265,22 @@ class SearchService:
         if self._b.cache.state == "on" and not degraded:
             await self._b.cache.store(key, response)
         return response
+
+    async def _query_terms(
+        self, principal: Principal, req: SearchRequest, final: list[Candidate]
+    ) -> TermStats | None:
+        """The query's words in the caller's corpus, read only when they can decide: the
+        best similarity is within the term rules' reach (term_evidence.py)."""
+        tp = self._policy.terms
+        sims = [c.row.similarity for c in final if c.row.similarity is not None]
+        if tp is None or not sims:
+            return None
+        best, thr = max(sims), self._policy.min_similarity
+        if not (thr - tp.band <= best < max(thr, tp.missing_min_similarity)):
+            return None
+        lexical = [c for c in final if c.bm25_rank is not None]
+        top = min(lexical, key=lambda c: c.bm25_rank or 0).row.text if lexical else ""
+        return await self._term_df.get(principal, " ".join(req.query_texts), top)
 
     async def _audit(
         self,

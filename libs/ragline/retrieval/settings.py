@@ -38,6 +38,7 @@ class QuerySettings(BaseSettings):
             "embedding_model_path",
             "abstain_min_similarity",
             "abstain_model",
+            "abstain_terms",
             "abstain_min_rerank",
             "rerank_model_path",
             "rerank_top_n",
@@ -140,6 +141,12 @@ class QuerySettings(BaseSettings):
         default="similarity",
         description="combined: hybrid searches abstain by the fitted multi-signal model "
         "(retrieval/abstain_model.py); similarity: the abstain_min_similarity threshold only",
+    )
+    abstain_terms: bool = Field(
+        default=True,
+        description="hybrid searches also weigh the query's words in the caller's corpus "
+        "(retrieval/term_evidence.py): answer just under the threshold on strong lexical "
+        "evidence or a clear match, abstain when most of the query occurs nowhere",
     )
     abstain_min_rerank: float | None = Field(
         default=None, description="best rerank score below this -> abstain (model-specific)"

@@ -241,11 +241,16 @@ class AbstainEvidence(BaseModel):
     this a caller cannot tell a near miss from no evidence at all, nor replay the rule at
     another threshold (the evaluation harness's sweep)."""
 
-    signal: Literal["no_results", "identifier", "rerank", "similarity", "none"] = Field(
+    signal: Literal[
+        "no_results", "identifier", "rerank", "similarity", "model", "terms", "none"
+    ] = Field(
         description="the rule that decided: similarity/rerank compare the best score with "
         "the threshold; identifier = an exact identifier of the query that is rare in the "
         "caller's corpus matched (answered), or no identifier of the query occurs in it at all "
-        "(abstained, identifier_not_found); "
+        "(abstained, identifier_not_found); model = the multi-signal model (opt-in); "
+        "terms = the query's words in the caller's corpus (answered just under the "
+        "similarity threshold on strong lexical evidence or a clear match, or abstained, "
+        "terms_not_found); "
         "none = no calibrated score (lexical search, answered); no_results (abstained)"
     )
     best_similarity: float | None = Field(
