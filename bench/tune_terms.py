@@ -1,0 +1,373 @@
+"""Tuning the term-evidence abstention rules (retrieval/term_evidence.py), every step
+recorded (issue 21 defect 5, issue 20 item 3; docs/evaluation.md "Abstention").
+
+    .venv/bin/python bench/tune_terms.py collect
+        over the stack kept by ``tune_retrieval.py serve --golden-only``: a query service
+        with abstention off, hybrid top-100 of every case of both golden sets, and the
+        query's term statistics under the case's principal -> bench/out/tune/terms_golden.json
+    .venv/bin/python bench/tune_terms.py scifact --report bench/out/scifact/report.json
+        the same statistics for every SciFact train claim (its abstracts copied into a
+        scratch schema of the kept stack's Postgres, dropped after), with each claim's
+        best hybrid similarity from an eval_scifact report -> terms_scifact.json
+    .venv/bin/python bench/tune_terms.py fit
+        grid over the rules' parameters on the fixed train split (half of the golden cases
+        by a hash of their id, tune_retrieval.in_train; all SciFact train claims must stay
+        answered), reported on the held-out half -> terms_fit.json
+
+The fit decides nothing by itself: the chosen values are the ``TermPolicy`` defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from _paths import OUT as BENCH_OUT
+from _paths import SCIFACT
+from tune_retrieval import GOLDEN_SETS, QUERY_ENV, in_train
+
+OUT = BENCH_OUT / "tune"
+
+
+def _stack_env() -> dict[str, str]:
+    state = json.loads((OUT / "stack.json").read_text())
+    env: dict[str, str] = state["env"]
+    return env
+
+
+class _Hit:
+    def __init__(self, h: dict[str, Any]) -> None:
+        self.similarity = h.get("dense_score")
+        self.dense_rank = h.get("dense_rank")
+        self.bm25_rank = h.get("bm25_rank")
+
+
+async def _collect(args: argparse.Namespace) -> int:
+    os.environ.update(_stack_env())
+    from pydantic import SecretStr
+
+    from ragline.auth.principal import Principal
+    from ragline.config import Settings
+    from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.evaluate import wait_ready
+    from ragline.evaluation.golden import load_golden
+    from ragline.evaluation.settings import EvalSettings
+    from ragline.retrieval.term_stats import QueryTermFrequency
+    from ragline.runtime.stack.testing import ServiceProcess, free_port
+    from ragline.store.pool import open_pool
+
+    env = {
+        **os.environ,
+        **QUERY_ENV,
+        "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
+        "RAGLINE_QUERY_ABSTAIN_TERMS": "false",
+    }
+    proc = ServiceProcess(
+        "query",
+        env=env,
+        log_path=OUT / "terms-query.log",
+        metrics_port=free_port(),
+        http_port=free_port(),
+    )
+    rows: list[dict[str, Any]] = []
+    try:
+        es = EvalSettings(
+            query_url=proc.http_url,
+            jwt_secret=SecretStr(os.environ["RAGLINE_QUERY_JWT_SECRET"]),
+            concurrency=2,
+        )
+        pool = await open_pool(Settings().query_dsn(), name="tune-terms")
+        terms = QueryTermFrequency(pool, timeout_ms=30_000)
+        async with QueryClient(es) as client:
+            await wait_ready(client, timeout_s=300)
+            for path in GOLDEN_SETS:
+                for case in load_golden(path).cases:
+                    resp, _ = await client.search(
+                        case.principal,
+                        case.question,
+                        mode="hybrid",
+                        rerank=False,
+                        top_k=100,
+                        filters=dict(case.filters),
+                        extra=dict(case.request),
+                    )
+                    hits = [h.scores.model_dump() | {"text": h.text} for h in resp.results]
+                    lex = [h for h in hits if h["bm25_rank"] is not None]
+                    top = min(lex, key=lambda h: h["bm25_rank"])["text"] if lex else ""
+                    p = Principal(
+                        tenant=case.principal.tenant,
+                        groups=tuple(case.principal.groups),
+                        subject="tune",
+                    )
+                    ts = await terms.get(p, case.question, top) if hits else None
+                    rows.append(
+                        {
+                            "dataset": path.name,
+                            "case_id": case.case_id,
+                            "category": case.category,
+                            "expect_abstain": case.expect_abstain,
+                            "abstained": resp.abstained,  # by a rule before similarity
+                            "signal": resp.evidence.signal if resp.evidence else None,
+                            "hits": [
+                                {k: h[k] for k in ("dense_score", "dense_rank", "bm25_rank")}
+                                for h in hits[:20]
+                            ],
+                            "chunks": ts.chunks if ts else None,
+                            "df": dict(ts.df) if ts else None,
+                            "top": sorted(ts.top) if ts else None,
+                        }
+                    )
+        await pool.close()
+    finally:
+        proc.cleanup()
+    path = OUT / "terms_golden.json"
+    path.write_text(json.dumps(rows, indent=1))
+    print(f"written {path} ({len(rows)} cases)")
+    return 0
+
+
+def _scifact(args: argparse.Namespace) -> int:
+    os.environ.update(_stack_env())
+    import psycopg
+
+    from ragline.config import Settings
+
+    sims: dict[str, float | None] = {}
+    if args.report:
+        report = json.loads(Path(args.report).read_text())
+        sims = {
+            c["case_id"]: c["best_similarity"] for c in report["cases"] if c["mode"] == "hybrid"
+        }
+    rows: list[dict[str, Any]] = []
+    with psycopg.connect(Settings().admin_dsn(), autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS tune_terms_scratch")
+        conn.execute("DROP TABLE IF EXISTS tune_terms_scratch.docs")
+        conn.execute("CREATE TABLE tune_terms_scratch.docs (id text, body text)")
+        try:
+            with conn.cursor().copy("COPY tune_terms_scratch.docs (id, body) FROM STDIN") as cp:
+                for line in (SCIFACT / "corpus.jsonl").open():
+                    d = json.loads(line)
+                    cp.write_row((d["_id"], f"{d.get('title') or ''} {d['text']}"))
+            conn.execute(
+                "CREATE INDEX ON tune_terms_scratch.docs"
+                " USING gin (to_tsvector('english'::regconfig, body))"
+            )
+            conn.execute("ANALYZE tune_terms_scratch.docs")
+            row = conn.execute("SELECT count(*) FROM tune_terms_scratch.docs").fetchone()
+            n = int(row[0]) if row else 0
+            qrels = {
+                line.split("\t")[0]
+                for line in (SCIFACT / "qrels" / "train.tsv").open()
+                if not line.startswith("query-id")
+            }
+            from ragline.retrieval.term_stats import query_terms
+
+            for line in (SCIFACT / "queries.jsonl").open():
+                q = json.loads(line)
+                if q["_id"] not in qrels:
+                    continue
+                lx = conn.execute(
+                    "SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))",
+                    (q["text"],),
+                ).fetchone()
+                df: dict[str, int] = {}
+                for t in query_terms(lx[0] if lx else ()):
+                    c = conn.execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM tune_terms_scratch.docs"
+                        " WHERE to_tsvector('english'::regconfig, body)"
+                        " @@ to_tsquery('simple', quote_literal(%s::text)) LIMIT 2000) x",
+                        (t,),
+                    ).fetchone()
+                    df[t] = int(c[0]) if c else 0
+                rows.append(
+                    {
+                        "dataset": "beir:scifact",
+                        "case_id": q["_id"],
+                        "expect_abstain": False,
+                        "best_similarity": sims.get(q["_id"]),
+                        "chunks": n,
+                        "df": df,
+                    }
+                )
+        finally:
+            conn.execute("DROP SCHEMA tune_terms_scratch CASCADE")
+    path = OUT / "terms_scifact.json"
+    path.write_text(json.dumps(rows, indent=1))
+    print(f"written {path} ({len(rows)} claims; document-level statistics)")
+    return 0
+
+
+# ---------------------------------------------------------------- fit
+
+
+def _decide(row: dict[str, Any], thr: float, policy: Any) -> bool:
+    """Would the search abstain (similarity threshold + term rules)?"""
+    from ragline.retrieval.term_evidence import TermStats, decide_by_terms
+
+    if row.get("signal") in ("identifier", "no_results"):
+        return bool(row.get("abstained"))  # decided before similarity, unchanged
+    hits = [_Hit(h) for h in row.get("hits", [])]
+    sims = [h.similarity for h in hits if h.similarity is not None]
+    best = max(sims) if sims else row.get("best_similarity")
+    if best is None:
+        return True
+    if row.get("df") is not None:
+        ts = TermStats(chunks=row["chunks"], df=row["df"], top=frozenset(row.get("top") or ()))
+        d = decide_by_terms(hits, best, thr, ts, policy)
+        if d is not None:
+            return d[0] == "abstain"
+    return bool(best < thr)
+
+
+def _pr(rows: list[dict[str, Any]], thr: float, policy: Any) -> dict[str, Any]:
+    tp = fp = fn = 0
+    wrong: list[str] = []
+    missed: list[str] = []
+    for r in rows:
+        if r["expect_abstain"] is None:
+            continue
+        a = _decide(r, thr, policy)
+        if a and r["expect_abstain"]:
+            tp += 1
+        elif a:
+            fp += 1
+            wrong.append(r["case_id"])
+        elif r["expect_abstain"]:
+            fn += 1
+            missed.append(r["case_id"])
+    return {
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+        "abstained_answerable": wrong,
+        "answered_unanswerable": missed,
+    }
+
+
+def _newly_abstained(rows: list[dict[str, Any]], thr: float, policy: Any) -> list[str]:
+    from ragline.retrieval.term_evidence import TermPolicy
+
+    off = TermPolicy(band=0.0, min_top_coverage=2.0, clear_match_gap=2.0, max_missing_share=2.0)
+    return [
+        r["case_id"]
+        for r in rows
+        if r.get("best_similarity") is not None
+        and _decide(r, thr, policy)
+        and not _decide(r, thr, off)
+    ]
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from ragline.retrieval.term_evidence import TermPolicy
+
+    golden = json.loads((OUT / "terms_golden.json").read_text())
+    scifact_path = OUT / "terms_scifact.json"
+    scifact = json.loads(scifact_path.read_text()) if scifact_path.is_file() else []
+    train = [r for r in golden if in_train(r["case_id"])]
+    held = [r for r in golden if not in_train(r["case_id"])]
+    thr = args.threshold
+    defaults = TermPolicy()
+    answer_grid = list(
+        itertools.product((0.03, 0.04, 0.05), (0.4, 0.5, 0.6, 0.7), (0.05, 0.1, 0.15))
+    )
+    miss_grid = (0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 1.01)  # 1.01: the missing-words rule off
+    bar_grid = (0.35, 0.375, 0.4, 0.425, 0.45)  # similarity that answers despite them
+
+    def f1(res: dict[str, Any]) -> float:
+        p, r = res["precision"] or 0.0, res["recall"] or 0.0
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    # the answer-direction parameters (band, coverage, clear-match gap): are they
+    # identifiable on the train half at all (does train F1 move over their grid)?
+    answer_f1 = {
+        combo: f1(
+            _pr(
+                train,
+                thr,
+                replace(
+                    defaults, band=combo[0], min_top_coverage=combo[1], clear_match_gap=combo[2]
+                ),
+            )
+        )
+        for combo in answer_grid
+    }
+    flat = max(answer_f1.values()) - min(answer_f1.values()) < 1e-9
+    if flat:
+        base = defaults  # nothing on train to fit them on: the defaults stand
+    else:
+        combo = max(answer_f1, key=lambda c: (answer_f1[c], -c[0], c[1], c[2]))
+        base = replace(defaults, band=combo[0], min_top_coverage=combo[1], clear_match_gap=combo[2])
+    # the abstain-direction parameters (share of missing words, the similarity that
+    # answers despite them): best train F1 that abstains on no SciFact claim
+    scored: list[tuple[tuple[float, float, float], TermPolicy, dict[str, Any]]] = []
+    for miss, bar in itertools.product(miss_grid, bar_grid):
+        pol = replace(base, max_missing_share=miss, missing_min_similarity=bar)
+        if _newly_abstained(scifact, thr, pol):
+            continue
+        tr = _pr(train, thr, pol)
+        # ties: the highest share, then the lowest bar (both abstain least)
+        scored.append(((f1(tr), miss, -bar), pol, tr))
+    scored.sort(key=lambda x: x[0], reverse=True)
+    _, best, tr = scored[0]
+    baseline = TermPolicy(
+        band=0.0, min_top_coverage=2.0, clear_match_gap=2.0, max_missing_share=2.0
+    )
+    out = {
+        "threshold": thr,
+        "chosen": best.__dict__,
+        "answer_params_identifiable_on_train": not flat,
+        "train_f1_by_share_and_bar": {f"{k[1]}/{-k[2]}": round(k[0], 4) for k, _, _ in scored},
+        "train": {"before": _pr(train, thr, baseline), "after": tr},
+        "held_out": {"before": _pr(held, thr, baseline), "after": _pr(held, thr, best)},
+        "by_set": {
+            name: {
+                "before": _pr([r for r in golden if r["dataset"] == name], thr, baseline),
+                "after": _pr([r for r in golden if r["dataset"] == name], thr, best),
+            }
+            for name in sorted({r["dataset"] for r in golden})
+        },
+        "scifact_train": {
+            "claims": len(scifact),
+            "with_similarity": sum(1 for r in scifact if r.get("best_similarity") is not None),
+            "abstained_by_terms": _newly_abstained(scifact, thr, best),
+        },
+        "defaults": TermPolicy().__dict__,
+    }
+    path = OUT / "terms_fit.json"
+    path.write_text(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2))
+    print(f"written {path}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("collect", help="golden features over the kept stack")
+    s = sub.add_parser("scifact", help="SciFact claims' term statistics")
+    s.add_argument("--report", help="an eval_scifact report.json (best hybrid similarity)")
+    f = sub.add_parser("fit", help="grid on the train split, report held-out")
+    f.add_argument("--threshold", type=float, default=0.325)
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    if args.cmd == "collect":
+        rc = asyncio.run(_collect(args))
+    elif args.cmd == "scifact":
+        rc = _scifact(args)
+    else:
+        rc = _fit(args)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
