@@ -69,6 +69,18 @@ def _unbuilt(names: tuple[str, ...]) -> dict[str, str]:
     return {n: why for n in names if (why := built.get(n)) is not None}
 
 
+def _fusion_losses(report: Any) -> list[tuple[str, float, float]]:
+    """Categories whose hybrid recall@10 is below the better single leg's."""
+    out: list[tuple[str, float, float]] = []
+    for cat in sorted({c.category for c in report.cases}):
+        h = report.value("hybrid", "recall@10", cat)
+        legs = [report.value(m, "recall@10", cat) for m in ("lexical", "dense")]
+        best = max((v for v in legs if v is not None), default=None)
+        if h is not None and best is not None and h < best - 1e-9:
+            out.append((cat, h, best))
+    return out
+
+
 async def test_golden_set_end_to_end(
     stack: Settings, service_process: Callable[..., Any], tmp_path: Path
 ) -> None:
@@ -143,6 +155,12 @@ async def test_golden_set_end_to_end(
         ]
         if leaks:
             failures.append(f"{root.name}: forbidden content returned: {leaks}")
+        # issue 20: fusion never loses to its parts, per category (golden_marine msh-06 was
+        # lost to the per-document cap, retrieval/doc_cap.py)
+        failures += [
+            f"{root.name}: hybrid recall@10 {cat} {h:.3f} < best leg {leg:.3f}"
+            for cat, h, leg in _fusion_losses(report)
+        ]
         violations = check_thresholds(report, load_thresholds(root / "thresholds.yaml"))
         if violations:
             failures.append(
