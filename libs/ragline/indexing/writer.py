@@ -16,6 +16,7 @@ never-indexed (e.g. quarantined) document through it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from psycopg import AsyncConnection
 
@@ -47,11 +48,12 @@ from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
 from ragline.store.status import (
+    StatusRow,
     mark_awaiting_content,
     newest_acl,
+    read_status,
     reassert_status,
     set_status_acl,
-    status_key,
     write_status,
 )
 from ragline.store.supersession import refresh_supersession
@@ -93,6 +95,41 @@ def _stored_key(state: doc_store.DocumentState) -> ContentKey:
     return content_key(
         state.source_seq, deleted=state.status == "deleted", content_hash=state.content_hash
     )
+
+
+def _unchanged(state: doc_store.DocumentState, action: IndexAction) -> Outcome:
+    """The outcome of a change that leaves the document as it is (stale, or the same)."""
+    return Outcome(
+        action=action,
+        generation=state.generation,
+        chunk_count=state.chunk_count,
+        acl_groups_before=state.acl_groups,
+        acl_groups_after=state.acl_groups,
+        skipped=True,
+        touched=(state.document_id,),
+    )
+
+
+def _provisional(state: doc_store.DocumentState) -> bool:
+    """Is the row's ACL a narrowing (ADR 0007: a fast-path narrowing or a quarantine of a
+    newer version), not a full statement (the indexed version's own ACL, an ACL change)?
+    Narrowings are intersections: they commute, whatever order they arrive in."""
+    return state.acl_rank == ACL_FROM_UPSERT and state.acl_seq > state.source_seq
+
+
+def _newer_statement(
+    status: StatusRow | None, key: ContentKey, base: AclKey
+) -> tuple[str, ...] | None:
+    """The ACL a newer version states (in flight or quarantined, recorded with its status)
+    when it is newer than ``base``: an older version indexed now is readable only by the
+    groups both grant (ADR 0007, lifetest F11: the newer one may have been quarantined
+    before the older one reached the indexer)."""
+    if status is None or status.acl is None or status.key <= key:
+        return None
+    groups, seq, rank = status.acl
+    if rank != ACL_FROM_UPSERT or AclKey(seq, rank) <= base:
+        return None
+    return groups
 
 
 class IndexWriter:
@@ -159,23 +196,18 @@ class IndexWriter:
         key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
         if state is not None and key <= _stored_key(state):
             await self._reassert_status(conn, state, key)
-            return Outcome(
-                action=IndexAction.UPSERT,
-                generation=state.generation,
-                chunk_count=state.chunk_count,
-                acl_groups_before=state.acl_groups,
-                acl_groups_after=state.acl_groups,
-                skipped=True,
-                touched=(d,),
-            )
+            return _unchanged(state, IndexAction.UPSERT)
         # the ACL with the greatest key: this upsert's own, unless the row (an ACL change
         # at this seq or later) or a change parked before the row existed is newer; on a
-        # tie the upsert's own wins over its fast-path narrowing (docs/adr/0007)
+        # tie the upsert's own wins over its fast-path narrowing (docs/adr/0007). A
+        # narrowing on the row is not a statement about this version: the newer version's
+        # ACL recorded with its status narrows it instead (below)
         pending = await get_pending_acl(conn, t, d)
         own = (meta.acl_groups, ev.source_seq, ACL_FROM_UPSERT)
+        full = state is not None and not _provisional(state)
         best = newest_acl(
             own,
-            (state.acl_groups, state.acl_seq, state.acl_rank) if state is not None else None,
+            (state.acl_groups, state.acl_seq, state.acl_rank) if state and full else None,
             (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
         )
         assert best is not None
@@ -186,6 +218,15 @@ class IndexWriter:
             if pending is not None and best[1:] == (pending.acl_seq, ACL_FROM_CHANGE):
                 kept = pending.classification
             classification = kept or classification
+        status = await read_status(conn, t, d)
+        newer = _newer_statement(status, key, AclKey(acl_seq, acl_rank))
+        if newer is not None and status is not None and status.acl is not None:
+            acl = tuple(sorted(set(acl) & set(newer)))
+            acl_seq, acl_rank = status.acl[1], status.acl[2]
+            if state is not None and _provisional(state):  # its stricter classification
+                classification = (
+                    stricter_classification(classification, state.classification) or classification
+                )
         fields = DocumentFields(
             acl_groups=acl,
             classification=classification,
@@ -314,22 +355,17 @@ class IndexWriter:
                 acl_groups_after=groups,
                 skipped=True,
             )
-        if ev.acl.narrowing:  # at once, and never wider than what readers have now
+        if ev.acl.narrowing and state.status == "indexed":  # at once, never wider
+            narrowed = await self._narrow(conn, state, groups, cls, ev.source_seq)
+            return narrowed or _unchanged(state, IndexAction.ACL)
+        if ev.acl.narrowing:  # nothing readable: never wider than the row states
             groups = tuple(sorted(set(groups) & set(state.acl_groups)))
             cls = stricter_classification(state.classification, cls)
         new_key = AclKey(ev.source_seq, rank)
         stored_key = AclKey(state.acl_seq, state.acl_rank)
         same = groups == state.acl_groups and cls in (None, state.classification)
         if not acl_applies(new_key, stored_key) or (new_key == stored_key and same):
-            return Outcome(
-                action=IndexAction.ACL,
-                generation=state.generation,
-                chunk_count=state.chunk_count,
-                acl_groups_before=state.acl_groups,
-                acl_groups_after=state.acl_groups,
-                skipped=True,
-                touched=(d,),
-            )
+            return _unchanged(state, IndexAction.ACL)
         return await self._restamp(conn, state, groups, cls, new_key)
 
     async def _restamp(
@@ -368,6 +404,28 @@ class IndexWriter:
             touched=tuple(sorted(touched)),
         )
 
+    async def _narrow(
+        self,
+        conn: AsyncConnection,
+        state: doc_store.DocumentState,
+        groups: Sequence[str],
+        cls: str | None,
+        seq: int,
+    ) -> Outcome | None:
+        """Narrow the indexed version to the groups a newer version states too (ADR 0007),
+        with ACL key (seq, 0). Narrowings commute: one older than a narrowing on the row
+        still applies (intersections in any order give the same ACL); a full statement
+        newer than it (an ACL change, the version's own ACL) wins. None if nothing changes."""
+        narrow_key = AclKey(seq, ACL_FROM_UPSERT)
+        stored = AclKey(state.acl_seq, state.acl_rank)
+        if not acl_applies(narrow_key, stored) and not _provisional(state):
+            return None
+        narrowed = tuple(sorted(set(groups) & set(state.acl_groups)))
+        stricter = stricter_classification(state.classification, cls)
+        if narrowed == state.acl_groups and stricter == state.classification:
+            return None
+        return await self._restamp(conn, state, narrowed, stricter, max(narrow_key, stored))
+
     # ------------------------------------------------------------------ quarantine
     async def apply_quarantine(self, conn: AsyncConnection, ev: DocQuarantined) -> Outcome | None:
         """Record why the version was stopped (guarded by its content key; idempotent by
@@ -387,9 +445,6 @@ class IndexWriter:
                 (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
             )
             key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
-            # the newest change of the status row (intake may have recorded this very
-            # quarantine already: the connector's own, lifetest F9)
-            held = await status_key(conn, t, d)
             await write_status(
                 conn,
                 t,
@@ -403,14 +458,12 @@ class IndexWriter:
                 findings=ev.findings.model_dump(mode="json") if ev.findings else None,
                 acl=acl,
             )
-            newest = held is None or held <= key
-            if newest and state is not None and state.status == "indexed" and ev.meta:
-                narrow_key = AclKey(ev.source_seq, ACL_FROM_UPSERT)
-                stored = AclKey(state.acl_seq, state.acl_rank)
-                groups = tuple(sorted(set(ev.meta.acl_groups) & set(state.acl_groups)))
-                cls = stricter_classification(state.classification, ev.meta.classification)
-                changed = groups != state.acl_groups or cls != state.classification
-                if key > _stored_key(state) and acl_applies(narrow_key, stored) and changed:
-                    outcome = await self._restamp(conn, state, groups, cls, narrow_key)
+            # a version newer than the indexed one narrows it, whatever the status row
+            # says since (intake may have recorded this quarantine, or a newer change,
+            # already: lifetest F9/F12)
+            live = state is not None and state.status == "indexed"
+            if live and state is not None and ev.meta and key > _stored_key(state):
+                cls = ev.meta.classification.value
+                outcome = await self._narrow(conn, state, ev.meta.acl_groups, cls, ev.source_seq)
         DOCUMENTS_APPLIED.labels("quarantine", "applied").inc()
         return outcome

@@ -11,6 +11,7 @@ its own seq, like ``documents.acl_seq``, and a write without an ACL keeps the st
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from psycopg import AsyncConnection, sql
@@ -22,13 +23,14 @@ from ragline.store.pg_errors import pg_errors
 __all__ = [
     "AWAITING_CONTENT_REASON",
     "StatusAcl",
+    "StatusRow",
     "StatusValue",
     "mark_awaiting_content",
     "newest_acl",
+    "read_status",
     "reassert_status",
     "set_status_acl",
     "status_acl_update_sql",
-    "status_key",
     "status_key_sql",
     "write_status",
 ]
@@ -55,20 +57,29 @@ def status_key_sql(alias: str) -> sql.Composed:
     ).format(a=a, d=deleted)
 
 
-async def status_key(conn: AsyncConnection, tenant_id: str, document_id: str) -> ContentKey | None:
-    """The content key of the document's status row (as ``status_key_sql``), or None."""
+@dataclass(frozen=True)
+class StatusRow:
+    """What the guards need of a ``document_status`` row."""
+
+    key: ContentKey  # as ``status_key_sql``
+    status: str
+    acl: StatusAcl | None  # (acl_groups, acl_seq, acl_rank), None if none is known
+
+
+async def read_status(conn: AsyncConnection, tenant_id: str, document_id: str) -> StatusRow | None:
     with pg_errors():
         cur = await conn.execute(
-            "SELECT source_seq, status, content_hash FROM document_status"
-            " WHERE tenant_id = %s AND document_id = %s",
+            "SELECT source_seq, status, content_hash, acl_groups, acl_seq, acl_rank"
+            " FROM document_status WHERE tenant_id = %s AND document_id = %s",
             (tenant_id, document_id),
         )
         row = await cur.fetchone()
     if row is None:
         return None
-    seq, status, chash = row
+    seq, status, chash, groups, acl_seq, rank = row
     deleted = status == "deleted" or (status == "accepted" and chash is None)
-    return content_key(seq, deleted=deleted, content_hash=chash)
+    acl = (tuple(groups), acl_seq, rank) if groups is not None and acl_seq is not None else None
+    return StatusRow(content_key(seq, deleted=deleted, content_hash=chash), status, acl)
 
 
 def status_acl_update_sql(alias: str) -> sql.Composed:

@@ -127,6 +127,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.poisoned: list[tuple[str, str]] = []
+        # upserts sent since the last settle: (lane, indexable?) per document
+        self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool]]] = {}
         self.lane: Lane = INTERACTIVE  # the lane of the next source change
         self.world.driver.history.clear()
         self._count("examples")
@@ -206,6 +208,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
         self.steps.append(f"upsert t{t} {d} seq={seq} {version.token}/{kind} acl={acl} {name!r}")
         self.model[key].upsert(up)
+        ok = version.kind == "ok"
+        sent = self.unsettled.setdefault(key, [])
+        if any(lane != self.lane and was_ok != ok for lane, was_ok in sent):
+            # an indexable and a quarantined version in different lanes: which one the
+            # connector sees first decides (ADR 0008: an older version after a quarantined
+            # one is stale; ADR 0007: one before it stays, narrowed), not the send order
+            self.model[key].exact = False
+            self.model[key].unsure = True
+        sent.append((self.lane, ok))
         self._send(ev)
 
     def do_delete(self, t: int, d: str, how: SeqHow, reuse: int | None = None) -> None:
@@ -291,6 +302,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def settle(self, choose: Chooser = fifo) -> None:
         self.steps.append("settle")
+        self.unsettled.clear()
         before = (self.world.driver.delivered, self.world.driver.crashes)
         self.world.run(self.world.driver.drain(choose))
         self._count("settles")

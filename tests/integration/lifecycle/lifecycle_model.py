@@ -111,6 +111,10 @@ class DocModel:
     status: str | None = None  # document_status once the document entered
     last: Upsert | tuple[str, int] | None = None  # the last content change applied
     exact: bool = True
+    # set by the test when arrival order, not send order, decides what stays readable
+    # (an indexable and a quarantined version crossing in two lanes): not exact until an
+    # indexable version or a delete decides the document again
+    unsure: bool = False
     changes: set[tuple[object, ...]] = field(default_factory=set)  # identities applied
 
     @property
@@ -143,7 +147,10 @@ class DocModel:
             if _digest(up) < _digest(last):  # the greater content hash wins (ADR 0008)
                 return
         self.content_seq, self.last, self.exact = up.seq, up, True
+        if up.version.kind != "ok" and self.unsure:
+            self.exact = False
         if up.version.kind == "ok":
+            self.unsure = False
             self.current, self.title, self.status = up.version, up.title, "indexed"
             self._acl((up.seq, 0), up.acl)
         else:  # ADR 0007: the old version stays, for the groups both versions grant
@@ -159,6 +166,7 @@ class DocModel:
         if self.content_seq is not None and seq < self.content_seq:
             return
         self.content_seq, self.last, self.exact = seq, ("delete", seq), True
+        self.unsure = False
         self.current, self.title, self.status = None, None, "deleted"
 
     def acl_change(self, seq: int, acl: tuple[str, ...]) -> None:

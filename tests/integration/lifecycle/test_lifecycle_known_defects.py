@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from lifecycle_machine import FEATURES, FIXED, LifecycleMachine, fifo
+from lifecycle_machine import FEATURES, FIXED, Chooser, LifecycleMachine, fifo
 from lifecycle_model import VersionKind
 from lifecycle_world import World
+
+from ragline.events import BULK, Topics, lane_topic
 
 pytestmark = pytest.mark.integration
 
@@ -165,3 +167,45 @@ def test_the_last_good_bytes_after_a_quarantined_version_are_indexed_again(
     # seq 3: seq 1's bytes, title and ACL again; the source is fine again, g2 reads it
     m.do_upsert(0, A, "next", "good", "ok", G12, "keep")
     m.settle()
+
+
+def late(*topics: Topics) -> Chooser:
+    """Pipeline order, except that ``topics`` (either lane) are delivered last."""
+    held = {lt for t in topics for lt in (t.value, lane_topic(t.value, BULK))}
+
+    def choose(pending: list[str]) -> tuple[str, int, bool]:
+        return fifo([t for t in pending if t not in held] or pending)
+
+    return choose
+
+
+@known("quarantine_acl")
+@pytest.mark.parametrize("kind", ("empty", "secret", "chunkfail"))
+def test_a_quarantine_overtaking_an_older_version_still_narrows_it(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    """lifetest F11: seq 2 revokes g2 and is quarantined (parser, scanner, chunker)
+    before seq 1, stated first, reaches the indexer: seq 1 is indexed for g1 only."""
+    m = machine(lifecycle_world, "quarantine_acl")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.do_upsert(0, A, "next", "new", kind, G1, "keep")
+    m.settle(late(Topics.DOC_EMBEDDED))
+
+
+@known("quarantine_acl")
+@pytest.mark.parametrize("kind", ("oversize", "secret"))
+def test_two_quarantined_versions_narrow_in_any_order(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    """lifetest F12: seq 2 (g1) and seq 3 (g2) both quarantined in one batch leave the
+    indexed seq 1 (g1, g2) to nobody, whichever narrowing reaches the indexer first."""
+    m = machine(lifecycle_world, "quarantine_acl")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")
+    m.do_upsert(1, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, A, "next", "new", kind, G1, "keep")
+    m.do_upsert(0, A, "next", "new", "oversize", ("g2",), "keep")
+    m.settle()
+    m.do_upsert(1, A, "next", "new", "secret", G1, "keep")  # narrowing + scanner quarantine
+    m.do_upsert(1, A, "next", "new", "oversize", ("g2",), "keep")  # connector quarantine
+    m.settle(late(Topics.DOC_CONTROL))
