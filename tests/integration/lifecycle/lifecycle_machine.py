@@ -36,6 +36,7 @@ from ragline.events import (
     lane_topic,
 )
 from ragline.hashing import content_hash
+from ragline.ops.seq_reset import reset_seq
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.stack.testing import unique_tenant
 
@@ -56,6 +57,8 @@ FEATURES: dict[str, str] = {
     "interactive version overtakes an older bulk one), replays in the bulk lane",
     "good_after_quarantine": "the last good bytes stated again after a quarantined version "
     "are dropped as unchanged (lifetest F10)",
+    "reset_seq": "ragline documents reset-seq between changes, then redeliveries and new "
+    "changes above and below the new seq",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
 FIXED: frozenset[str] = frozenset(FEATURES)
@@ -295,6 +298,24 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._count("poison events")
         self.world.driver.publish_raw(Topics.SOURCE_CHANGES.value, json.dumps(body).encode())
 
+    def do_reset_seq(self, t: int, d: str, back: int) -> None:
+        """Settle, then an operator's ``reset-seq`` of the document to ``back`` below the
+        highest seq sent (the changes after it decide again, redeliveries included)."""
+        key = self._key(t, d)
+        if self.model[key].status is None:
+            return  # no such document: the command refuses
+        self.settle()
+        to = max(0, self.hi[key] - back)
+        self.steps.append(f"reset-seq t{t} {d} --to {to}")
+        self._count("seq resets")
+        assert self.world.admin is not None
+        self.world.run(
+            reset_seq(
+                self.world.admin, tenant_id=key[0], document_id=d, to=to, actor="lt", reason="lt"
+            )
+        )
+        self.model[key].reset_seq(to)
+
     def do_restart(self, stage: str) -> None:
         self.steps.append(f"restart {stage}")
         self._count("stage restarts")
@@ -425,6 +446,13 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(stage=st.sampled_from(RESTARTABLE))
     def restart(self, stage: str) -> None:
         self.do_restart(stage)
+
+    @rule(data=st.data())
+    def reset(self, data: Any) -> None:
+        if "reset_seq" in self.features:
+            t = data.draw(st.integers(0, 1), label="tenant")
+            d = data.draw(st.sampled_from(DOCS), label="document")
+            self.do_reset_seq(t, d, data.draw(st.integers(0, 6), label="back"))
 
     @rule(data=st.data())
     def settle_random(self, data: Any) -> None:

@@ -101,6 +101,15 @@ def _digest(up: Upsert) -> str:
     return content_hash(up.version.text.encode())
 
 
+def _change_seq(change: tuple[object, ...]) -> int:
+    """The seq of a change identity (``DocModel.changes``)."""
+    what = change[1]
+    if isinstance(what, Upsert):
+        return what.seq
+    assert isinstance(what, int)
+    return what
+
+
 @dataclass
 class DocModel:
     content_seq: int | None = None  # last content change (upsert or delete) applied
@@ -168,6 +177,16 @@ class DocModel:
         self.content_seq, self.last, self.exact = seq, ("delete", seq), True
         self.unsure = False
         self.current, self.title, self.status = None, None, "deleted"
+
+    def reset_seq(self, to: int) -> None:
+        """``ragline documents reset-seq --to``: the document's seqs above ``to`` are
+        lowered to it and the changes above it are forgotten (their ledger entries are
+        dropped): the same change delivered again applies like a new one."""
+        if self.content_seq is not None:
+            self.content_seq = min(self.content_seq, to)
+        if self.acl_key is not None:
+            self.acl_key = (min(self.acl_key[0], to), self.acl_key[1])
+        self.changes = {c for c in self.changes if _change_seq(c) <= to}
 
     def acl_change(self, seq: int, acl: tuple[str, ...]) -> None:
         ident = ("acl", seq, acl)

@@ -209,3 +209,22 @@ def test_two_quarantined_versions_narrow_in_any_order(
     m.do_upsert(1, A, "next", "new", "secret", G1, "keep")  # narrowing + scanner quarantine
     m.do_upsert(1, A, "next", "new", "oversize", ("g2",), "keep")  # connector quarantine
     m.settle(late(Topics.DOC_CONTROL))
+
+
+@known("reset_seq")
+def test_redelivered_changes_after_a_reset_seq(lifecycle_world: World) -> None:
+    m = machine(lifecycle_world, "reset_seq")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.do_upsert(0, A, "gap", "new", "ok", G1, "new")  # seq 6
+    m.do_delete(0, B, "next")  # never seen: a tombstone at seq 1
+    m.do_acl(1, A, "gap", G1)  # tenant B, same id: parked at seq 5
+    m.settle()
+    m.do_reset_seq(0, A, 3)  # seq 6 -> 3
+    m.do_redeliver(1)  # the seq-6 upsert again: applies like a new change
+    m.do_redeliver(0)  # the seq-1 upsert: still stale
+    m.do_upsert(0, A, "older", "new", "secret", ("g2",), "keep")  # seq 4 quarantined
+    m.settle()
+    m.do_reset_seq(1, A, 5)
+    m.do_upsert(1, A, "older", "new", "ok", G12, "new")
+    m.do_redeliver(3)  # tenant B's ACL change again
+    m.settle()
