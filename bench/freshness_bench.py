@@ -313,6 +313,9 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
         await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn,
     ):
         clock = Clock(conn)
+        # warm-up: the first document through each lane loads models and opens pools
+        for lane_ in (INTERACTIVE, BULK):
+            await timed(pub, clock, with_lane(upsert("warmup", docs[0], suffix=lane_), lane_))
         report["idle"] = await idle_phase(pub, clock, tenant, idle_docs)
         report["under_backfill"] = await backfill_phase(
             pub, clock, tenant, backfill, edit_docs, lane=lane, timeout_s=args.timeout
@@ -346,6 +349,35 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def start_services(base: Path, tries: int = 3) -> dict[str, ServiceProcess]:
+    """Every consumer service as its own process. On a shared machine a "free" port can
+    be taken before the service binds it (another process then answers /metrics): a
+    service found dead after start-up is started again on new ports."""
+    names = [n for n, missing in built_services().items() if missing is None and n != "query"]
+    procs: dict[str, ServiceProcess] = {}
+    for attempt in range(tries):
+        for name in names:
+            if name in procs and procs[name].running():
+                continue
+            procs[name] = ServiceProcess(
+                name,
+                env=dict(os.environ),
+                log_path=base / f"{name}-{attempt}.log",
+                metrics_port=free_port(),
+                http_port=free_port(),
+                cwd=REPO,
+            )
+        for p in procs.values():
+            try:
+                p.wait_metrics(timeout_s=300)
+            except RuntimeError as exc:
+                print(f"{p.name} did not start ({str(exc)[:200]}); retrying", file=sys.stderr)
+        time.sleep(3)
+        if all(p.running() for p in procs.values()):
+            return procs
+    raise RuntimeError(f"services not running: {[n for n, p in procs.items() if not p.running()]}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--backfill", type=int, default=5000)
@@ -365,21 +397,9 @@ def main() -> int:
         os.environ.setdefault("RAGLINE_QUERY_JWT_SECRET", "bench-only-secret")
         manager = StackManager(Settings(), StackSettings(), detached=False)
         asyncio.run(manager.up())
-        procs = {
-            name: ServiceProcess(
-                name,
-                env=dict(os.environ),
-                log_path=base / f"{name}.log",
-                metrics_port=free_port(),
-                http_port=free_port(),
-                cwd=REPO,
-            )
-            for name, missing in built_services().items()
-            if missing is None and name != "query"
-        }
+        procs: dict[str, ServiceProcess] = {}
         try:
-            for p in procs.values():
-                p.wait_metrics(timeout_s=300)
+            procs = start_services(base)
             report = asyncio.run(run(args, procs))
         finally:
             for p in procs.values():
