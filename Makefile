@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install up down status test test-unit test-integration soak chaos fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help install up down status test test-unit test-integration soak chaos spaces-gate fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -50,6 +50,9 @@ soak: install ## lifecycle state machine, long run (RAGLINE_LIFECYCLE_EXAMPLES, 
 
 chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run (RAGLINE_CHAOS_DOCS, default 1000)
 	RAGLINE_CHAOS=1 $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 tests/chaos
+
+spaces-gate: install ## embedding spaces end to end: create, backfill, eval, gate refuses/promotes, rollback, retire (CLI + query service)
+	RAGLINE_SPACES_GATE=1 $(BIN)/pytest -q -p no:cacheprovider --timeout=1800 tests/integration/spaces/test_spaces_gate.py
 
 fuzz-api: install ## schemathesis, every check, a long run against a real query service
 	RAGLINE_FUZZ_EXAMPLES=$${RAGLINE_FUZZ_EXAMPLES:-500} $(BIN)/pytest -q -p no:cacheprovider \

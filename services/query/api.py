@@ -32,6 +32,7 @@ from ragline.retrieval.rerank import CrossEncoderReranker, Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.service import InvalidRequest, SearchBackends, SearchService
 from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.spaces import requested_space
 from ragline.runtime.http import HttpService
 from ragline.runtime.http_limits import SizeLimits
 from ragline.store.os_client import make_client
@@ -105,6 +106,7 @@ def create_app(
     (issue 7); without it the response says ``"cache": "off"``."""
     qs = qsettings or QuerySettings()
     verifier = JwtVerifier(qs.jwt_config())  # fails fast on missing key material
+    admin_key = qs.space_admin_key.get_secret_value() if qs.space_admin_key else None
     buckets = TokenBuckets(per_minute=qs.rate_limit_per_minute, burst=qs.rate_limit_burst)
 
     @asynccontextmanager
@@ -198,7 +200,8 @@ def create_app(
         status = "500"
         try:
             svc: SearchService = request.app.state.service
-            resp = await svc.search(who, body, trace_id=request.state.trace_id)
+            space = requested_space(request.headers, admin_key)  # 403 unless admin
+            resp = await svc.search(who, body, trace_id=request.state.trace_id, space=space)
             status = "200"
             return resp
         except InvalidRequest:

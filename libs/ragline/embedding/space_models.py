@@ -3,7 +3,11 @@ default all-MiniLM-L6-v2 from its package) or a local model directory."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ragline.embedding.model import (
     DEFAULT_MODEL_NAME,
@@ -15,7 +19,12 @@ from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import ConfigError
 from ragline.store.space_model import Space
 
-__all__ = ["configured_identity", "load_space_embedder", "model_identity"]
+__all__ = [
+    "LazySpaceEmbedder",
+    "configured_identity",
+    "load_space_embedder",
+    "model_identity",
+]
 
 
 def configured_identity(cfg: EmbedderSettings) -> tuple[str, str]:
@@ -52,3 +61,39 @@ def load_space_embedder(space: Space, cfg: EmbedderSettings) -> SentenceTransfor
             f"{emb.name}@{emb.revision}"
         )
     return emb
+
+
+class LazySpaceEmbedder:
+    """The space's model, loaded on the first ``encode`` only: a backfill whose vectors
+    all derive from stored ones (a truncated space) or come from the cache never pays
+    the model load."""
+
+    def __init__(self, space: Space, cfg: EmbedderSettings) -> None:
+        self._space = space
+        self._cfg = cfg
+        self._name, self._revision = space.model_key(*configured_identity(cfg))
+        self._inner: SentenceTransformerEmbedder | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def _model(self) -> SentenceTransformerEmbedder:
+        if self._inner is None:
+            self._inner = load_space_embedder(self._space, self._cfg)
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def revision(self) -> str:
+        return self._revision
+
+    @property
+    def dim(self) -> int:
+        return self._model().dim
+
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._model().encode(texts)

@@ -20,6 +20,7 @@ from ragline.embedding.cache import PgVectorCache
 from ragline.embedding.metrics import BACKEND_INFO
 from ragline.embedding.model import Embedder, backend_of, load_embedder
 from ragline.embedding.settings import EmbedderSettings
+from ragline.embedding.space_feed import SpaceFeeder
 from ragline.errors import NotBuiltError
 from ragline.events import Topics
 from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
@@ -47,6 +48,7 @@ class EmbedderStage(Stage):
         self._embedder = embedder
         self._pool: AsyncConnectionPool | None = None
         self._batcher: BatchEmbedder | None = None
+        self.feeder: SpaceFeeder | None = None  # shadow spaces of another recipe (ADR 0013)
 
     async def start(self) -> None:
         if self._embedder is None:
@@ -60,6 +62,7 @@ class EmbedderStage(Stage):
             cache = PgVectorCache(
                 self._pool, model=self._embedder.name, revision=self._embedder.revision
             )
+            self.feeder = SpaceFeeder(self._pool, self._embedder, batch_size=self.config.batch_size)
         self._batcher = BatchEmbedder(
             self._embedder,
             cache=cache,
@@ -83,6 +86,14 @@ class EmbedderStage(Stage):
         self, events: Sequence[Any], ctx: StageContext
     ) -> Sequence[Sequence[Output] | BaseException]:
         results = await self.batcher.embed_events(events)
+        if self.feeder is not None:  # before doc.embedded is out: the indexer reads it
+            await self.feeder.feed(
+                [
+                    e
+                    for e, r in zip(events, results, strict=True)
+                    if not isinstance(r, BaseException)
+                ]
+            )
         return [
             r
             if isinstance(r, BaseException)

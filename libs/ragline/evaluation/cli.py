@@ -47,6 +47,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--top-k", type=int, help="results requested per query (default 100)")
     p.add_argument("--concurrency", type=int, help="queries in flight per mode (default 2)")
     p.add_argument("--query-url", help="query service base URL (RAGLINE_EVAL_QUERY_URL)")
+    p.add_argument(
+        "--space",
+        help="embedding space to evaluate (admin only: needs RAGLINE_QUERY_SPACE_ADMIN_KEY; "
+        "default the live one)",
+    )
     p.add_argument("--no-ingest", action="store_true", help="the dataset is already ingested")
     p.add_argument(
         "--private-stack",
@@ -76,6 +81,7 @@ def _eval_settings(args: argparse.Namespace) -> Any:
             ("top_k", args.top_k),
             ("concurrency", args.concurrency),
             ("query_url", args.query_url),
+            ("space", getattr(args, "space", None)),
         )
         if v is not None
     }

@@ -111,8 +111,17 @@ class QueryClient:
         self.base_url = (base_url or settings.query_url).rstrip("/")
         self._secret = settings.jwt_secret.get_secret_value()
         self._tokens: dict[tuple[str, str, tuple[str, ...]], tuple[str, float]] = {}
+        headers: dict[str, str] = {}
+        if settings.space is not None:  # an admin evaluating a non-live space (ADR 0013)
+            if settings.space_admin_key is None:
+                raise ConfigError("a space needs RAGLINE_QUERY_SPACE_ADMIN_KEY (admin only)")
+            headers = {
+                "X-Ragline-Space": settings.space,
+                "X-Ragline-Admin-Key": settings.space_admin_key.get_secret_value(),
+            }
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
+            headers=headers,
             timeout=settings.request_timeout_s,
             transport=transport,
             event_hooks={"request": [_started], "response": [_answered]},

@@ -28,6 +28,17 @@ class EvalSettings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("RAGLINE_EVAL_JWT_SECRET", "RAGLINE_QUERY_JWT_SECRET"),
     )
+    space: str | None = Field(
+        default=None,
+        description="embedding space to query (admin only; default the live one, ADR 0013)",
+    )
+    space_admin_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "RAGLINE_EVAL_SPACE_ADMIN_KEY", "RAGLINE_QUERY_SPACE_ADMIN_KEY"
+        ),
+        description="the query service's admin credential, needed with `space`",
+    )
     jwt_ttl_s: int = Field(default=3600, ge=60)
     jwt_audience: str | None = None
     jwt_issuer: str | None = None

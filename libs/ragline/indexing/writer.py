@@ -47,6 +47,7 @@ from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
+from ragline.store.spaces import write_space_vectors
 from ragline.store.status import (
     StatusRow,
     mark_awaiting_content,
@@ -240,6 +241,7 @@ class IndexWriter:
         rows = chunk_rows(ev, fields)
         await doc_store.upsert_document(conn, t, d, document_values(ev, fields))
         await chunk_store.write_chunks(conn, rows)
+        await write_space_vectors(conn, rows)  # shadow/live spaces beyond chunks.embedding
         await chunk_store.delete_other_generations(conn, t, d, fields.generation)
         CHUNKS_WRITTEN.inc(len(rows))
         if pending is not None:

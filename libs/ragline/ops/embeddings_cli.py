@@ -76,22 +76,17 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _create(args: argparse.Namespace) -> int:
-    from ragline.embedding.model import SentenceTransformerEmbedder
     from ragline.embedding.settings import EmbedderSettings
-    from ragline.embedding.space_models import configured_identity, model_identity
+    from ragline.embedding.space_models import configured_identity
     from ragline.store.spaces import create_space, get_space
 
     cfg = EmbedderSettings()
-    if args.model:
-        name, revision = model_identity(args.model)
-        name = args.model
-    else:
-        name, revision = configured_identity(cfg)
+    # the embedder's own model: the query service embeds queries with it, so a space of
+    # another model could not be queried (ADR 0013, "not done")
+    name, revision = configured_identity(cfg)
     async with await _connect() as conn:
         if args.truncate_dim is not None:
             dim = args.truncate_dim
-        elif args.model:
-            dim = (await asyncio.to_thread(SentenceTransformerEmbedder, args.model)).dim
         else:
             dim = (await get_space(conn, "primary")).dim
         space = await create_space(
@@ -127,7 +122,7 @@ async def _backfill(args: argparse.Namespace) -> int:
     from ragline.config import Settings
     from ragline.embedding.backfill import BackfillStats, backfill_space
     from ragline.embedding.settings import EmbedderSettings
-    from ragline.embedding.space_models import load_space_embedder
+    from ragline.embedding.space_models import LazySpaceEmbedder
     from ragline.store.pool import open_pool
     from ragline.store.spaces import get_space
 
@@ -137,7 +132,7 @@ async def _backfill(args: argparse.Namespace) -> int:
         async with pool.connection() as conn:
             space = await get_space(conn, args.space)
             await conn.commit()
-        embedder = await asyncio.to_thread(load_space_embedder, space, cfg)
+        embedder = LazySpaceEmbedder(space, cfg)  # loads only if a vector must be computed
 
         def progress(st: BackfillStats) -> None:
             pct = 100.0 * st.done / st.total if st.total else 100.0
@@ -196,10 +191,17 @@ async def _retire(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _promote(args: argparse.Namespace) -> int:
+    from ragline.evaluation.space_gate import run_promotion
+
+    return await run_promotion(args, actor=_actor(args))
+
+
 _COMMANDS = {
     "list": _list,
     "create-space": _create,
     "backfill": _backfill,
+    "promote": _promote,
     "rollback": _rollback,
     "retire": _retire,
 }
@@ -249,7 +251,6 @@ def register(subparsers: Any) -> None:
     )
     c.add_argument("--truncate-dim", type=int, help="keep the first N dimensions (renormalized)")
     c.add_argument("--no-normalize", action="store_true", help="store unnormalized vectors")
-    c.add_argument("--model", help="local model directory (default: the embedder's model)")
     c.add_argument("--actor", help="who (audit; default the OS user)")
 
     c = cmd("backfill", "re-embed every chunk into a shadow space from Postgres; resumable")
@@ -258,6 +259,27 @@ def register(subparsers: Any) -> None:
     c.add_argument("--max-rate", type=float, help="chunks per second at most (throttle)")
     c.add_argument("--progress-every", type=float, default=5.0, help="seconds between lines")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    c = cmd("promote", "gate a shadow space against the live one on the golden set, then flip")
+    c.add_argument("space")
+    c.add_argument(
+        "--dataset",
+        action="append",
+        help="golden:<dir> (default golden:tests/golden) or beir:<dir>; repeatable",
+    )
+    c.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    c.add_argument("--limit", type=int, help="BEIR: only the first N queries")
+    c.add_argument("--thresholds", help="thresholds YAML (default: the dataset's own)")
+    c.add_argument("--modes", default="dense,hybrid", help="modes compared (default dense,hybrid)")
+    c.add_argument("--query-url", help="query service base URL (RAGLINE_EVAL_QUERY_URL)")
+    c.add_argument("--out", help="directory for both reports and decision.json")
+    c.add_argument(
+        "--force",
+        action="store_true",
+        help="flip even if the gate refuses or vectors are missing (needs --reason; audited)",
+    )
+    c.add_argument("--reason", help="why (audit)")
+    c.add_argument("--actor", help="who (audit; default the OS user)")
 
     c = cmd("rollback", "flip back to the space the last promotion replaced (audited)")
     c.add_argument("--reason")

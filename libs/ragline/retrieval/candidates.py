@@ -29,6 +29,7 @@ from ragline.retrieval.rerank import Reranker, RerankFailed
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
 from ragline.retrieval.timing import Timings
+from ragline.store.space_model import Space
 
 __all__ = [
     "Candidate",
@@ -94,6 +95,7 @@ async def retrieve(
     timings: Timings,
     limit: int,
     with_embeddings: bool,
+    space: Space | None = None,
 ) -> SubSearchResult:
     degraded: list[str] = []
     timeout_ms = int(settings.backend_timeout_s * 1000)
@@ -126,6 +128,7 @@ async def retrieve(
                         limit=limit,
                         ef_search=settings.hnsw_ef_search,
                         max_scan_tuples=settings.hnsw_max_scan_tuples,
+                        space=space,
                     )
             lex_hits = await lex_task if lex_task is not None else []
         finally:
@@ -148,6 +151,7 @@ async def retrieve(
                 preds,
                 vector=vector,
                 with_embeddings=with_embeddings,
+                space=space,
             )
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:

@@ -20,6 +20,7 @@ from psycopg import AsyncConnection, sql
 from ragline.auth.principal import Principal
 from ragline.retrieval.filters import Predicate, to_sql
 from ragline.store.pg_errors import pg_errors
+from ragline.store.space_model import Space
 
 __all__ = ["DenseHit", "dense_search"]
 
@@ -40,17 +41,28 @@ async def dense_search(
     limit: int,
     ef_search: int = 100,
     max_scan_tuples: int = 20_000,
+    space: Space | None = None,
 ) -> list[DenseHit]:
     """Top ``limit`` child chunks by cosine similarity. ``conn`` must be inside
     ``rls_transaction`` for ``principal`` (the tenant predicate here is only a second lock
     on the same door)."""
     where, params = to_sql(preds, "c")
-    query = sql.SQL(
-        "SELECT c.chunk_id, c.embedding <=> %s AS distance FROM chunks c"
-        " WHERE c.tenant_id = %s AND c.level = 'child' AND c.embedding IS NOT NULL"
-        " AND {where} ORDER BY c.embedding <=> %s LIMIT %s"
-    ).format(where=where)
-    args: list[Any] = [vector, principal.tenant, *params, vector, limit]
+    if space is None or space.is_primary:
+        query = sql.SQL(
+            "SELECT c.chunk_id, c.embedding <=> %s AS distance FROM chunks c"
+            " WHERE c.tenant_id = %s AND c.level = 'child' AND c.embedding IS NOT NULL"
+            " AND {where} ORDER BY c.embedding <=> %s LIMIT %s"
+        ).format(where=where)
+        args: list[Any] = [vector, principal.tenant, *params, vector, limit]
+    else:  # the space's partition and HNSW index (ADR 0013); the chunk row filters
+        vec = sql.SQL("(v.embedding::vector({dim}))").format(dim=sql.Literal(space.dim))
+        query = sql.SQL(
+            "SELECT c.chunk_id, {vec} <=> %s AS distance FROM space_vectors v"
+            " JOIN chunks c ON c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id"
+            " WHERE v.space_id = %s AND v.tenant_id = %s AND c.level = 'child'"
+            " AND {where} ORDER BY {vec} <=> %s LIMIT %s"
+        ).format(vec=vec, where=where)
+        args = [vector, space.space_id, principal.tenant, *params, vector, limit]
     with pg_errors():
         await conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"

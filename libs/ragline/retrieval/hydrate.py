@@ -20,7 +20,9 @@ from psycopg.rows import dict_row
 from ragline.auth.principal import Principal
 from ragline.enrichment.header import title_from_uri
 from ragline.retrieval.filters import Predicate, to_sql
+from ragline.retrieval.spaces import vector_sql
 from ragline.store.pg_errors import pg_errors
+from ragline.store.space_model import Space
 
 __all__ = ["ChunkRow", "citation_title", "hydrate"]
 
@@ -78,6 +80,7 @@ async def hydrate(
     *,
     vector: npt.NDArray[np.float32] | None,
     with_embeddings: bool = False,
+    space: Space | None = None,
 ) -> dict[str, ChunkRow]:
     """Visible, current, filter-matching child chunks among ``chunk_ids`` (by id).
 
@@ -89,7 +92,7 @@ async def hydrate(
     extra: list[sql.Composable] = []
     args: list[Any] = []
     if vector is not None:
-        extra.append(sql.SQL(", 1 - (c.embedding <=> %s) AS similarity"))
+        extra.append(sql.SQL(", 1 - ({v} <=> %s) AS similarity").format(v=vector_sql(space, "c")))
         args.append(vector)
     else:
         extra.append(sql.SQL(", NULL::float8 AS similarity"))

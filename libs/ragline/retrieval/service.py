@@ -49,11 +49,13 @@ from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
 from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.spaces import SpaceResolver
 from ragline.retrieval.specificity import IdentifierFrequency
 from ragline.retrieval.term_evidence import TermPolicy, TermStats
 from ragline.retrieval.term_stats import QueryTermFrequency
 from ragline.retrieval.timing import Timings
 from ragline.retrieval.versions import KnownVersions
+from ragline.store.space_model import Space
 
 __all__ = ["InvalidRequest", "SearchBackends", "SearchService"]
 
@@ -141,6 +143,7 @@ class SearchService:
         self._s = settings
         self._today = today
         self._versions = KnownVersions(backends.pool)
+        self._spaces = SpaceResolver(backends.pool)
         self._ident_df = IdentifierFrequency(backends.pool)
         self._term_df = QueryTermFrequency(backends.pool)
         self._policy = AbstainPolicy(
@@ -157,10 +160,18 @@ class SearchService:
             raise InvalidRequest("top_k", f"at most {self._s.max_top_k}")
 
     async def search(
-        self, principal: Principal, req: SearchRequest, *, trace_id: str
+        self,
+        principal: Principal,
+        req: SearchRequest,
+        *,
+        trace_id: str,
+        space: str | None = None,
     ) -> SearchResponse:
+        """``space``: an admin's explicit embedding space (None: the live one); resolved
+        once here and used for the query vector, the dense leg and the cache key."""
         self._validate(req)
         t = Timings()
+        sp = await self._spaces.resolve(space)
         with t.stage("intent"):
             vocab = await self._versions.get(principal)
             intent = parse_intent(
@@ -177,13 +188,13 @@ class SearchService:
             texts = list(dict.fromkeys(s.query for s in intent.searches))
             with t.stage("embed"):
                 embedded = await self._b.embedder.embed(texts)
-            vectors = dict(zip(texts, embedded, strict=True))
+            vectors = {q: sp.query_vector(v) for q, v in zip(texts, embedded, strict=True)}
         key = CacheKey(
             principal=principal,
             queries=req.query_texts,
             vectors=tuple(vectors.values()),
             request=req.model_dump(mode="json", exclude={"query", "queries"})
-            | {"scope": intent.scope.model_dump(mode="json")},
+            | {"scope": intent.scope.model_dump(mode="json"), "space": sp.space_id},
         )
         with t.stage("cache"):
             cached = await self._b.cache.lookup(key)
@@ -203,7 +214,7 @@ class SearchService:
             )
 
         subs = await asyncio.gather(
-            *(self._sub_search(principal, req, intent, s, vectors, t) for s in intent.searches)
+            *(self._sub_search(principal, req, intent, s, vectors, t, sp) for s in intent.searches)
         )
         degraded = sorted({d for s in subs for d in s.degraded})
         merged = self._merge(list(subs), by_side=intent.scope.mode == "compare")
@@ -321,6 +332,7 @@ class SearchService:
         sub: SubSearch,
         vectors: dict[str, npt.NDArray[np.float32]],
         t: Timings,
+        space: Space | None = None,
     ) -> SubSearchResult:
         preds = compile_predicates(
             _sub_filters(req.filters, sub),
@@ -340,6 +352,7 @@ class SearchService:
             timings=t,
             limit=max(self._s.overfetch, req.top_k),
             with_embeddings=req.mmr_lambda is not None,
+            space=space,
         )
         cands = res.candidates
         if intent.resolve_series_at is not None:

@@ -47,6 +47,7 @@ class QuerySettings(BaseSettings):
     NON_RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
             "jwt_secret",
+            "space_admin_key",
             "jwt_public_key",
             "jwt_public_key_file",
             "jwt_jwks_file",
@@ -79,6 +80,11 @@ class QuerySettings(BaseSettings):
 
     # ---- auth
     jwt_secret: SecretStr | None = Field(default=None, description="HS256 secret (local use)")
+    space_admin_key: SecretStr | None = Field(
+        default=None,
+        description="admin credential for X-Ragline-Admin-Key: only requests carrying it may "
+        "pick an embedding space with X-Ragline-Space (eval of a shadow space; ADR 0013)",
+    )
     jwt_public_key: SecretStr | None = Field(default=None, description="RS256 public key, PEM")
     jwt_public_key_file: Path | None = None
     jwt_jwks_file: Path | None = None

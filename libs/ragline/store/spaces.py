@@ -37,6 +37,7 @@ __all__ = [
     "SpaceIncomplete",
     "SpaceNotFound",
     "SpaceStateError",
+    "count_missing",
     "count_progress",
     "create_space",
     "get_space",
@@ -407,7 +408,7 @@ async def write_space_vectors(conn: AsyncConnection, rows: Sequence[Mapping[str,
 
 
 # ---------------------------------------------------------------------------- the flip
-async def _count_missing(conn: AsyncConnection, space: Space) -> int:
+async def count_missing(conn: AsyncConnection, space: Space) -> int:
     if space.is_primary:
         q = "SELECT count(*) FROM chunks c WHERE c.level = 'child' AND c.embedding IS NULL"
         args: tuple[Any, ...] = ()
@@ -448,7 +449,7 @@ async def promote(
             raise SpaceStateError(
                 f"the live space changed to {old.name!r} while the gate ran: run it again"
             )
-        missing = await _count_missing(conn, target)
+        missing = await count_missing(conn, target)
         if missing and not forced:
             raise SpaceIncomplete(name, missing)
         with pg_errors():

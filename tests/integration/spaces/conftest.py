@@ -7,10 +7,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
+from ragline.embedding.model import SentenceTransformerEmbedder
 from ragline.runtime.stack.postgres import ensure_database
 from ragline.store.migrate import migrate
 from ragline.store.pool import open_pool
@@ -30,3 +32,9 @@ async def pool(install: Settings) -> AsyncIterator[AsyncConnectionPool]:
     p = await open_pool(install.admin_dsn(), name="spaces-test", max_size=4)
     yield p
     await p.close()
+
+
+@pytest.fixture(scope="session")
+def model() -> SentenceTransformerEmbedder:
+    """The embedder's configured model (all-MiniLM-L6-v2, offline), loaded once."""
+    return SentenceTransformerEmbedder()
