@@ -23,7 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.ops.cli",
     "ragline.ops.retention_cli",
     "ragline.ops.documents_cli",
-    "ragline.ops.embeddings_cli",
+    "ragline.evaluation.spaces_cli",
     "ragline.cache.cli",
     "ragline.retrieval.cli",
     "ragline.scanning.cli",

@@ -1,5 +1,5 @@
-"""Which model a space needs, and loading it: the embedder's configured model (by
-default all-MiniLM-L6-v2 from its package) or a local model directory."""
+"""Which model a space needs, and loading it: the embedder's configured model and backend
+(a space of another model is not supported yet: the query service embeds with that one)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from numpy.typing import NDArray
 
 from ragline.embedding.model import (
     DEFAULT_MODEL_NAME,
-    SentenceTransformerEmbedder,
+    Embedder,
     default_model_path,
+    load_embedder,
     model_revision,
 )
+from ragline.embedding.onnx_backend import onnx_revision
 from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import ConfigError
 from ragline.store.space_model import Space
@@ -28,10 +30,16 @@ __all__ = [
 
 
 def configured_identity(cfg: EmbedderSettings) -> tuple[str, str]:
-    """(name, revision) the embedder records with its configuration, without loading."""
+    """(name, revision) the embedder records with its configuration, without loading
+    (the int8 ONNX backend has a revision of its own: its vectors differ a little)."""
     if cfg.model is None:
-        return cfg.model_name or DEFAULT_MODEL_NAME, model_revision(Path(default_model_path()))
-    return model_identity(cfg.model, cfg.model_name)
+        name, base = (
+            cfg.model_name or DEFAULT_MODEL_NAME,
+            model_revision(Path(default_model_path())),
+        )
+    else:
+        name, base = model_identity(cfg.model, cfg.model_name)
+    return name, onnx_revision(base, "int8" if cfg.backend == "onnx-int8" else "fp32")
 
 
 def model_identity(location: str, name: str | None = None) -> tuple[str, str]:
@@ -41,19 +49,10 @@ def model_identity(location: str, name: str | None = None) -> tuple[str, str]:
     return name or path.name, model_revision(path)
 
 
-def load_space_embedder(space: Space, cfg: EmbedderSettings) -> SentenceTransformerEmbedder:
+def load_space_embedder(space: Space, cfg: EmbedderSettings) -> Embedder:
     """The model ``space`` embeds with (blocking: seconds). Refuses a model whose files
     changed since the space was created (another revision would mix vectors)."""
-    name, _ = configured_identity(cfg)
-    own = space.model is None or space.model == name
-    emb = SentenceTransformerEmbedder(
-        cfg.model if own else space.model,
-        name=cfg.model_name if own else space.model,
-        device=cfg.device,
-        batch_size=cfg.batch_size,
-        offline=cfg.offline,
-        threads=cfg.threads,
-    )
+    emb = load_embedder(cfg)  # the configured backend (torch / onnx / onnx-int8)
     want = space.model_key(emb.name, emb.revision)
     if (emb.name, emb.revision) != want:
         raise ConfigError(
@@ -72,13 +71,13 @@ class LazySpaceEmbedder:
         self._space = space
         self._cfg = cfg
         self._name, self._revision = space.model_key(*configured_identity(cfg))
-        self._inner: SentenceTransformerEmbedder | None = None
+        self._inner: Embedder | None = None
 
     @property
     def loaded(self) -> bool:
         return self._inner is not None
 
-    def _model(self) -> SentenceTransformerEmbedder:
+    def _model(self) -> Embedder:
         if self._inner is None:
             self._inner = load_space_embedder(self._space, self._cfg)
         return self._inner

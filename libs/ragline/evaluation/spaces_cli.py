@@ -1,6 +1,9 @@
 """``ragline embeddings list|create-space|backfill|promote|rollback|retire``: the
 lifecycle of embedding spaces (docs/indexing.md "Embedding spaces", ADR 0012).
 
+It lives with the evaluation layer because ``promote`` is an evaluation gate; the
+other commands are thin calls into ``ragline.store.spaces`` and ``ragline.embedding``.
+
 Exit codes: 0 done; 1 a backend failed, or the gate refused the promotion; 2 bad
 arguments, or the operation is not possible in the current state (the message says
 why). Progress goes to stderr; reports to stdout (``--json`` for machines).
