@@ -6,6 +6,8 @@ callers never catch driver types. Messages never contain document text, secrets 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 __all__ = [
     "BackendUnavailable",
     "ConfigError",
@@ -49,8 +51,13 @@ class ContractError(PermanentError):
 class QuarantineError(PermanentError):
     """The document itself is bad or forbidden: it is quarantined with a reason code.
 
-    ``reason`` must never contain document text or matched values.
+    ``reason`` must never contain document text or matched values. ``withhold_body``
+    keeps the failed message's body out of its dead letter (a document a policy blocked
+    leaves no copy). A stage that hands the runtime a cleaned meta and findings raises
+    ``runtime.stage.StageQuarantine``.
     """
+
+    withhold_body: ClassVar[bool] = False
 
     def __init__(self, reason_code: str, reason: str) -> None:
         super().__init__(f"{reason_code}: {reason}")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.cache.settings import CacheSettings
 from ragline.cache.stage import CacheInvalidatorStage
 from ragline.config import Settings
@@ -11,5 +13,5 @@ from ragline.runtime.stage import Stage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return CacheInvalidatorStage(settings, CacheSettings())

@@ -3,6 +3,8 @@ the webhook (``POST /v1/changes``) served by the same process. Logic: ragline.co
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.config import Settings
 from ragline.connector.stage import ConnectorStage
 from ragline.runtime.stage import Stage
@@ -10,5 +12,5 @@ from ragline.runtime.stage import Stage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return ConnectorStage(settings)

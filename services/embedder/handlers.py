@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
@@ -10,5 +12,5 @@ from ragline.runtime.stage import Stage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return EmbedderStage(settings, EmbedderSettings())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.config import Settings
 from ragline.enrichment.stage import EnricherStage
 from ragline.runtime.stage import Stage
@@ -9,5 +11,5 @@ from ragline.runtime.stage import Stage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return EnricherStage(settings)

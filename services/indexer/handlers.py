@@ -3,6 +3,8 @@ OpenSearch -> doc.indexed (logic: ragline.indexing)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.config import Settings
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
@@ -11,5 +13,5 @@ from ragline.runtime.stage import Stage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return IndexerStage(settings, IndexerSettings())

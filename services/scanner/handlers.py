@@ -4,6 +4,8 @@ Logic: ragline.scanning."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragline.config import Settings
 from ragline.runtime.stage import Stage
 from ragline.scanning.settings import ScannerSettings
@@ -12,5 +14,5 @@ from ragline.scanning.stage import ScannerStage
 __all__ = ["build"]
 
 
-def build(settings: Settings) -> Stage:
+def build(settings: Settings) -> Stage[Any, Any]:
     return ScannerStage(settings, ScannerSettings())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import ClassVar, Never
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -23,13 +23,13 @@ from ragline.cache.sweeper import Sweeper
 from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.events import DocIndexed, Topics
-from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Results, Stage, StageContext
 from ragline.store.pool import open_pool
 
 __all__ = ["CacheInvalidatorStage"]
 
 
-class CacheInvalidatorStage(Stage):
+class CacheInvalidatorStage(Stage[DocIndexed, Never]):
     name = "cache_invalidator"
     input_topics = (Topics.DOC_INDEXED.value,)
     batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=128, linger_ms=20)
@@ -40,7 +40,7 @@ class CacheInvalidatorStage(Stage):
         self._pool: AsyncConnectionPool | None = None
         self._sweeper: Sweeper | None = None
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         self._pool = await open_pool(self.settings.admin_dsn(), name="cache-invalidator")
         self._sweeper = Sweeper(
             self._pool,
@@ -49,22 +49,21 @@ class CacheInvalidatorStage(Stage):
         )
         self._sweeper.start()
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self._sweeper is not None:
             await self._sweeper.stop()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
 
-    async def handle_batch(
-        self, events: Sequence[Any], ctx: StageContext
-    ) -> Sequence[Sequence[Output] | BaseException]:
+    async def process_batch(
+        self, events: Sequence[DocIndexed], ctx: StageContext
+    ) -> Results[Never]:
         """One transaction (one WAL flush) per batch: a backlog after a bulk ingest drains
         fast, and the fence stops refusing stores as soon as it has."""
         assert self._pool is not None, "start() not called"
         plans: list[tuple[DocIndexed, InvalidationPlan]] = []
         for ev in events:
-            assert isinstance(ev, DocIndexed)
             plan = plan_invalidation(ev, freshness=self.cache_settings.freshness)
             if plan is None:
                 INVALIDATIONS.labels(ev.action.value, "skipped").inc()

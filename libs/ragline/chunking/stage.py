@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.metrics import CHILD_TOKENS, CHUNK_SECONDS, CHUNKS
 from ragline.chunking.tokenizer import load_token_counter
 from ragline.config import Settings
-from ragline.errors import ContractError, NotBuiltError
 from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
 from ragline.runtime.stage import Output, Stage, StageContext
 
@@ -51,7 +50,7 @@ def _observe(chunks: Sequence[Chunk]) -> None:
             CHILD_TOKENS.observe(c.token_count)
 
 
-class ChunkerStage(Stage):
+class ChunkerStage(Stage[DocScanned, DocChunked]):
     name: ClassVar[str] = "chunker"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
 
@@ -60,15 +59,12 @@ class ChunkerStage(Stage):
         self._chunker_settings = chunker_settings
         self._chunker: Chunker | None = None
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         conf = self._chunker_settings or ChunkerSettings()
         counter = await asyncio.to_thread(load_token_counter, conf.tokenizer_path)
         self._chunker = Chunker(conf, counter)
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        if self._chunker is None:
-            raise NotBuiltError("ChunkerStage.handle called before start()")
-        if not isinstance(event, DocScanned):
-            raise ContractError(f"chunker expects doc.scanned, got {type(event).__name__}")
+    async def process(self, event: DocScanned, ctx: StageContext) -> Sequence[Output[DocChunked]]:
+        assert self._chunker is not None  # opened: the base refuses before start()
         out = await asyncio.to_thread(chunk_event, event, self._chunker)
         return [Output(topic=Topics.DOC_CHUNKED.value, event=out)]

@@ -2,7 +2,7 @@
 
 Upserts are fetched, hashed and compared with what Postgres holds (``intake``);
 deletes and ACL changes take the fast path to the indexer. The webhook is served by the
-same process through the runtime's optional ``http_app()`` hook.
+same process through the stage's ``http_app()`` (declared by ``runtime.stage``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import mimetypes
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 from ragline.config import Settings
@@ -34,9 +34,10 @@ from ragline.connector.intake import (
 from ragline.connector.metrics import DECISIONS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
-from ragline.errors import ContractError, QuarantineError
+from ragline.errors import QuarantineError
 from ragline.events import (
     BULK,
+    DocControl,
     DocFetched,
     DocumentMeta,
     SourceAclChange,
@@ -47,7 +48,7 @@ from ragline.events import (
 from ragline.hashing import content_hash, meta_hash
 from ragline.order import ContentKey, content_key
 from ragline.runtime.lanes import with_lane
-from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -72,11 +73,11 @@ def effective_meta(event: SourceUpsert) -> DocumentMeta:
 
 
 _Change = SourceUpsert | SourceDelete | SourceAclChange
-_CHANGE_TYPES = (SourceUpsert, SourceDelete, SourceAclChange)
+_Out = Output[DocFetched | DocControl]
 _Key = tuple[str, str]
 
 
-class ConnectorStage(Stage):
+class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
     name: ClassVar[str] = "connector"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.SOURCE_CHANGES.value,)
     # micro-batches: one Postgres lookup and one status write per batch, not per event
@@ -99,11 +100,11 @@ class ConnectorStage(Stage):
             max_source_seq=self.cfg.max_source_seq, max_seq_jump=self.cfg.max_seq_jump
         )
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         await self.state.open()
         await self.fetcher.open()
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         await self.fetcher.close()
         await self.state.close()
 
@@ -117,24 +118,13 @@ class ConnectorStage(Stage):
         settings = self.settings
         return create_app(self.cfg, lambda: EventPublisher(settings, service="connector-webhook"))
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        [result] = await self.handle_batch([event], ctx)
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    async def handle_batch(
-        self, events: Sequence[Any], ctx: StageContext
-    ) -> Sequence[Sequence[Output] | BaseException]:
+    async def process_batch(
+        self, events: Sequence[_Change], ctx: StageContext
+    ) -> Results[DocFetched | DocControl]:
         """One lookup and one status write per batch; decisions in input order, so a
         newer event earlier in the batch makes an older one after it stale."""
-        results: list[Sequence[Output] | BaseException] = [[] for _ in events]
-        changes: dict[int, _Change] = {}
-        for i, ev in enumerate(events):
-            if isinstance(ev, _CHANGE_TYPES):
-                changes[i] = ev
-            else:
-                results[i] = ContractError(f"connector cannot handle {type(ev).__name__}")
+        results: list[Sequence[_Out] | BaseException] = [[] for _ in events]
+        changes: dict[int, _Change] = dict(enumerate(events))
         try:
             stored = await self.state.get_many(
                 (e.tenant_id, e.document_id) for e in changes.values()
@@ -159,7 +149,7 @@ class ConnectorStage(Stage):
         accepts: dict[_Key, _Intake] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
         # (index, key, decision, outputs or the version's quarantine) awaiting the write
-        waiting: list[tuple[int, _Key, Decision, list[Output] | QuarantineError]] = []
+        waiting: list[tuple[int, _Key, Decision, list[_Out] | QuarantineError]] = []
         for i, ev in changes.items():
             key = _key(ev)
             st = view.get(key)
@@ -212,7 +202,7 @@ class ConnectorStage(Stage):
             )
             if 0 < self.cfg.heavy_bytes < len(got.data):
                 doc = with_lane(doc, BULK)  # never holds up the interactive lane (ADR 0012)
-            outs = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
+            outs: list[_Out] = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
             if narrows(stored.get(key), meta):  # revocation never waits for the content
                 DECISIONS.labels(Decision.NARROWING.value).inc()
                 outs.insert(
@@ -260,7 +250,7 @@ class ConnectorStage(Stage):
         return dict(await asyncio.gather(*(one(i, ev) for i, ev in need.items())))
 
     @staticmethod
-    def _accepted(out: Output, decision: Decision, ctx: StageContext) -> None:
+    def _accepted(out: _Out, decision: Decision, ctx: StageContext) -> None:
         DECISIONS.labels(decision.value).inc()
         ev = out.event
         fields = {
@@ -273,7 +263,7 @@ class ConnectorStage(Stage):
         ctx.logger.info("accepted", extra={"fields": fields})
 
     @staticmethod
-    def _nothing(event: _Change, decision: Decision, ctx: StageContext) -> list[Output]:
+    def _nothing(event: _Change, decision: Decision, ctx: StageContext) -> list[_Out]:
         DECISIONS.labels(decision.value).inc()
         ctx.logger.info(
             "dropped",

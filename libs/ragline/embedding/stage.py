@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -22,14 +22,14 @@ from ragline.embedding.model import Embedder, backend_of, load_embedder
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.space_feed import SpaceFeeder
 from ragline.errors import NotBuiltError
-from ragline.events import Topics
-from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.events import DocEmbedded, DocEnriched, Topics
+from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.store.pool import open_pool
 
 __all__ = ["EmbedderStage"]
 
 
-class EmbedderStage(Stage):
+class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
     name: ClassVar[str] = "embedder"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_ENRICHED.value,)
     # up to 64 documents per poll, or what arrived within 50 ms: fills model batches
@@ -50,7 +50,7 @@ class EmbedderStage(Stage):
         self._batcher: BatchEmbedder | None = None
         self.feeder: SpaceFeeder | None = None  # shadow spaces of another recipe (ADR 0013)
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         if self._embedder is None:
             self._embedder = await asyncio.to_thread(load_embedder, self.config)
         BACKEND_INFO.info({"backend": backend_of(self._embedder)})
@@ -71,7 +71,7 @@ class EmbedderStage(Stage):
             sizer=batch_sizer(self.config),
         )
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -82,9 +82,9 @@ class EmbedderStage(Stage):
             raise NotBuiltError("embedder stage used before start()")
         return self._batcher
 
-    async def handle_batch(
-        self, events: Sequence[Any], ctx: StageContext
-    ) -> Sequence[Sequence[Output] | BaseException]:
+    async def process_batch(
+        self, events: Sequence[DocEnriched], ctx: StageContext
+    ) -> Results[DocEmbedded]:
         results = await self.batcher.embed_events(events)
         if self.feeder is not None:  # before doc.embedded is out: the indexer reads it
             await self.feeder.feed(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.tokenizer import load_token_counter
@@ -12,7 +12,6 @@ from ragline.config import Settings
 from ragline.enrichment.enricher import Enricher
 from ragline.enrichment.metrics import CHUNKS, ENTITIES
 from ragline.enrichment.settings import EnricherSettings
-from ragline.errors import ContractError, NotBuiltError
 from ragline.events import DocChunked, DocEnriched, Topics
 from ragline.runtime.stage import Output, Stage, StageContext
 
@@ -36,7 +35,7 @@ def enrich_event(event: DocChunked, enricher: Enricher) -> DocEnriched:
     )
 
 
-class EnricherStage(Stage):
+class EnricherStage(Stage[DocChunked, DocEnriched]):
     name: ClassVar[str] = "enricher"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_CHUNKED.value,)
 
@@ -51,7 +50,7 @@ class EnricherStage(Stage):
         self._enricher_settings = enricher_settings
         self._enricher: Enricher | None = None
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         chunking = self._chunker_settings or ChunkerSettings()
         counter = await asyncio.to_thread(load_token_counter, chunking.tokenizer_path)
         self._enricher = Enricher(
@@ -60,10 +59,7 @@ class EnricherStage(Stage):
             settings=self._enricher_settings or EnricherSettings(),
         )
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        if self._enricher is None:
-            raise NotBuiltError("EnricherStage.handle called before start()")
-        if not isinstance(event, DocChunked):
-            raise ContractError(f"enricher expects doc.chunked, got {type(event).__name__}")
+    async def process(self, event: DocChunked, ctx: StageContext) -> Sequence[Output[DocEnriched]]:
+        assert self._enricher is not None  # opened: the base refuses before start()
         out = await asyncio.to_thread(enrich_event, event, self._enricher)
         return [Output(topic=Topics.DOC_ENRICHED.value, event=out)]

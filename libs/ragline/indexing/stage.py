@@ -28,14 +28,14 @@ from ragline.errors import (
     RaglineError,
     TransientError,
 )
-from ragline.events import DocControl, DocEmbedded, DocQuarantined, Topics
+from ragline.events import DocControl, DocEmbedded, DocIndexed, DocQuarantined, Topics
 from ragline.indexing.metrics import OS_SYNC_FAILURES, OS_SYNC_SECONDS
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.outcome import Outcome, indexed_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.writer import IndexWriter
 from ragline.runtime.publisher import SOURCE_AT_HEADER
-from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.store.os_client import make_client
 from ragline.store.pg_errors import pg_errors
 from ragline.store.pool import open_pool
@@ -83,7 +83,7 @@ def _terminal(event: Indexable, exc: Exception) -> Exception:
     return exc
 
 
-class IndexerStage(Stage):
+class IndexerStage(Stage[Indexable, DocIndexed]):
     name: ClassVar[str] = "indexer"
     input_topics: ClassVar[tuple[str, ...]] = (
         Topics.DOC_EMBEDDED.value,
@@ -101,7 +101,7 @@ class IndexerStage(Stage):
         self._client: AsyncOpenSearch | None = None
         self._syncer: OsSyncer | None = None
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         self._pool = await open_pool(
             self.settings.admin_dsn(),
             name="indexer",
@@ -116,7 +116,7 @@ class IndexerStage(Stage):
             bulk_size=self.config.os_bulk_size,
         )
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -136,10 +136,10 @@ class IndexerStage(Stage):
             raise NotBuiltError("indexer stage used before start()")
         return self._syncer
 
-    async def handle_batch(
-        self, events: Sequence[Any], ctx: StageContext
-    ) -> Sequence[Sequence[Output] | BaseException]:
-        results: list[Sequence[Output] | BaseException] = [() for _ in events]
+    async def process_batch(
+        self, events: Sequence[Indexable], ctx: StageContext
+    ) -> Results[DocIndexed]:
+        results: list[Sequence[Output[DocIndexed]] | BaseException] = [() for _ in events]
         outcomes: dict[int, Outcome] = {}
         try:
             with pg_errors():

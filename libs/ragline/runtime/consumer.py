@@ -32,7 +32,7 @@ from ragline.errors import PermanentError, QuarantineError, RaglineError, Transi
 from ragline.events import (
     BULK,
     INTERACTIVE,
-    DocQuarantined,
+    EventBase,
     Lane,
     Topics,
     dlq_topic,
@@ -56,7 +56,7 @@ from ragline.runtime.metrics import (
     RETRIES,
 )
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
 from ragline.tracing import (
     TRACE_HEADER,
@@ -151,7 +151,7 @@ def _retriable(exc: BaseException) -> bool:
 class StageRunner:
     def __init__(
         self,
-        stage: Stage,
+        stage: Stage[Any, Any],
         settings: Settings,
         logger: logging.Logger,
         *,
@@ -343,10 +343,10 @@ class StageRunner:
 
     async def _handle(
         self, valid: Sequence[tuple[Record, Any]], spans: Sequence[Any] = ()
-    ) -> list[Sequence[Output] | _Failure]:
+    ) -> list[Sequence[Output[EventBase]] | _Failure]:
         n = len(valid)
         attempts = [0] * n
-        results: list[Sequence[Output] | _Failure | None] = [None] * n
+        results: list[Sequence[Output[EventBase]] | _Failure | None] = [None] * n
         pending = list(range(n))
         while pending:
             ctx = StageContext(
@@ -407,7 +407,7 @@ class StageRunner:
                 pass
         return event.occurred_at  # type: ignore[no-any-return]
 
-    async def _publish_output(self, rec: Record, event: Any, out: Output) -> None:
+    async def _publish_output(self, rec: Record, event: Any, out: Output[EventBase]) -> None:
         parent = rec.headers.get(TRACE_HEADER) or getattr(event, "traceparent", None)
         source_at = self._source_at(rec, event)
         with span(
@@ -440,20 +440,7 @@ class StageRunner:
             exc = _dead_lettered(exc, self.stage.name, attempts)
         if isinstance(exc, QuarantineError):
             QUARANTINED.labels(self.stage.name, exc.reason_code).inc()
-            q = DocQuarantined(
-                tenant_id=event.tenant_id,
-                document_id=event.document_id,
-                content_hash=getattr(event, "content_hash", None),
-                source_seq=event.source_seq,
-                traceparent=getattr(event, "traceparent", None),
-                # a stage may hand over a cleaned meta/findings (the scanner: redacted)
-                meta=getattr(exc, "meta", None) or getattr(event, "meta", None),
-                stage=self.stage.name,
-                reason_code=exc.reason_code,
-                reason=exc.reason[:1000],
-                findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
-                priority=event.priority,
-            )
+            q = quarantined_event(event, exc, stage=self.stage.name)
             await self._publish_output(rec, event, Output(topic=Topics.DOC_QUARANTINED, event=q))
             exc = exc.__cause__ if isinstance(exc, _DeadLettered) and exc.__cause__ else exc
         await self._dead_letter(rec, exc, attempts=attempts, event=event)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ragline.errors import RaglineError
+from ragline.errors import QuarantineError, RaglineError
 from ragline.events import DeadLetter
 from ragline.runtime.claimcheck import CLAIM_HEADER
 
@@ -31,10 +31,10 @@ def withheld_body(
     """For an error whose document must leave no copy (``withhold_body``): an empty value
     and the headers without the claim-check reference, marked withheld. ``None`` for any
     other error (the body is kept for replay, as the claim check's reference)."""
-    if not getattr(exc, "withhold_body", False):
+    if not (isinstance(exc, QuarantineError) and exc.withhold_body):
         return None
     kept = {k: v for k, v in headers.items() if k != CLAIM_HEADER}
-    kept[WITHHELD_HEADER] = getattr(exc, "reason_code", "withheld")
+    kept[WITHHELD_HEADER] = exc.reason_code
     return b"", kept
 
 

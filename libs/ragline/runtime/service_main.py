@@ -52,7 +52,7 @@ def load_service(name: str) -> Any:
 
 
 async def _run_stage(
-    stage: Stage, settings: Settings, tracing: TracingSettings, lanes: LaneSettings | None
+    stage: Stage[Any, Any], settings: Settings, tracing: TracingSettings, lanes: LaneSettings | None
 ) -> int:
     log = configure_logging(stage.name, settings.log_level)
     configure_tracing(stage.name, tracing)
@@ -65,8 +65,7 @@ async def _run_stage(
     await stage.start()
     server = None
     server_task: asyncio.Task[None] | None = None
-    app_factory = getattr(stage, "http_app", None)
-    app = app_factory() if callable(app_factory) else None
+    app = stage.http_app()
     if app is not None:
         server = make_server(
             app, settings.http_host, http_port(stage.name, settings), own_signals=False

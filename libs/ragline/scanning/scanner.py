@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ragline.errors import PermanentError, QuarantineError, RaglineError
+from ragline.errors import PermanentError, RaglineError
 from ragline.events import (
     BlockFlags,
     DocParsed,
@@ -23,6 +23,7 @@ from ragline.events import (
     FindingsSummary,
     TrustLevel,
 )
+from ragline.runtime.stage import StageQuarantine
 from ragline.scanning import metrics
 from ragline.scanning.decide import decide
 from ragline.scanning.fields import DOC_LEVEL, DocumentTexts, collect, rebuild
@@ -47,7 +48,7 @@ SCANNER_VERSION = "scanner-2"
 _log = logging.getLogger("ragline.scanning")
 
 
-class ScanBlocked(QuarantineError):
+class ScanBlocked(StageQuarantine):
     """A policy blocks the document.
 
     ``findings`` holds types, counts and positions, never values; ``meta`` is the
@@ -59,23 +60,21 @@ class ScanBlocked(QuarantineError):
     def __init__(
         self, reason_code: str, reason: str, *, findings: FindingsSummary, meta: DocumentMeta
     ) -> None:
-        super().__init__(reason_code, reason)
-        self.findings = findings
-        self.meta = meta
+        super().__init__(reason_code, reason, findings=findings, meta=meta)
+        self.findings: FindingsSummary = findings
 
     # the runtime keeps no copy of a blocked document's body in its dead letter
     withhold_body = True
 
 
-class ScanTimeout(QuarantineError):
+class ScanTimeout(StageQuarantine):
     """The document's scan passed its deadline (``RAGLINE_SCANNER_DEADLINE_S``...).
 
     The document was not fully scanned, so nothing of its text may travel on: ``meta``
     keeps only the typed fields (no title, uri, version or metadata)."""
 
     def __init__(self, reason: str, *, meta: DocumentMeta) -> None:
-        super().__init__("scan_timeout", reason)
-        self.meta = meta
+        super().__init__("scan_timeout", reason, meta=meta)
 
 
 def typed_meta(meta: DocumentMeta) -> DocumentMeta:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ragline.config import Settings
-from ragline.events import DocParsed, Topics
+from ragline.events import DocParsed, DocScanned, Topics
 from ragline.runtime.claimcheck import ClaimCheckStore
-from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.scanning.factory import build_scanner
 from ragline.scanning.scanner import ScanBlocked, Scanner
 from ragline.scanning.settings import ScannerSettings
@@ -27,7 +27,7 @@ from ragline.scanning.settings import ScannerSettings
 __all__ = ["ScannerStage"]
 
 
-class ScannerStage(Stage):
+class ScannerStage(Stage[DocParsed, DocScanned]):
     name: ClassVar[str] = "scanner"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_PARSED.value,)
     batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
@@ -53,11 +53,11 @@ class ScannerStage(Stage):
             raise RuntimeError("ScannerStage.start() was not called")
         return self._scanner
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         self._scanner = build_scanner(self._scanner_settings or ScannerSettings())
         await self._scanner.start()
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self._scanner is not None:
             await self._scanner.stop()
             self._scanner = None
@@ -65,11 +65,7 @@ class ScannerStage(Stage):
             await self._claims.close()
             self._claims = None
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        if not isinstance(event, DocParsed):
-            from ragline.errors import ContractError
-
-            raise ContractError(f"scanner expects doc.parsed, got {type(event).__name__}")
+    async def process(self, event: DocParsed, ctx: StageContext) -> Sequence[Output[DocScanned]]:
         try:
             scanned = await self.scanner.scan(event)
         except ScanBlocked:
@@ -85,10 +81,11 @@ class ScannerStage(Stage):
             self._claims = ClaimCheckStore(self.settings)
         await self._claims.purge_document(tenant_id, document_id)
 
-    async def handle_batch(
-        self, events: Sequence[Any], ctx: StageContext
-    ) -> Sequence[Sequence[Output] | BaseException]:
+    async def process_batch(
+        self, events: Sequence[DocParsed], ctx: StageContext
+    ) -> Results[DocScanned]:
+        """The batch's documents scanned concurrently (a worker pool stays busy)."""
         results = await asyncio.gather(
-            *(self.handle(ev, ctx) for ev in events), return_exceptions=True
+            *(self.process(ev, ctx) for ev in events), return_exceptions=True
         )
         return list(results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import pytest
@@ -86,14 +86,17 @@ TEXT = "# Runbook\n\nRestart the service.\n"
 
 
 @pytest.fixture
-def stage(tmp_path: Path) -> ConnectorStage:
+async def stage(tmp_path: Path) -> AsyncIterator[ConnectorStage]:
     cfg = ConnectorSettings(max_document_bytes=10_000, allowed_roots=(tmp_path,))
-    return ConnectorStage(
+    stage = ConnectorStage(
         Settings(),
         cfg,
         state=MemoryState(),  # type: ignore[arg-type]
         fetcher=ContentFetcher(cfg),
     )
+    await stage.start()
+    yield stage
+    await stage.stop()
 
 
 CTX = StageContext(settings=Settings(), logger=logging.getLogger("test"))

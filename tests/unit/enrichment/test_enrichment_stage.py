@@ -8,7 +8,6 @@ from collections.abc import Callable
 import pytest
 
 from ragline.config import Settings
-from ragline.errors import ContractError, NotBuiltError
 from ragline.events import (
     Chunk,
     ChunkLevel,
@@ -17,7 +16,6 @@ from ragline.events import (
     DocumentMeta,
     FindingsSummary,
     Topics,
-    input_adapter,
 )
 from ragline.runtime.stage import StageContext
 from services.enricher.handlers import build
@@ -44,9 +42,10 @@ def _chunked(make_chunk: Callable[..., Chunk]) -> DocChunked:
     )
 
 
-async def test_handle_enriches_every_chunk_and_copies_the_envelope(
+async def test_handle_enriches_every_chunk(
     ctx: StageContext, make_chunk: Callable[..., Chunk]
 ) -> None:
+    """Envelope, redelivery, wire and refusals: tests/integration/runtime/test_stage_contract.py."""
     stage = build(Settings())
     assert stage.name == "enricher" and stage.input_topics == (Topics.DOC_CHUNKED.value,)
     await stage.start()
@@ -55,32 +54,6 @@ async def test_handle_enriches_every_chunk_and_copies_the_envelope(
     assert out.topic == Topics.DOC_ENRICHED.value
     enriched = out.event
     assert isinstance(enriched, DocEnriched)
-    for field in (
-        "tenant_id",
-        "document_id",
-        "content_hash",
-        "source_seq",
-        "traceparent",
-        "meta",
-        "findings",
-        "change",
-    ):
-        assert getattr(enriched, field) == getattr(event, field)
     assert [c.chunk_id for c in enriched.chunks] == [c.chunk_id for c in event.chunks]
     assert all(c.enrichment is not None for c in enriched.chunks)
     assert enriched.chunks[1].enrichment.contextual_header == "Guide > Install (v2.0)"  # type: ignore[union-attr]
-    input_adapter(Topics.DOC_ENRICHED.value).validate_json(enriched.model_dump_json())
-    assert enriched.event_id != event.event_id
-    (again,) = await stage.handle(event, ctx)
-    assert again.event.event_id == enriched.event_id  # deterministic on redelivery
-
-
-async def test_handle_rejects_other_events_and_needs_start(
-    ctx: StageContext, make_chunk: Callable[..., Chunk]
-) -> None:
-    stage = build(Settings())
-    with pytest.raises(NotBuiltError):
-        await stage.handle(_chunked(make_chunk), ctx)
-    await stage.start()
-    with pytest.raises(ContractError):
-        await stage.handle(object(), ctx)
