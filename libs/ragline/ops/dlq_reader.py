@@ -18,14 +18,14 @@ from types import TracebackType
 from typing import Any, Self
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable, PermanentError, RaglineError
+from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import ALL_TOPICS, DeadLetter
 from ragline.ops.dlq_select import UNREADABLE
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.topology import logical_topic, physical_topic
 
@@ -127,12 +127,8 @@ class DlqReader:
         self._claims = ClaimCheckStore(settings)
 
     async def __aenter__(self) -> Self:
-        try:
+        with kafka_errors(f"connect to {self._settings.kafka_bootstrap}"):
             await self._consumer.start()
-        except (KafkaError, OSError) as exc:
-            raise BackendUnavailable(
-                f"kafka unreachable at {self._settings.kafka_bootstrap}"
-            ) from exc
         return self
 
     async def __aexit__(
@@ -159,7 +155,7 @@ class DlqReader:
         if not tps:
             return []
         self._consumer.assign(tps)
-        try:
+        with kafka_errors("read the dlq offsets"):
             first = await self._consumer.beginning_offsets(tps)
             last = await self._consumer.end_offsets(tps)
             out = []
@@ -174,8 +170,6 @@ class DlqReader:
                         end=last[tp],
                     )
                 )
-        except KafkaError as exc:
-            raise BackendUnavailable(f"reading dlq offsets failed: {type(exc).__name__}") from exc
         return out
 
     async def entries(
@@ -191,13 +185,9 @@ class DlqReader:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
         while True:
-            try:
+            with kafka_errors(f"read {rng.topic}"):
                 batch = await self._consumer.getmany(tp, timeout_ms=500, max_records=200)
                 position = await self._consumer.position(tp)
-            except KafkaError as exc:
-                raise BackendUnavailable(
-                    f"reading {rng.topic} failed: {type(exc).__name__}"
-                ) from exc
             msgs = batch.get(tp, [])
             if msgs:
                 deadline = loop.time() + self._timeout
@@ -240,7 +230,5 @@ class DlqReader:
         tp = TopicPartition(self._physical(rng.topic), rng.partition)
         if tp not in self._consumer.assignment():
             self._consumer.assign([tp])
-        try:
+        with kafka_errors(f"commit on {rng.topic}"):
             await self._consumer.commit({tp: offset})
-        except (KafkaError, RaglineError) as exc:
-            raise BackendUnavailable(f"commit on {rng.topic} failed: {type(exc).__name__}") from exc

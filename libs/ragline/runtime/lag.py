@@ -14,11 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
 from prometheus_client import Gauge
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable
+from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.lanes import lane_inputs
 from ragline.runtime.metrics import CONSUMER_LAG
@@ -147,17 +146,12 @@ async def stage_lag(settings: Settings, stages: Iterable[str] | None = None) -> 
         if wanted is not None and svc.name not in wanted:
             continue
         group = consumer_group(svc.name, settings.kafka_topic_prefix)
-        try:
-            per_topic: dict[str, int] = {}
+        per_topic: dict[str, int] = {}
+        with kafka_errors(f"read the offsets of {group} at {settings.kafka_bootstrap}"):
             # both lanes (runtime/lanes.py): the bulk consumer has its own group
             for lane, topics in lane_inputs(tuple(str(t) for t in svc.consumes)).items():
                 lane_group = consumer_group(svc.name, settings.kafka_topic_prefix, lane)
                 per_topic.update(await group_lag(settings, lane_group, topics))
-        except KafkaError as exc:
-            raise BackendUnavailable(
-                f"kafka at {settings.kafka_bootstrap}: cannot read offsets of {group}: "
-                f"{type(exc).__name__}"
-            ) from exc
         out.append(StageLag(stage=svc.name, group=group, per_topic=per_topic))
     return out
 

@@ -10,13 +10,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable, PermanentError
+from ragline.errors import PermanentError
 from ragline.events import EventBase, lane_topic
 from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
+from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
 from ragline.runtime.topology import physical_topic
@@ -65,12 +65,8 @@ class EventPublisher:
 
     async def __aenter__(self) -> Self:
         if self._own:
-            try:
+            with kafka_errors(f"connect to {self.settings.kafka_bootstrap}"):
                 await self._broker.connect()
-            except (KafkaError, OSError) as exc:
-                raise BackendUnavailable(
-                    f"kafka unreachable at {self.settings.kafka_bootstrap}"
-                ) from exc
         return self
 
     async def __aexit__(
@@ -135,15 +131,13 @@ class EventPublisher:
             claim = await self._claims.put(body)
             headers[CLAIM_HEADER] = claim
             body = ClaimCheckStore.stub(claim)
-        try:
+        with kafka_errors(f"publish to {topic}"):
             await self._broker.publish(
                 body,
                 physical_topic(topic, self.settings.kafka_topic_prefix),
                 key=key.encode() if key is not None else None,
                 headers=headers,
             )
-        except (KafkaError, OSError) as exc:
-            raise BackendUnavailable(f"publish to {topic} failed: {type(exc).__name__}") from exc
         PRODUCED.labels(self.service, topic).inc()
 
     async def claim(self, body: bytes) -> str:

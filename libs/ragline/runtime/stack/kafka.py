@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaError
 
-from ragline.errors import ConfigError
+from ragline.errors import BackendUnavailable, ConfigError
+from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.stack.base import Health, LocalOptions, LocalProcessServer, Probe
 from ragline.runtime.stack.settings import Component
 
@@ -64,10 +64,11 @@ def kafka_probe(bootstrap: str, options: Mapping[str, Any] | None = None) -> Pro
             **(options or {}),
         )
         try:
-            await asyncio.wait_for(client.start(), timeout_s)
-            meta = await asyncio.wait_for(client.describe_cluster(), timeout_s)
-        except (KafkaError, OSError, TimeoutError) as exc:
-            return Health(ok=False, detail=f"kafka protocol: {type(exc).__name__}")
+            with kafka_errors("describe the cluster"):
+                await asyncio.wait_for(client.start(), timeout_s)
+                meta = await asyncio.wait_for(client.describe_cluster(), timeout_s)
+        except BackendUnavailable as exc:
+            return Health(ok=False, detail=f"kafka protocol: {type(exc.__cause__).__name__}")
         finally:
             await client.close()
         brokers = meta.get("brokers", [])

@@ -25,12 +25,13 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError, for_code
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.config import Settings
+from ragline.errors import BackendUnavailable
 from ragline.events import lane_of_topic
+from ragline.runtime.kafka_errors import error_name, kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.stack.errors import StackError
 from ragline.runtime.topology import physical_topic
@@ -165,10 +166,11 @@ async def topic_partitions(
     """Partition count of each of ``topics`` that exists (``options``: aiokafka security)."""
     client = _client(bootstrap, timeout_s, options)
     try:
-        await client.start()
-        return await _describe(client, list(topics))
-    except KafkaError as exc:
-        raise StackError("kafka", f"cannot describe topics: {type(exc).__name__}") from exc
+        with kafka_errors("describe topics"):
+            await client.start()
+            return await _describe(client, list(topics))
+    except BackendUnavailable as exc:
+        raise StackError("kafka", str(exc)) from exc
     finally:
         await client.close()
 
@@ -188,32 +190,16 @@ async def ensure_topics(
     wanted = list(dict.fromkeys(topics))
     client = _client(bootstrap, timeout_s, options)
     try:
-        await client.start()
-        present = set(await client.list_topics())
-        missing = [t for t in wanted if t not in present]
-        created: list[str] = []
-        if missing:
-            resp = await client.create_topics(
-                [
-                    NewTopic(
-                        t,
-                        partitions,
-                        replication_factor,
-                        topic_configs=dict(configs(t)) if configs else None,
-                    )
-                    for t in missing
-                ]
-            )
-            for topic, code, *_ in resp.topic_errors:
-                if code == 0:
-                    created.append(topic)
-                elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
-                    raise StackError("kafka", f"cannot create {topic}: {for_code(code).__name__}")
-        counts = await _describe(client, wanted)
-        existing = [t for t in wanted if t not in created]
-        drift = await _config_drift(client, existing, configs) if configs else {}
-    except KafkaError as exc:
-        raise StackError("kafka", f"topic set-up failed: {type(exc).__name__}") from exc
+        with kafka_errors("set up topics"):
+            await client.start()
+            present = set(await client.list_topics())
+            missing = [t for t in wanted if t not in present]
+            created = await _create(client, missing, partitions, replication_factor, configs)
+            counts = await _describe(client, wanted)
+            existing = [t for t in wanted if t not in created]
+            drift = await _config_drift(client, existing, configs) if configs else {}
+    except BackendUnavailable as exc:
+        raise StackError("kafka", str(exc)) from exc
     finally:
         await client.close()
     return TopicReport(
@@ -222,6 +208,36 @@ async def ensure_topics(
         partitions=counts,
         config_drift=drift,
     )
+
+
+async def _create(
+    client: AIOKafkaAdminClient,
+    missing: list[str],
+    partitions: int,
+    replication_factor: int,
+    configs: Callable[[str], Mapping[str, str]] | None,
+) -> list[str]:
+    """Create ``missing``; returns the topics this call created."""
+    if not missing:
+        return []
+    resp = await client.create_topics(
+        [
+            NewTopic(
+                t,
+                partitions,
+                replication_factor,
+                topic_configs=dict(configs(t)) if configs else None,
+            )
+            for t in missing
+        ]
+    )
+    created: list[str] = []
+    for topic, code, *_ in resp.topic_errors:
+        if code == 0:
+            created.append(topic)
+        elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
+            raise StackError("kafka", f"cannot create {topic}: {error_name(code)}")
+    return created
 
 
 async def _config_drift(
@@ -236,10 +252,11 @@ async def _config_drift(
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     try:
-        responses = await client.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-        )
-    except (KafkaError, ValueError, TypeError):
+        with kafka_errors("describe topic configs"):
+            responses = await client.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+            )
+    except (BackendUnavailable, ValueError, TypeError):
         return {}
     have: dict[str, dict[str, str | None]] = {}
     for response in responses:
