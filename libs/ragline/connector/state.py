@@ -2,7 +2,9 @@
 one document (intake), of every document of one source (sync), and the 'accepted' status.
 
 Reads ``documents`` and ``document_status`` (owned by the store, migration 0003) with the
-admin DSN. psycopg errors are translated here: callers see ``BackendUnavailable``.
+admin DSN, through the store's pool; psycopg errors leave as ragline errors
+(``store.pg_errors``: ``BackendUnavailable`` when Postgres is down, a ``PermanentError``
+for one key Postgres refuses).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
+from psycopg_pool import AsyncConnectionPool
 
 from ragline.connector.intake import StoredState
-from ragline.errors import BackendUnavailable, PermanentError, RaglineError
-from ragline.store.pg_errors import translate_pg_error
+from ragline.errors import NotBuiltError, PermanentError, RaglineError
+from ragline.store.pg_errors import pg_errors
+from ragline.store.pool import open_pool
 from ragline.store.status import status_acl_update_sql, status_key_sql
 
 __all__ = ["StateStore"]
@@ -114,28 +117,29 @@ class StateStore:
     """A small async pool on the admin DSN, opened explicitly (``open``/``close``)."""
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
-        self._pool = AsyncConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, open=False, name="connector-state"
-        )
+        self._dsn = dsn
+        self._sizes = (min_size, max_size)
+        self._pool: AsyncConnectionPool | None = None
 
     async def open(self) -> None:
-        try:
-            await self._pool.open(wait=True, timeout=30)
-        except (psycopg.Error, TimeoutError) as exc:
-            raise BackendUnavailable(f"postgres unreachable: {type(exc).__name__}") from exc
+        min_size, max_size = self._sizes
+        self._pool = await open_pool(
+            self._dsn, name="connector-state", min_size=min_size, max_size=max_size
+        )
 
     async def close(self) -> None:
-        await self._pool.close()
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        try:
+        if self._pool is None:
+            raise NotBuiltError("connector state store used before open()")
+        # data errors are permanent (one item, not the batch); the rest is transient
+        with pg_errors():
             async with self._pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout, TooManyRequests) as exc:
-            raise BackendUnavailable(f"postgres: {type(exc).__name__}") from exc
-        except psycopg.Error as exc:  # data errors are permanent (one item, not the batch)
-            raise translate_pg_error(exc) from exc
 
     async def get(self, tenant_id: str, document_id: str) -> StoredState | None:
         return (await self.get_many([(tenant_id, document_id)])).get((tenant_id, document_id))

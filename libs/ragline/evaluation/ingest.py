@@ -21,10 +21,11 @@ import psycopg
 from tqdm.auto import tqdm
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable, RaglineError
+from ragline.errors import RaglineError
 from ragline.evaluation.datasets import AfterIngest, EvalDataset, SourceDocument
 from ragline.events import EventBase, SourceAclChange, SourceDelete, SourceUpsert, Topics
 from ragline.runtime.lag import wait_drained
+from ragline.store.pg_errors import pg_errors
 
 __all__ = ["IngestResult", "IngestTimeout", "Publisher", "ingest_dataset"]
 
@@ -122,24 +123,23 @@ class _Waiter:
         deadline = time.monotonic() + self.timeout_s
         bar = tqdm(total=len(expected), desc=desc, unit="doc", disable=not progress)
         try:
-            async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
-                while pending:
-                    finished = await self._poll(conn, pending, result)
-                    for key in finished:
-                        del pending[key]
-                    bar.update(len(finished))
-                    if not pending:
-                        break
-                    if time.monotonic() > deadline:
-                        sample = ", ".join(f"{t}/{d}" for t, d in list(pending)[:10])
-                        raise IngestTimeout(
-                            f"{desc}: {len(pending)} of {len(expected)} documents not done after "
-                            f"{self.timeout_s:.0f}s (e.g. {sample}); check the services and "
-                            "the DLQ topics"
-                        )
-                    await asyncio.sleep(self.interval_s)
-        except psycopg.OperationalError as exc:
-            raise BackendUnavailable("evaluation ingest: postgres unreachable") from exc
+            with pg_errors():
+                async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
+                    while pending:
+                        finished = await self._poll(conn, pending, result)
+                        for key in finished:
+                            del pending[key]
+                        bar.update(len(finished))
+                        if not pending:
+                            break
+                        if time.monotonic() > deadline:
+                            sample = ", ".join(f"{t}/{d}" for t, d in list(pending)[:10])
+                            raise IngestTimeout(
+                                f"{desc}: {len(pending)} of {len(expected)} documents not "
+                                f"done after {self.timeout_s:.0f}s (e.g. {sample}); check the "
+                                "services and the DLQ topics"
+                            )
+                        await asyncio.sleep(self.interval_s)
         finally:
             bar.close()
 

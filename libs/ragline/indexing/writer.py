@@ -42,9 +42,9 @@ from ragline.order import (
     acl_applies,
     content_key,
 )
-from ragline.runtime.claimcheck import purge_document_bodies
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
+from ragline.store.claimcheck import purge_document_bodies
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
 from ragline.store.spaces import write_space_vectors

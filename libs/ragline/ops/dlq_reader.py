@@ -24,10 +24,10 @@ from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import ALL_TOPICS, DeadLetter
 from ragline.ops.dlq_select import UNREADABLE
-from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.topology import logical_topic, physical_topic
+from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 
 __all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]
 
@@ -124,7 +124,7 @@ class DlqReader:
             max_partition_fetch_bytes=max(1_048_576, 2 * settings.kafka_max_message_bytes),
             **aiokafka_options(settings),
         )
-        self._claims = ClaimCheckStore(settings)
+        self._claims = ClaimCheckStore(settings.admin_dsn())
 
     async def __aenter__(self) -> Self:
         with kafka_errors(f"connect to {self._settings.kafka_bootstrap}"):

@@ -21,26 +21,28 @@ def _reset(args: argparse.Namespace) -> int:
     from ragline.config import Settings
     from ragline.errors import ConfigError, RaglineError
     from ragline.ops.seq_reset import reset_seq
+    from ragline.store.pg_errors import pg_errors
 
     async def run() -> Any:
-        async with await psycopg.AsyncConnection.connect(
-            Settings().admin_dsn(), autocommit=True
-        ) as conn:
-            return await reset_seq(
-                conn,
-                tenant_id=args.tenant,
-                document_id=args.document,
-                to=args.to,
-                actor=args.actor or getpass.getuser(),
-                reason=args.reason,
-            )
+        with pg_errors():  # a driver message may quote the row: the class only
+            async with await psycopg.AsyncConnection.connect(
+                Settings().admin_dsn(), autocommit=True
+            ) as conn:
+                return await reset_seq(
+                    conn,
+                    tenant_id=args.tenant,
+                    document_id=args.document,
+                    to=args.to,
+                    actor=args.actor or getpass.getuser(),
+                    reason=args.reason,
+                )
 
     try:
         report = asyncio.run(run())
     except ConfigError as exc:
         print(f"ragline documents reset-seq: {exc}", file=sys.stderr)
         return 2
-    except (RaglineError, psycopg.Error) as exc:
+    except RaglineError as exc:
         print(f"ragline documents reset-seq: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -41,7 +41,7 @@ from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.ops.dlq_reader import DlqEntry, DlqReader
 from ragline.ops.settings import OpsSettings
-from ragline.runtime.claimcheck import CLAIM_HEADER
+from ragline.store.claimcheck import CLAIM_HEADER
 from ragline.store.pg_errors import pg_errors
 
 __all__ = [

@@ -40,7 +40,6 @@ from ragline.events import (
     lane_topic,
     read_event,
 )
-from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter, withheld_body
 from ragline.runtime.health import ConsumerHealth
 from ragline.runtime.lag import LagRevokeListener, PartitionLagGauge
@@ -58,6 +57,7 @@ from ragline.runtime.metrics import (
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
+from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.tracing import (
     TRACE_HEADER,
     context_of,

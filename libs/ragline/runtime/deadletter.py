@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ragline.errors import QuarantineError, RaglineError
 from ragline.events import DeadLetter
-from ragline.runtime.claimcheck import CLAIM_HEADER
+from ragline.store.claimcheck import CLAIM_HEADER
 
 __all__ = ["WITHHELD_HEADER", "dead_letter", "safe_error_message", "withheld_body"]
 

@@ -15,11 +15,11 @@ from faststream.kafka import KafkaBroker
 from ragline.config import Settings
 from ragline.errors import PermanentError
 from ragline.events import EventBase, lane_topic
-from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
 from ragline.runtime.topology import physical_topic
+from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.tracing import TRACE_HEADER, current_traceparent, span
 
 __all__ = ["SOURCE_AT_HEADER", "EventPublisher", "make_broker"]
@@ -61,7 +61,7 @@ class EventPublisher:
         self.service = service
         self._own = broker is None
         self._broker = broker or make_broker(settings, f"ragline-{service}-producer")
-        self._claims = ClaimCheckStore(settings)
+        self._claims = ClaimCheckStore(settings.admin_dsn())
 
     async def __aenter__(self) -> Self:
         if self._own:

@@ -18,11 +18,11 @@ from typing import ClassVar
 
 from ragline.config import Settings
 from ragline.events import DocParsed, DocScanned, Topics
-from ragline.runtime.claimcheck import ClaimCheckStore
 from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.scanning.factory import build_scanner
 from ragline.scanning.scanner import ScanBlocked, Scanner
 from ragline.scanning.settings import ScannerSettings
+from ragline.store.claimcheck import ClaimCheckStore
 
 __all__ = ["ScannerStage"]
 
@@ -78,7 +78,7 @@ class ScannerStage(Stage[DocParsed, DocScanned]):
             await self._purge(tenant_id, document_id)
             return
         if self._claims is None:
-            self._claims = ClaimCheckStore(self.settings)
+            self._claims = ClaimCheckStore(self.settings.admin_dsn(), name="scanner-purge")
         await self._claims.purge_document(tenant_id, document_id)
 
     async def process_batch(

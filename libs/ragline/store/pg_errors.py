@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import psycopg
 from psycopg import errors as pg
-from psycopg_pool import PoolTimeout
+from psycopg_pool import PoolTimeout, TooManyRequests
 
 from ragline.errors import BackendUnavailable, PermanentError, RaglineError, TransientError
 
@@ -35,6 +35,8 @@ def translate_pg_error(exc: BaseException) -> RaglineError:
     name = type(exc).__name__
     if isinstance(exc, PoolTimeout):
         return BackendUnavailable("postgres pool exhausted or unreachable")
+    if isinstance(exc, TooManyRequests):
+        return BackendUnavailable("postgres pool: too many waiting requests")
     if isinstance(exc, _RETRIABLE):
         return TransientError(f"postgres {name} ({sqlstate})")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
@@ -51,5 +53,5 @@ def pg_errors() -> Iterator[None]:
         yield
     except psycopg.Error as exc:
         raise translate_pg_error(exc) from exc
-    except PoolTimeout as exc:  # not a psycopg.Error subclass in every version
+    except (PoolTimeout, TooManyRequests) as exc:  # pool errors: not psycopg.Errors
         raise translate_pg_error(exc) from exc

@@ -29,9 +29,9 @@ from ragline.events import Topics, dlq_topic
 from ragline.hashing import sha256_hex
 from ragline.ops.dlq import Action, run_dlq
 from ragline.ops.retention import RetentionSettings, Table, run_gc
-from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.publisher import EventPublisher
+from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.store.pool import open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -119,7 +119,7 @@ async def test_claim_checks_old_unreferenced_go(stack: Settings, conn: Conn, ten
         "UPDATE claim_checks SET created_at = now() - interval '30 days' WHERE key = %s", (own,)
     )
     # the same body published again refreshes the row (ClaimCheckStore.put)
-    store = ClaimCheckStore(stack)
+    store = ClaimCheckStore(stack.admin_dsn())
     assert await store.put(f"{tag} old but stored again".encode()) == reput
     await store.close()
 

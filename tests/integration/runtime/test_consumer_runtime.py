@@ -19,8 +19,8 @@ from aiokafka import AIOKafkaConsumer
 from ragline.config import Settings
 from ragline.events import DeadLetter, DocFetched, DocParsed, DocumentMeta, Topics, dlq_topic
 from ragline.hashing import content_hash
-from ragline.runtime.claimcheck import CLAIM_HEADER, ClaimCheckStore
 from ragline.runtime.publisher import EventPublisher
+from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +108,7 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
     # the DLQ record holds a claim-check reference, never the body itself
     claim = dead[0].original_headers[CLAIM_HEADER]
     assert json.loads(base64.b64decode(dead[0].original_b64)) == {"claim_check": claim}
-    original = await ClaimCheckStore(stack).get(claim)
+    original = await ClaimCheckStore(stack.admin_dsn()).get(claim)
     assert original.startswith(b'{"event_type": "doc.fetched"')
 
     metrics = parser.metrics()

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from ragline.config import Settings
-from ragline.runtime.claimcheck import ClaimCheckStore, body_owner, purge_document_bodies
+from ragline.store.claimcheck import ClaimCheckStore, body_owner, purge_document_bodies
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ def _body(tenant: str, doc: str, text: str) -> bytes:
 
 
 async def test_purge_removes_every_body_of_the_document_only(stack: Settings, tenant: str) -> None:
-    store = ClaimCheckStore(stack)
+    store = ClaimCheckStore(stack.admin_dsn())
     other_tenant = tenant + "-x"
     try:
         mine = [await store.put(_body(tenant, "fs:a.md", f"raw v{i} ZKQ-CANARY")) for i in range(3)]
@@ -40,7 +40,7 @@ async def test_purge_removes_every_body_of_the_document_only(stack: Settings, te
 
 
 async def test_a_delete_spares_bodies_stored_after_it(stack: Settings, tenant: str) -> None:
-    store = ClaimCheckStore(stack)
+    store = ClaimCheckStore(stack.admin_dsn())
     try:
         key = await store.put(_body(tenant, "fs:c.md", "a later version"))
         async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
@@ -67,7 +67,7 @@ async def test_the_indexer_applying_a_delete_purges_the_documents_bodies(
     from ragline.events import DocControl
     from ragline.indexing.writer import IndexWriter
 
-    store = ClaimCheckStore(stack)
+    store = ClaimCheckStore(stack.admin_dsn())
     try:
         keys = [await store.put(_body(tenant, "fs:gone.md", f"raw {i}")) for i in range(2)]
         kept = await store.put(_body(tenant, "fs:stays.md", "raw"))

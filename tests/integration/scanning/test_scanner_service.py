@@ -17,9 +17,9 @@ from aiokafka import AIOKafkaConsumer
 
 from ragline.config import Settings
 from ragline.events import DeadLetter, DocQuarantined, DocScanned, Topics, dlq_topic
-from ragline.runtime.claimcheck import CLAIM_HEADER
 from ragline.runtime.deadletter import WITHHELD_HEADER
 from ragline.runtime.publisher import EventPublisher
+from ragline.store.claimcheck import CLAIM_HEADER
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "unit"))
 from scanning.helpers import planted_documents, planted_event

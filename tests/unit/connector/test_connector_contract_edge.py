@@ -129,7 +129,7 @@ def test_storable_text_is_accepted(value: str) -> None:
 
 
 def test_a_poison_body_has_no_owner_so_its_dead_letter_is_still_stored() -> None:
-    from ragline.runtime.claimcheck import body_owner
+    from ragline.store.claimcheck import body_owner
 
     assert body_owner(b'{"tenant_id": "t", "document_id": "a:\\u0000b"}') == ("t", None)
     assert body_owner(b'{"tenant_id": "t\\ud800", "document_id": "a:b"}') == (None, "a:b")

@@ -21,8 +21,8 @@ from ragline.ops.retention import (
     lru_excess,
 )
 from ragline.ops.retention_cli import TABLES, _print
-from ragline.runtime.claimcheck import CLAIM_HEADER
 from ragline.runtime.deadletter import dead_letter
+from ragline.store.claimcheck import CLAIM_HEADER
 
 _ENV = (
     "CLAIM_CHECK_DAYS",

@@ -30,9 +30,8 @@ SECRET = "sk-live-0123456789"
 def test_driver_errors_become_backend_unavailable_without_their_message(
     exc: BaseException,
 ) -> None:
-    with pytest.raises(BackendUnavailable) as info:
-        with kafka_errors("publish to doc.parsed"):
-            raise exc
+    with pytest.raises(BackendUnavailable) as info, kafka_errors("publish to doc.parsed"):
+        raise exc
     assert isinstance(info.value, TransientError)
     assert info.value.__cause__ is exc
     assert SECRET not in str(info.value)
@@ -42,12 +41,11 @@ def test_driver_errors_become_backend_unavailable_without_their_message(
 def test_ragline_errors_and_others_pass_through() -> None:
     mine = PermanentError("claim missing")
     assert translate_kafka_error(mine, "read") is mine
-    with pytest.raises(PermanentError):
-        with kafka_errors("read"):
-            raise mine
-    with pytest.raises(KeyError):  # not a driver error: the caller's bug stays visible
-        with kafka_errors("read"):
-            raise KeyError("x")
+    with pytest.raises(PermanentError), kafka_errors("read"):
+        raise mine
+    # not a driver error: the caller's bug stays visible
+    with pytest.raises(KeyError), kafka_errors("read"):
+        raise KeyError("x")
 
 
 def test_error_codes_are_named() -> None:

@@ -13,21 +13,27 @@ scanner) purge every stored body of it (``purge_document``), instead of leaving 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg_pool import AsyncConnectionPool
 
-from ragline.config import Settings
-from ragline.errors import BackendUnavailable, PermanentError
+from ragline.errors import PermanentError
 from ragline.events import unstorable
 from ragline.hashing import sha256_hex
-from ragline.tracing import pg_cursor_factory
+from ragline.store.pg_errors import pg_errors
+from ragline.store.pool import open_pool
 
 __all__ = ["CLAIM_HEADER", "ClaimCheckStore", "body_owner", "purge_document_bodies"]
 
 CLAIM_HEADER = "ragline-claim-check"
+# a claim check is read or written while a message waits: fail fast when Postgres is down
+# (the caller retries with backoff)
+_CONNECT_TIMEOUT_S = 5.0
 
 
 def body_owner(body: bytes) -> tuple[str | None, str | None]:
@@ -69,65 +75,56 @@ async def purge_document_bodies(
 
 
 class ClaimCheckStore:
-    """Lazily connected; one connection per process is plenty for the rare big message."""
+    """Lazily connected: a small pool (``store.pool``) opened on first use, so a process
+    that never sees a big message never connects. Postgres errors leave as ragline
+    errors (``store.pg_errors``)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._dsn = settings.admin_dsn()
-        self._conn: psycopg.AsyncConnection | None = None
+    def __init__(self, dsn: str, *, name: str = "claim-check") -> None:
+        self._dsn = dsn
+        self._name = name
+        self._pool: AsyncConnectionPool | None = None
+        self._opening = asyncio.Lock()
 
-    async def _connection(self) -> psycopg.AsyncConnection:
-        if self._conn is None or self._conn.closed:
-            try:
-                cursor = pg_cursor_factory()  # a span per statement when tracing is on
-                extra = {"cursor_factory": cursor} if cursor is not None else {}
-                self._conn = await psycopg.AsyncConnection.connect(
-                    self._dsn, autocommit=True, **extra
+    async def _connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await open_pool(
+                    self._dsn, name=self._name, max_size=2, timeout_s=_CONNECT_TIMEOUT_S
                 )
-            except psycopg.OperationalError as exc:
-                raise BackendUnavailable("claim-check store: postgres unreachable") from exc
-        return self._conn
+        return self._pool.connection()
 
     async def put(self, body: bytes) -> str:
         key = sha256_hex(body)
         tenant, doc = body_owner(body)
-        conn = await self._connection()
-        try:
-            await conn.execute(
-                # a re-put (the same body published again) refreshes created_at, so
-                # `ragline gc` counts a row's age from its newest reference (stale by at
-                # most an hour: most re-puts then write nothing)
-                "INSERT INTO claim_checks (key, body, size_bytes, tenant_id, document_id)"
-                " VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET created_at = now()"
-                " WHERE claim_checks.created_at < now() - interval '1 hour'",
-                (key, body, len(body), tenant, doc),
-            )
-        except psycopg.OperationalError as exc:
-            self._conn = None
-            raise BackendUnavailable("claim-check store: write failed") from exc
+        with pg_errors():
+            async with await self._connection() as conn:
+                await conn.execute(
+                    # a re-put (the same body published again) refreshes created_at, so
+                    # `ragline gc` counts a row's age from its newest reference (stale by at
+                    # most an hour: most re-puts then write nothing)
+                    "INSERT INTO claim_checks (key, body, size_bytes, tenant_id, document_id)"
+                    " VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET created_at = now()"
+                    " WHERE claim_checks.created_at < now() - interval '1 hour'",
+                    (key, body, len(body), tenant, doc),
+                )
         return key
 
     async def touch(self, key: str) -> bool:
         """Restart the retention clock of a body that is referenced again (a replayed or
         requeued stub); False when it is gone (swept by ``ragline gc``)."""
-        conn = await self._connection()
-        try:
-            cur = await conn.execute(
-                "UPDATE claim_checks SET created_at = now() WHERE key = %s", (key,)
-            )
-        except psycopg.OperationalError as exc:
-            self._conn = None
-            raise BackendUnavailable("claim-check store: write failed") from exc
+        with pg_errors():
+            async with await self._connection() as conn:
+                cur = await conn.execute(
+                    "UPDATE claim_checks SET created_at = now() WHERE key = %s", (key,)
+                )
         return cur.rowcount > 0
 
     async def get(self, key: str) -> bytes:
-        conn = await self._connection()
-        try:
-            cur = await conn.execute("SELECT body FROM claim_checks WHERE key = %s", (key,))
-            row = await cur.fetchone()
-        except psycopg.OperationalError as exc:
-            self._conn = None
-            raise BackendUnavailable("claim-check store: read failed") from exc
+        with pg_errors():
+            async with await self._connection() as conn:
+                cur = await conn.execute("SELECT body FROM claim_checks WHERE key = %s", (key,))
+                row = await cur.fetchone()
         if row is None:
             raise PermanentError(f"claim check {key[:12]}… not found")
         body = bytes(row[0])
@@ -136,19 +133,16 @@ class ClaimCheckStore:
         return body
 
     async def purge_document(self, tenant_id: str, document_id: str) -> int:
-        """``purge_document_bodies`` on this store's own connection."""
-        conn = await self._connection()
-        try:
-            return await purge_document_bodies(conn, tenant_id, document_id)
-        except psycopg.OperationalError as exc:
-            self._conn = None
-            raise BackendUnavailable("claim-check store: purge failed") from exc
+        """``purge_document_bodies`` on this store's own pool."""
+        with pg_errors():
+            async with await self._connection() as conn:
+                return await purge_document_bodies(conn, tenant_id, document_id)
 
     @staticmethod
     def stub(key: str) -> bytes:
         return json.dumps({"claim_check": key}).encode()
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
