@@ -1,9 +1,10 @@
 """The container's health probe: ``python -m ragline.ops.healthcheck`` (Dockerfile
-HEALTHCHECK). Standard library only, so a probe costs milliseconds, not a second of
-imports. It reads which role the container runs from PID 1's command line
-(``ragline run <service>``) and asks that role's real endpoint: the query service's
-``/healthz``, every other service's ``/healthz`` on its metrics port (answered from
-the consumer's event loop progress, runtime/health.py, not just the metrics thread).
+HEALTHCHECK). Standard library only (``ragline.catalog`` is too), so a probe costs
+milliseconds, not a second of imports. It reads which role the container runs from
+PID 1's command line (``ragline run <service>``) and asks that role's real endpoint:
+the query service's ``/healthz``, every other service's ``/healthz`` on its metrics port
+(answered from the consumer's event loop progress, runtime/health.py, not just the
+metrics thread).
 One-shot commands (``ragline migrate``) have nothing to probe and count as healthy.
 Kubernetes ignores HEALTHCHECK and uses the chart's probes, which hit the same endpoints.
 """
@@ -16,23 +17,9 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["DEFAULT_HTTP_PORTS", "METRICS_BASE_PORT", "SERVICE_ORDER", "main", "probe_url"]
+from ragline.catalog import HTTP_PORTS, HTTP_SERVICES, SERVICES, default_metrics_port
 
-# mirrors ragline.runtime.service_main (a unit test keeps them equal)
-SERVICE_ORDER: tuple[str, ...] = (
-    "connector",
-    "parser",
-    "scanner",
-    "chunker",
-    "enricher",
-    "embedder",
-    "indexer",
-    "cache_invalidator",
-    "query",
-)
-METRICS_BASE_PORT = 9400
-DEFAULT_HTTP_PORTS = {"query": 8080, "connector": 8081}
-_HTTP_SERVICES = frozenset({"query"})  # served by uvicorn: /healthz on the API port
+__all__ = ["main", "probe_url"]
 
 
 def probe_url(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
@@ -43,12 +30,12 @@ def probe_url(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
     if "run" not in args or args.index("run") + 1 >= len(args):
         return None
     service = args[args.index("run") + 1]
-    if service not in SERVICE_ORDER:
+    if service not in SERVICES:
         return None
-    if service in _HTTP_SERVICES:
-        port = env.get("RAGLINE_HTTP_PORT") or str(DEFAULT_HTTP_PORTS[service])
+    if service in HTTP_SERVICES:
+        port = env.get("RAGLINE_HTTP_PORT") or str(HTTP_PORTS[service])
         return f"http://127.0.0.1:{port}/healthz"
-    port = env.get("RAGLINE_METRICS_PORT") or str(METRICS_BASE_PORT + SERVICE_ORDER.index(service))
+    port = env.get("RAGLINE_METRICS_PORT") or str(default_metrics_port(service))
     return f"http://127.0.0.1:{port}/healthz"
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ragline.auth import AuthError, Principal, mint_token
+from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.runtime import supervisor
 from ragline.runtime.lag import wait_drained
-from ragline.runtime.service_main import SERVICES, http_port
+from ragline.runtime.service_main import http_port
 
 __all__ = ["local_secrets", "register"]
 

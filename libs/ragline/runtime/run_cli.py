@@ -7,10 +7,11 @@ import asyncio
 import sys
 from typing import Any
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.lanes import LaneSettings
-from ragline.runtime.service_main import SERVICES, run_service
+from ragline.runtime.service_main import run_service
 
 __all__ = ["register"]
 

@@ -7,6 +7,7 @@ import signal
 from importlib.metadata import entry_points
 from typing import Any
 
+from ragline.catalog import default_http_port, default_metrics_port
 from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.consumer import StageRunner
@@ -17,28 +18,15 @@ from ragline.runtime.metrics import SERVICE_UP, serve_metrics
 from ragline.runtime.stage import Stage
 from ragline.tracing import configure_tracing, trace_asgi
 
-__all__ = ["SERVICES", "load_service", "run_service"]
-
-SERVICES: tuple[str, ...] = (
-    "connector",
-    "parser",
-    "scanner",
-    "chunker",
-    "enricher",
-    "embedder",
-    "indexer",
-    "cache_invalidator",
-    "query",
-)
-_HTTP_PORTS = {"query": 8080, "connector": 8081}
+__all__ = ["http_port", "load_service", "metrics_port", "run_service"]
 
 
 def metrics_port(name: str, settings: Settings) -> int:
-    return settings.metrics_port or 9400 + SERVICES.index(name)
+    return settings.metrics_port or default_metrics_port(name)
 
 
 def http_port(name: str, settings: Settings) -> int:
-    return settings.http_port or _HTTP_PORTS.get(name, 8090 + SERVICES.index(name))
+    return settings.http_port or default_http_port(name)
 
 
 def load_service(name: str) -> Any:
@@ -48,7 +36,9 @@ def load_service(name: str) -> Any:
     try:
         return eps[name].load()
     except ModuleNotFoundError as exc:
-        raise ConfigError(f"service {name!r} is not built yet ({exc.name} missing)") from exc
+        raise ConfigError(
+            f"service {name!r} cannot be loaded ({exc.name} missing: an incomplete install?)"
+        ) from exc
 
 
 async def _run_stage(

@@ -13,9 +13,10 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.service_main import SERVICES, http_port, load_service, metrics_port
+from ragline.runtime.service_main import http_port, load_service, metrics_port
 from ragline.runtime.stack.process import ProcessSpec, is_running, read_pid, spawn, terminate
 
 __all__ = ["ServiceState", "built_services", "start", "status", "stop"]

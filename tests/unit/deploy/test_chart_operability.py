@@ -12,7 +12,7 @@ import pytest
 import yaml
 from _deploy_helpers import CHART, LIBS, REPO, Render, by_component, container, kinds, pod_spec
 
-from ragline.runtime.service_main import SERVICES
+from ragline.catalog import SERVICES
 from ragline.runtime.topology import TOPOLOGY
 
 CONSUMERS = [t.name for t in TOPOLOGY]

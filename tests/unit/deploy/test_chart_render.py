@@ -13,8 +13,9 @@ import pytest
 import yaml
 from _deploy_helpers import CHART, Render, by_component, kinds, pod_specs, run_helm
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings
-from ragline.runtime.service_main import SERVICES, http_port
+from ragline.runtime.service_main import http_port
 from ragline.runtime.topology import TOPOLOGY
 
 PROD = "values-production.yaml"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from _deploy_helpers import REPO
 
-from ragline.runtime.service_main import SERVICES
+from ragline.catalog import SERVICES
 
 COMPOSE = REPO / "deploy" / "docker-compose.yml"
 EXAMPLE = REPO / "deploy" / "compose.env.example"

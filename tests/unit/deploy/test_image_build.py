@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from _deploy_helpers import REPO
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings
-from ragline.runtime.service_main import SERVICES, http_port
+from ragline.runtime.service_main import http_port
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 

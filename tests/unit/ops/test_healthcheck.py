@@ -8,21 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from ragline.config import Settings
-from ragline.ops import healthcheck
 from ragline.ops.healthcheck import main, probe_url
-from ragline.runtime import service_main
-
-
-def test_port_table_mirrors_the_runtime() -> None:
-    assert healthcheck.SERVICE_ORDER == service_main.SERVICES
-    defaults = Settings(metrics_port=None, http_port=None)
-    for name in service_main.SERVICES:
-        assert service_main.metrics_port(name, defaults) == healthcheck.METRICS_BASE_PORT + (
-            healthcheck.SERVICE_ORDER.index(name)
-        )
-    for name, port in healthcheck.DEFAULT_HTTP_PORTS.items():
-        assert service_main.http_port(name, defaults) == port
 
 
 @pytest.mark.parametrize(
