@@ -4,7 +4,7 @@ OpenSearch source. No I/O, so the mapping between the three shapes is unit-teste
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -13,6 +13,7 @@ import numpy as np
 
 from ragline.events import ChunkLevel, DocEmbedded
 from ragline.hashing import meta_hash
+from ragline.store.chunks import OS_FIELDS
 
 __all__ = ["DocumentFields", "chunk_rows", "document_values", "os_source"]
 
@@ -131,40 +132,9 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-_OS_FIELDS: Sequence[str] = (
-    "chunk_id",
-    "tenant_id",
-    "document_id",
-    "parent_id",
-    "generation",
-    "ordinal",
-    "text",
-    "contextual_header",
-    "title",
-    "section_path",
-    "content_type",
-    "language",
-    "source_type",
-    "uri",
-    "acl_groups",
-    "classification",
-    "trust",
-    "version",
-    "series_id",
-    "effective_date",
-    "expiry_date",
-    "superseded",
-    "injection_suspect",
-    "pii_types",
-    "token_count",
-    "page_start",
-    "page_end",
-)
-
-
 def os_source(row: Mapping[str, Any], revision: int) -> dict[str, Any]:
     """The OpenSearch document of a child chunk row, stamped with the document revision."""
-    source = {f: _json_value(row.get(f)) for f in _OS_FIELDS}
+    source = {f: _json_value(row.get(f)) for f in OS_FIELDS}
     source["section_path"] = " / ".join(row.get("section_path") or ())
     source["revision"] = revision
     return source

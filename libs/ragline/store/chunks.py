@@ -19,7 +19,7 @@ from ragline.store.pg_errors import pg_errors
 __all__ = [
     "CHUNK_COLUMNS",
     "EMBEDDING_DIM",
-    "OS_COLUMNS",
+    "OS_FIELDS",
     "delete_document_chunks",
     "delete_other_generations",
     "fetch_children",
@@ -68,9 +68,36 @@ CHUNK_COLUMNS: tuple[str, ...] = (
 )
 _KEY = ("tenant_id", "chunk_id")
 
-# what the OpenSearch projection reads (no vectors, no metadata blob)
-OS_COLUMNS: tuple[str, ...] = tuple(
-    c for c in CHUNK_COLUMNS if c not in {"embedding", "metadata", "line_start", "line_end"}
+# the fields of a chunk's OpenSearch document (the strict mapping, store/os_index.py):
+# what the projection reads; no vectors, no metadata blob
+OS_FIELDS: tuple[str, ...] = (
+    "chunk_id",
+    "tenant_id",
+    "document_id",
+    "parent_id",
+    "generation",
+    "ordinal",
+    "text",
+    "contextual_header",
+    "title",
+    "section_path",
+    "content_type",
+    "language",
+    "source_type",
+    "uri",
+    "acl_groups",
+    "classification",
+    "trust",
+    "version",
+    "series_id",
+    "effective_date",
+    "expiry_date",
+    "superseded",
+    "injection_suspect",
+    "pii_types",
+    "token_count",
+    "page_start",
+    "page_end",
 )
 
 
@@ -145,11 +172,11 @@ async def restamp_acl(
 async def fetch_children(
     conn: AsyncConnection, tenant_id: str, document_ids: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """Child chunk rows (OS_COLUMNS) of the documents, ordered, for the OpenSearch copy."""
+    """Child chunk rows (OS_FIELDS) of the documents, ordered, for the OpenSearch copy."""
     query = sql.SQL(
         "SELECT {cols} FROM chunks WHERE tenant_id = %s AND document_id = ANY(%s)"
         " AND level = 'child' ORDER BY document_id, ordinal, chunk_id"
-    ).format(cols=sql.SQL(", ").join(sql.Identifier(c) for c in OS_COLUMNS))
+    ).format(cols=sql.SQL(", ").join(sql.Identifier(c) for c in OS_FIELDS))
     with pg_errors():
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(query, (tenant_id, list(document_ids)))

@@ -13,7 +13,7 @@ from ragline.hashing import meta_hash
 from ragline.indexing.outcome import Outcome, indexed_event
 from ragline.indexing.projection import DocumentFields, chunk_rows, document_values, os_source
 from ragline.indexing.samples import embedded_event, pseudo_embedding
-from ragline.store.chunks import CHUNK_COLUMNS
+from ragline.store.chunks import CHUNK_COLUMNS, OS_FIELDS
 from ragline.store.documents import DOCUMENT_COLUMNS
 from ragline.store.os_index import COPY_TARGETS, chunk_mapping
 
@@ -84,6 +84,9 @@ def test_os_source_matches_the_strict_mapping() -> None:
         assert src["effective_date"] == "2024-05-01"
         assert src["section_path"] == "Old"
         assert "embedding" not in src
+    # one field list: the projection reads exactly what store.chunks selects
+    assert set(OS_FIELDS) <= set(CHUNK_COLUMNS)
+    assert set(OS_FIELDS) == mapped - {"revision"}
 
 
 def test_indexed_event_id_is_derived_from_the_input() -> None:
