@@ -33,9 +33,10 @@ QUERY_ENV = {
     # one torch thread per query embedding: on a busy 2-core machine two threads make a
     # single-sentence encode ~10x slower (measured 567 ms vs 53 ms p50), see docs
     "OMP_NUM_THREADS": "1",
-    # the answer cache's key does not cover ranking knobs (rrf_k, weights, ...): with it on,
-    # a restarted service with other knobs serves the previous answers. This measures
-    # retrieval; the cache has its own benchmark (docs/cache.md).
+    # this measures retrieval, so every query must reach it: with the answer cache on, a
+    # repeated query is a hit (the cache key's index version includes the ranking
+    # fingerprint, so a tuning step never reads another step's answers, but the repeated
+    # baseline would). The cache has its own benchmark (docs/cache.md).
     "RAGLINE_CACHE_ENABLED": "false",
 }
 # one knob at a time, from the defaults (RAGLINE_QUERY_* of the query service)

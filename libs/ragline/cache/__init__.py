@@ -1,13 +1,6 @@
 """The permission-scoped semantic answer cache (issue 7; docs/cache.md)."""
 
-from ragline.cache.result_cache import PgResultCache, answer_cache_factory, build_result_cache
+from ragline.cache.result_cache import PgResultCache, answer_cache_factory
 from ragline.cache.settings import CacheSettings
-from ragline.cache.version import index_version
 
-__all__ = [
-    "CacheSettings",
-    "PgResultCache",
-    "answer_cache_factory",
-    "build_result_cache",
-    "index_version",
-]
+__all__ = ["CacheSettings", "PgResultCache", "answer_cache_factory"]

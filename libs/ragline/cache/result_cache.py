@@ -32,7 +32,7 @@ from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
 
-__all__ = ["PgResultCache", "answer_cache_factory", "build_result_cache"]
+__all__ = ["PgResultCache", "answer_cache_factory"]
 
 _log = logging.getLogger("ragline.cache")
 _MAX_PENDING = 4096
@@ -120,19 +120,6 @@ class PgResultCache:
             _log.warning("cache store failed", extra={"fields": {"error": type(exc).__name__}})
             return
         STORES.labels("stored" if stored else "fenced").inc()
-
-
-def build_result_cache(
-    pool: AsyncConnectionPool,
-    *,
-    index_version: str,
-    settings: CacheSettings | None = None,
-) -> ResultCache:
-    """The cache the query service should use: ``NoCache`` when the kill switch is off."""
-    cs = settings or CacheSettings()
-    if not cs.enabled:
-        return NoCache()
-    return PgResultCache(pool, cs, index_version=index_version)
 
 
 def answer_cache_factory(

@@ -9,31 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["configured_index_version", "index_version"]
-
-
-def _find_attr(obj: object, attr: str, depth: int = 4) -> str | None:
-    """``attr`` of ``obj`` or of the objects it wraps (``_inner``): the query embedders
-    are layered (LRU cache -> async adapter -> model)."""
-    cur: object | None = obj
-    for _ in range(depth):
-        if cur is None:
-            return None
-        try:
-            value = getattr(cur, attr, None)
-        except Exception:  # a property that needs a loaded model
-            value = None
-        if isinstance(value, str) and value:
-            return value
-        cur = getattr(cur, "_inner", None)
-    return None
-
-
-def index_version(embedder: object | None, *, epoch: str = "1") -> str:
-    """``<model>@<revision>#<epoch>``; unknown parts say so rather than guess."""
-    name = _find_attr(embedder, "name") if embedder is not None else None
-    revision = _find_attr(embedder, "revision") if embedder is not None else None
-    return f"{name or 'unknown-model'}@{revision or 'unversioned'}#{epoch}"
+__all__ = ["configured_index_version"]
 
 
 def configured_index_version(model_path: Path | str | None, *, epoch: str = "1") -> str:

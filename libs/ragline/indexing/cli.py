@@ -18,7 +18,6 @@ from ragline.errors import RaglineError
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.repair import Repairer
 from ragline.indexing.settings import IndexerSettings
-from ragline.store.ledger import prune_ledger
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 
@@ -71,11 +70,6 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
             f"lagging {report.lagging}, mismatched {report.mismatched}, "
             f"orphans {report.orphans}, synced {report.synced}"
         )
-        if args.prune_ledger_days is not None:
-            async with rep.pool.connection() as conn:
-                n = await prune_ledger(conn, older_than_days=args.prune_ledger_days)
-                await conn.commit()
-            print(f"pruned {n} ledger entries older than {args.prune_ledger_days} days")
         return 0
 
     return await _with_repairer(settings, job)
@@ -111,6 +105,5 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also compare every document's chunks in OpenSearch with Postgres (slow)",
     )
-    r.add_argument("--prune-ledger-days", type=int, default=None, metavar="N")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_runner(_repair))

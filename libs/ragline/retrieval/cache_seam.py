@@ -4,7 +4,8 @@ The search flow asks ``ResultCache.lookup`` after intent resolution and before a
 retrieval, and calls ``store`` after a full search. The key material it gets already
 contains the principal's scope (tenant + sorted groups), the resolved filters and the
 query vector, so an implementation can never serve an entry across scopes by accident.
-Until the cache lands, ``NoCache`` answers "off".
+The implementation is ``ragline.cache.PgResultCache``; ``NoCache`` answers "off" (the
+kill switch ``RAGLINE_CACHE_ENABLED=false``, or a service built without a cache).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["prune_ledger", "record_outcome", "recorded_outcome"]
+__all__ = ["record_outcome", "recorded_outcome"]
 
 
 async def recorded_outcome(
@@ -51,13 +51,3 @@ async def record_outcome(
             " ON CONFLICT (consumer, event_id) DO NOTHING",
             (consumer, event_id, tenant_id, document_id, source_seq, Jsonb(outcome)),
         )
-
-
-async def prune_ledger(conn: AsyncConnection, *, older_than_days: int) -> int:
-    """Forget entries older than N days (the seq guards keep old replays harmless)."""
-    with pg_errors():
-        cur = await conn.execute(
-            "DELETE FROM processed_events WHERE processed_at < now() - make_interval(days => %s)",
-            (older_than_days,),
-        )
-    return cur.rowcount

@@ -1,15 +1,15 @@
-"""Codec, index version, settings and the kill switch."""
+"""Codec, settings and the kill switch."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from ragline.cache.codec import decode_response, encode_response
-from ragline.cache.result_cache import PgResultCache, build_result_cache
+from ragline.cache.result_cache import PgResultCache, answer_cache_factory
 from ragline.cache.settings import CacheSettings
-from ragline.cache.version import index_version
 from ragline.retrieval.api_models import (
     Citation,
     Flags,
@@ -53,39 +53,15 @@ def test_codec_round_trip_drops_per_request_fields_and_collects_dependencies() -
     assert b"text 0" not in enc.blob  # compressed, not plain JSON
 
 
-class _Model:
-    name = "all-MiniLM-L6-v2"
-    revision = "abc123"
-
-
-class _Adapter:
-    def __init__(self) -> None:
-        self._inner = _Model()
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-
-class _Lru:
-    def __init__(self) -> None:
-        self._inner = _Adapter()
-
-
-def test_index_version_reads_through_wrapped_embedders() -> None:
-    assert index_version(_Lru(), epoch="7") == "all-MiniLM-L6-v2@abc123#7"
-    assert index_version(None) == "unknown-model@unversioned#1"
-
-
-def test_kill_switch_gives_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_switch_gives_no_cache(tmp_path: Path) -> None:
+    """The query service's factory (the one way a cache is built)."""
     pool = cast(Any, object())
-    off = build_result_cache(pool, index_version="v", settings=CacheSettings(enabled=False))
+    off = answer_cache_factory(CacheSettings(enabled=False))(pool)
     assert isinstance(off, NoCache) and off.state == "off"
-    monkeypatch.setenv("RAGLINE_CACHE_ENABLED", "false")
-    assert isinstance(build_result_cache(pool, index_version="v"), NoCache)
-    monkeypatch.setenv("RAGLINE_CACHE_ENABLED", "true")
-    on = build_result_cache(pool, index_version="v")
+    (tmp_path / "config.json").write_text("{}")  # a model directory: versioned by content
+    on = answer_cache_factory(CacheSettings(enabled=True), model_path=tmp_path)(pool)
     assert isinstance(on, PgResultCache) and on.state == "on"
+    assert on.index_version.startswith(f"{tmp_path.name}@")
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
