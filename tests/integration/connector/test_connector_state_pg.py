@@ -127,10 +127,9 @@ async def test_a_quarantine_at_intake_is_recorded_and_makes_older_upserts_stale(
     """lifetest F9: the connector records a version it quarantines (the fetch) in the
     batch's status write, as a content change; a later batch drops an older upsert."""
     store = StateStore(stack.admin_dsn())
-    await store.open()
     cfg = ConnectorSettings(max_document_bytes=64)
     stage = ConnectorStage(Settings(), cfg, state=store)
-    await stage.fetcher.open()
+    await stage.start()  # opens the state store and the fetcher
     ctx = StageContext(settings=Settings(), logger=logging.getLogger("test"))
     try:
 
@@ -158,5 +157,4 @@ async def test_a_quarantine_at_intake_is_recorded_and_makes_older_upserts_stale(
         [newer] = await stage.handle_batch([up(3, "newer, small")], ctx)
         assert isinstance(newer, list) and isinstance(newer[0].event, DocFetched)
     finally:
-        await stage.fetcher.close()
-        await store.close()
+        await stage.stop()

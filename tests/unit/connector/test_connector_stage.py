@@ -315,6 +315,7 @@ async def test_a_heavy_document_travels_on_in_the_bulk_lane(tmp_path: Path) -> N
     (its ACL narrowing still takes the interactive fast path); a bulk change stays bulk."""
     cfg = ConnectorSettings(max_document_bytes=10_000, heavy_bytes=100)
     stage = ConnectorStage(Settings(), cfg, state=MemoryState())  # type: ignore[arg-type]
+    await stage.start()
     [small] = await stage.handle(upsert(1, "x" * 100), CTX)
     assert small.event.priority == "interactive"
     indexed(stage, 1, "x" * 100)
