@@ -26,7 +26,8 @@ from ragline.connector.fs_source import FileDoc, FilesystemSource, ScanResult, r
 from ragline.connector.metrics import FS_CHANGES, FS_SKIPPED
 from ragline.connector.source import EventSink
 from ragline.errors import BackendUnavailable
-from ragline.events import EventBase, Topics
+from ragline.events import BULK, INTERACTIVE, EventBase, Lane, Topics
+from ragline.runtime.lanes import with_lane
 
 __all__ = ["ChangeKind", "FsChange", "FsWatcher", "SnapEntry", "diff"]
 
@@ -107,6 +108,9 @@ class FsWatcher:
         self.interval_s = interval_s
         self.log = logger or logging.getLogger("ragline.connector.fs")
         self.snapshot: dict[str, SnapEntry] = self._load_state()
+        # the first poll without a snapshot publishes the whole tree: a first-time
+        # backfill, sent in the bulk lane (docs/lanes.md); later polls are edits
+        self.lane: Lane = BULK if not self.snapshot else INTERACTIVE
 
     # ----------------------------------------------------------------- state file
 
@@ -146,7 +150,7 @@ class FsWatcher:
     # ----------------------------------------------------------------- polling
 
     async def _publish(self, event: EventBase, kind: ChangeKind, counts: Counter[str]) -> None:
-        await self.sink.publish(Topics.SOURCE_CHANGES.value, event)
+        await self.sink.publish(Topics.SOURCE_CHANGES.value, with_lane(event, self.lane))
         FS_CHANGES.labels(kind.value).inc()
         counts[kind.value] += 1
 
@@ -198,6 +202,8 @@ class FsWatcher:
         finally:
             self.snapshot = new_snapshot
             self._save_state()
+            if self.snapshot:
+                self.lane = INTERACTIVE
         if changes:
             self.log.info("published", extra={"fields": dict(counts)})
         return counts

@@ -62,8 +62,12 @@ async def test_first_poll_upserts_everything_then_nothing(root: Path) -> None:
     events = sink.take()
     assert sorted(e.document_id for e in events) == ["docs:a.md", "docs:b.md"]
     assert all(isinstance(e, SourceUpsert) for e in events)
+    assert {e.priority for e in events} == {"bulk"}  # a first-time backfill
     await w.poll_once()
     assert sink.take() == []
+    touch(root / "a.md", "# A, edited\n")
+    await w.poll_once()
+    assert [e.priority for e in sink.take()] == ["interactive"]  # an edit
 
 
 async def test_modify_remove_and_acl_only(root: Path) -> None:
@@ -128,6 +132,7 @@ async def test_state_file_makes_restarts_incremental(root: Path, tmp_path: Path)
     touch(root / "c.md", "# C\n")
     await watcher(root, sink, state).poll_once()  # a new process
     events = sorted(sink.take(), key=lambda e: e.document_id)
+    assert {e.priority for e in events} == {"interactive"}  # not a backfill: it has state
     assert [(type(e).__name__, e.document_id) for e in events] == [
         ("SourceDelete", "docs:b.md"),
         ("SourceUpsert", "docs:c.md"),
