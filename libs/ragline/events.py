@@ -315,8 +315,8 @@ class EventBase(_Model):
     priority: Lane = Field(
         default=INTERACTIVE,
         exclude_if=lambda v: v == INTERACTIVE,
-        description="lane: interactive (served first) or bulk (sync, backfill, replay, "
-        "re-embedding); carried to every stage's output",
+        description="lane: interactive (served first) or bulk (sync, backfill, replay); "
+        "carried to every stage's output",
     )
 
     @field_validator("schema_version")
