@@ -86,10 +86,11 @@ def _tuning_md(steps: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _step(
-    plat: Any, es: Any, dataset: Any, name: str, env: dict[str, str], progress: bool
-) -> dict[str, Any]:
-    """Restart the query service with ``env`` over the defaults and run hybrid."""
+async def _rerun(
+    plat: Any, es: Any, dataset: Any, env: dict[str, str], modes: list[str], progress: bool
+) -> Any:
+    """Restart the query service with ``env`` over the defaults (the code on disk) and run
+    ``modes`` without re-ingesting."""
     from ragline.evaluation.client import QueryClient
     from ragline.evaluation.evaluate import evaluate, wait_ready
 
@@ -97,14 +98,21 @@ async def _step(
     step_es = es.model_copy(update={"query_url": url})
     async with QueryClient(step_es) as client:
         await wait_ready(client, timeout_s=300)
-    r = await evaluate(
+    return await evaluate(
         dataset,
         settings=plat.settings,
         eval_settings=step_es,
-        modes=["hybrid"],
+        modes=modes,
         ingest=False,
         progress=progress,
     )
+
+
+async def _step(
+    plat: Any, es: Any, dataset: Any, name: str, env: dict[str, str], progress: bool
+) -> dict[str, Any]:
+    """Restart the query service with ``env`` over the defaults and run hybrid."""
+    r = await _rerun(plat, es, dataset, env, ["hybrid"], progress)
     row = _row(r, "hybrid")
     print(f"tuning: {name}: {row}")
     return {"step": name, "env": env, "hybrid": row}
@@ -114,8 +122,7 @@ async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, prog
     """Serve after-runs on the ingested stack: one line of ``out/requests.jsonl`` each
     (``{"name": ..., "env": {...}, "modes": [...]}``), report in ``out/held/<name>/``
     with the baseline as its before; ``out/stop`` ends it."""
-    from ragline.evaluation.client import QueryClient
-    from ragline.evaluation.evaluate import evaluate, wait_ready, write_outputs
+    from ragline.evaluation.evaluate import write_outputs
     from ragline.evaluation.report import render_table
 
     done = 0
@@ -129,18 +136,8 @@ async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, prog
             continue
         for req in todo:
             done += 1
-            url = await plat.restart_query({**QUERY_ENV, **req.get("env", {})})
-            step_es = es.model_copy(update={"query_url": url})
-            async with QueryClient(step_es) as client:
-                await wait_ready(client, timeout_s=300)
-            r = await evaluate(
-                dataset,
-                settings=plat.settings,
-                eval_settings=step_es,
-                modes=list(req.get("modes", ["hybrid"])),
-                ingest=False,
-                progress=progress,
-            )
+            env, modes = dict(req.get("env", {})), list(req.get("modes", ["hybrid"]))
+            r = await _rerun(plat, es, dataset, env, modes, progress)
             write_outputs(r, out / "held" / str(req["name"]), baseline)
             print(f"held {req['name']}:\n{render_table(r)}", flush=True)
 
