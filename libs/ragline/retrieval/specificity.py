@@ -32,18 +32,17 @@ _MAX_IDENTS = 16  # more than this in one query: the first 16 (sorted) are weigh
 _MAX_LEN = 200
 
 # The text an identifier is looked for in: a chunk's title, contextual header and text (a
-# ticket key is often only in its title), lower-cased. The SAME expression is indexed by a
-# trigram GIN index (migration 0070), so ``LIKE '%ident%'`` reads only the chunks holding
-# the identifier's trigrams instead of every child chunk the caller can see.
+# ticket key is often only in its title), lower-cased. No index serves this under RLS
+# (LIKE is not leakproof, so the policy's quals run first: migration 0073); the lookup is a
+# scan of the caller's child chunks bounded by the statement timeout and the cache.
 SEARCH_TEXT = (
     "lower(coalesce(c.title, '') || ' ' || coalesce(c.contextual_header, '') || ' ' || c.text)"
 )
 
 
 def df_query(idents: list[str]) -> sql.Composed:
-    """In how many documents (RLS: of the caller's) each identifier occurs. The pattern is
-    a literal, not a bind parameter: the planner then estimates its selectivity from the
-    trigram statistics and picks the index (a generic plan for ``LIKE $1`` may not)."""
+    """In how many documents (RLS: of the caller's) each identifier occurs (``LIKE`` with
+    the identifier escaped, so ``_`` and ``%`` in it are literal)."""
     one = sql.SQL(
         "SELECT {ident}::text AS ident,"
         " (SELECT count(DISTINCT c.document_id) FROM chunks c"

@@ -3,10 +3,15 @@ can see each English-stemmed word of the query occurs, and which of them the bes
 lexical hit holds (``term_evidence.TermStats``, for abstention).
 
 Read under RLS (counts cover the caller's own chunks only: they reveal nothing about
-other tenants or groups) from the full-text GIN index of migration 0071, in one bounded
-transaction (statement timeout); counts are capped (``cap``: past it a word is common
-and its exact count barely moves its IDF) and cached briefly per scope and word. A
-failed or timed-out lookup returns None: the similarity threshold then decides alone.
+other tenants or groups) in one pass over the caller's child chunks, in one bounded
+transaction (statement timeout), cached briefly per scope and word. No index can serve
+it: under RLS the policy's quals run before any non-leakproof qual, and ``@@`` is not
+leakproof (migration 0073). Parsing every chunk costs about 1 ms per chunk on a busy
+machine (SciFact, 5,750 chunks: 4.7 s), so a caller who can see more than
+``max_chunks`` child chunks gets no statistics (None) and the similarity threshold
+decides alone, as it does when the lookup fails or times out. Serving larger corpora
+needs the statistics from an index the query role may use: the lexical index's own
+document frequencies (OpenSearch, under the same scope filters as the lexical leg).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ _log = logging.getLogger(__name__)
 _MAX_TERMS = 32  # words of one query weighed (sorted); a longer query keeps the first 32
 _MAX_TEXT = 20_000  # characters of the query / the top hit that are parsed
 
-# The text the words are counted in; the SAME expression is indexed by migration 0071.
+# The text the words are counted in (the identifier lookup's, without lower()).
 TERMS_TEXT = "coalesce(c.title, '') || ' ' || coalesce(c.contextual_header, '') || ' ' || c.text"
 _LEXEMES = (
     "SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s)),"
@@ -55,19 +60,22 @@ def query_terms(lexemes: Iterable[str] | None) -> list[str]:
     return sorted(t for t in found if not _COMPOUND.match(t))[:_MAX_TERMS]
 
 
-def df_query(terms: list[str], cap: int) -> sql.Composed:
-    """Per word, the caller's child chunks holding it, counted up to ``cap``. The words
-    are literals (not bind parameters) so the planner reads the index's statistics."""
-    one = sql.SQL(
-        "SELECT {term}::text AS term, (SELECT count(*) FROM ("
-        "SELECT 1 FROM chunks c WHERE c.level = 'child'"
-        " AND to_tsvector('english'::regconfig, {text})"
-        " @@ to_tsquery('simple', quote_literal({term}::text)) LIMIT {cap}) x) AS df"
-    )
-    return sql.SQL(" UNION ALL ").join(
-        one.format(term=sql.Literal(t), text=sql.SQL(TERMS_TEXT), cap=sql.Literal(cap))
+_COUNT_ONE = sql.SQL("count(*) FILTER (WHERE v @@ to_tsquery('simple', quote_literal({t}::text)))")
+
+
+def df_query(terms: list[str]) -> sql.Composed:
+    """One pass over the caller's child chunks: per word, how many hold it. Each chunk is
+    parsed once, whatever the number of words."""
+    counts = sql.SQL(", ").join(
+        sql.SQL(
+            "count(*) FILTER (WHERE v @@ to_tsquery('simple', quote_literal({t}::text)))"
+        ).format(t=sql.Literal(t))
         for t in terms
     )
+    return sql.SQL(
+        "SELECT {counts} FROM (SELECT to_tsvector('english'::regconfig, {text}) AS v"
+        " FROM chunks c WHERE c.level = 'child') s"
+    ).format(counts=counts, text=sql.SQL(TERMS_TEXT))
 
 
 class QueryTermFrequency:
@@ -77,13 +85,13 @@ class QueryTermFrequency:
         *,
         ttl_s: float = 30.0,
         timeout_ms: int = 1000,
-        cap: int = 2000,
+        max_chunks: int = 2000,
         max_entries: int = 65536,
     ) -> None:
         self._pool = pool
         self._ttl = ttl_s
         self._timeout_ms = timeout_ms
-        self._cap = cap
+        self._max_chunks = max_chunks
         self._max = max_entries
         self._df: dict[tuple[str, str], tuple[float, int]] = {}
         self._chunks: dict[str, tuple[float, int]] = {}
@@ -111,6 +119,8 @@ class QueryTermFrequency:
                     if len(self._chunks) >= self._max:
                         self._chunks.clear()
                     self._chunks[scope] = (now, chunks)
+                if chunks > self._max_chunks:
+                    return None  # too many to parse per query (module docstring)
                 df: dict[str, int] = {}
                 missing: list[str] = []
                 for t in terms:
@@ -120,8 +130,9 @@ class QueryTermFrequency:
                     else:
                         missing.append(t)
                 if missing:
-                    cur = await conn.execute(df_query(missing, self._cap))
-                    df.update({str(r[0]): int(r[1]) for r in await cur.fetchall()})
+                    cur = await conn.execute(df_query(missing))
+                    counts = await cur.fetchone()
+                    df.update(zip(missing, (int(v) for v in counts or ()), strict=True))
         except RaglineError as exc:
             _log.warning(
                 "query term lookup failed", extra={"fields": {"error": type(exc).__name__}}

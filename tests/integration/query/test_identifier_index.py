@@ -1,17 +1,15 @@
-"""Identifier specificity read through the trigram index (migration 0070) instead of a
-strpos() scan of every child chunk: same counts, LIKE's wildcards taken literally, and
-the planner can answer the lookup from the index."""
+"""Identifier specificity by LIKE (identifier escaped: its wildcards are literal) and the
+release-label read through its partial index (migration 0072)."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
-from psycopg import sql
 from query_helpers import GROUP_A, Corpus
 
 from ragline.auth.principal import Principal
 from ragline.config import Settings
-from ragline.retrieval.specificity import IdentifierFrequency, df_query, like_pattern
+from ragline.retrieval.scope import rls_transaction
+from ragline.retrieval.specificity import IdentifierFrequency, like_pattern
 from ragline.retrieval.versions import VERSIONS_SQL
 from ragline.store.pool import open_pool
 
@@ -34,28 +32,20 @@ async def test_wildcards_in_an_identifier_are_literal(stack: Settings, corpus: C
         await pool.close()
 
 
-async def test_the_lookup_can_use_the_trigram_index(stack: Settings, corpus: Corpus) -> None:
-    """The indexed expression and the lookup's expression are the same (a typo in either
-    silently turns every lookup back into a scan). Read as the owner (no RLS predicate
-    whose own index a tiny test table would favour), with sequential scans priced out."""
-    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
-        await conn.execute("SET enable_seqscan = off")
-        cur = await conn.execute(sql.SQL("EXPLAIN ") + df_query(["err-4711", "bcanary"]))
-        plan = "\n".join(str(r[0]) for r in await cur.fetchall())
-    assert plan.count("chunks_child_search_trgm") == 2, plan
-
-
 def test_like_pattern_escapes() -> None:
     assert like_pattern("a_b%c\\d") == "%a\\_b\\%c\\\\d%"
 
 
 async def test_version_labels_read_through_their_index(stack: Settings, corpus: Corpus) -> None:
-    """retrieval/versions.py's read matches migration 0072's partial index (a tenant's
-    versioned, indexed documents only)."""
-    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
-        await conn.execute("SET enable_seqscan = off")
-        cur = await conn.execute(
-            "EXPLAIN " + VERSIONS_SQL + " AND tenant_id = %s", (corpus.tenant,)
-        )
-        plan = "\n".join(str(r[0]) for r in await cur.fetchall())
-    assert "documents_versioned_idx" in plan, plan
+    """retrieval/versions.py's read is served by migration 0072's partial index for the
+    query role, under RLS (its quals are leakproof, unlike LIKE or @@: migration 0073)."""
+    pool = await open_pool(stack.query_dsn(), name="versions-plan-test")
+    try:
+        a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
+        async with rls_transaction(pool, a) as conn:
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            cur = await conn.execute("EXPLAIN " + VERSIONS_SQL)
+            plan = "\n".join(str(r[0]) for r in await cur.fetchall())
+        assert "documents_versioned_idx" in plan, plan
+    finally:
+        await pool.close()
