@@ -4,15 +4,17 @@ On a private stack (temp dir, free ports), every service runs as its own process
 as in production. Measured in one run:
 - pipeline ingest throughput: documents/s and child chunks/s from publishing the first
   SourceUpsert to the last document indexed (Postgres and OpenSearch written);
-- the embedder alone on the same child texts (same model, batch 64, in-process, no
-  cache) and the ratio pipeline / embedder-alone (a pipelined system should approach its
-  bottleneck; target >= 0.8);
+- the embedder alone on the same child texts (same model and backend, the stage's
+  adaptive model calls, in-process, no cache) and the ratio pipeline / embedder-alone (a
+  pipelined system should approach its bottleneck; target >= 0.8); ``--backend`` picks
+  the embedder backend of both (torch, onnx, onnx-int8; ``make bench`` runs each);
 - freshness: change event -> document indexed (searchable), p50/p95, idle and while the
   backfill is running.
 
-    .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15]
+    .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15] [--backend onnx]
+        [--json bench/out/pipeline_onnx.json]
 
-Writes bench/out/pipeline.json and bench/out/pipeline_freshness.png.
+Writes bench/out/pipeline.json (or ``--json``) and bench/out/pipeline_freshness.png.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             wall = time.perf_counter() - t0
             busy = await busy_task
             cur = await conn.execute(
-                "SELECT c.text, c.contextual_header FROM chunks c"
+                "SELECT c.text, c.contextual_header, c.token_count FROM chunks c"
                 " WHERE c.tenant_id = %s AND c.level = 'child'",
                 (tenant,),
             )
@@ -162,22 +164,42 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
     print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
 
-    from ragline.embedding.model import SentenceTransformerEmbedder
+    from ragline.embedding.adaptive import batch_sizer, estimate_tokens, plan_batches
+    from ragline.embedding.model import load_embedder
+    from ragline.embedding.settings import EmbedderSettings
 
-    model = SentenceTransformerEmbedder(batch_size=64)
-    texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h in rows]
+    cfg = EmbedderSettings()  # the services' own (RAGLINE_EMBEDDER_BACKEND=--backend)
+    model = load_embedder(cfg)
+    texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h, _ in rows]
+    lengths = [estimate_tokens(n, (h or "").strip()) for _, h, n in rows]
+    sizer = batch_sizer(cfg)
+    if sizer is None:
+        calls = [
+            list(range(i, min(i + cfg.batch_size, len(texts))))
+            for i in range(0, len(texts), cfg.batch_size)
+        ]
+    else:  # the stage plans one poll (64 documents) at a time
+        calls = []
+        per_poll = max(1, round(len(texts) / max(1, len(backfill)) * 64))
+        for s0 in range(0, len(texts), per_poll):
+            part = lengths[s0 : s0 + per_poll]
+            budget, most = sizer.token_budget, sizer.policy.max_batch
+            calls += [
+                [s0 + i for i in b] for b in plan_batches(part, token_budget=budget, max_batch=most)
+            ]
     model.encode(texts[:64])  # warm-up
     t1 = time.perf_counter()
-    for i in tqdm(range(0, len(texts), 64), desc="embedder alone", unit="batch"):
-        model.encode(texts[i : i + 64])
+    for call in tqdm(calls, desc="embedder alone", unit="call"):
+        model.encode([texts[i] for i in call])
     alone = time.perf_counter() - t1
+    report["embedder_backend"] = cfg.backend
     report["embedder_alone"] = {"wall_s": alone, "chunks_per_s": len(texts) / alone}
     report["ratio_pipeline_to_embedder"] = (children / wall) / (len(texts) / alone)
     print(
         f"embedder alone: {len(texts) / alone:.1f} chunks/s; "
         f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}"
     )
-    (OUT / "pipeline.json").write_text(json.dumps(report, indent=2))
+    args.json.write_text(json.dumps(report, indent=2))
     plot(idle, busy)
     return report
 
@@ -201,7 +223,11 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--probes", type=int, default=15)
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
+    ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
     args = ap.parse_args()
+    if args.backend:  # inherited by every service process and the embedder-alone run
+        os.environ["RAGLINE_EMBEDDER_BACKEND"] = args.backend
     OUT.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     with patched_environ(stack_env(base / "state")):
@@ -229,7 +255,7 @@ def main() -> int:
             for p in procs:
                 p.cleanup()
             asyncio.run(manager.down())
-    (OUT / "pipeline.json").write_text(json.dumps(report, indent=2))
+    args.json.write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
     return 0
 

@@ -47,7 +47,38 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
         "connector.json",
     ),
     "index": ("index_bench.py", [], ["--docs", "150"], "index.json"),
-    "pipeline": ("pipeline_bench.py", [], ["--docs", "200", "--probes", "5"], "pipeline.json"),
+    # whole pipeline vs the embedder alone, once per embedder backend
+    "pipeline": (
+        "pipeline_bench.py",
+        ["--backend", "torch"],
+        ["--docs", "200", "--probes", "5", "--backend", "torch"],
+        "pipeline.json",
+    ),
+    **{
+        f"pipeline_{b.replace('-', '_')}": (
+            "pipeline_bench.py",
+            ["--backend", b, "--json", f"bench/out/pipeline_{b}.json"],
+            [
+                "--docs",
+                "200",
+                "--probes",
+                "5",
+                "--backend",
+                b,
+                "--json",
+                f"bench/out/pipeline_{b}.json",
+            ],
+            f"pipeline_{b}.json",
+        )
+        for b in ("onnx", "onnx-int8")
+    },
+    # torch vs onnx vs onnx-int8: chunks/s, cosine, nDCG@10 on SciFact (docs/benchmarks.md)
+    "embedder": (
+        "embedder_bench.py",
+        [],
+        ["--chunk-docs", "40", "--rounds", "1", "--queries", "100", "--corpus-docs", "200"],
+        "embedder.json",
+    ),
     "freshness": (
         "freshness_bench.py",
         [],
@@ -125,6 +156,20 @@ def main() -> int:
     ]
     for n, r in summary["results"].items():
         lines.append(f"| {n} | {r['status']} | {r.get('seconds', '-')} |")
+    ratios = [
+        (r["report"].get("embedder_backend", "torch"), r["report"])
+        for n, r in summary["results"].items()
+        if n.startswith("pipeline") and isinstance(r.get("report"), dict)
+    ]
+    if ratios:  # whole pipeline vs the embedder alone, per embedder backend
+        lines += ["", "| embedder backend | pipeline chunks/s | embedder alone chunks/s | ratio |"]
+        lines.append("|---|---|---|---|")
+        for backend, rep in ratios:
+            pipe = rep.get("pipeline", {}).get("chunks_per_s")
+            alone = rep.get("embedder_alone", {}).get("chunks_per_s")
+            ratio = rep.get("ratio_pipeline_to_embedder")
+            if pipe and alone and ratio:
+                lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} |")
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all(r["status"] == "ok" for r in summary["results"].values()) else 1

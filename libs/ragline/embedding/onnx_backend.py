@@ -95,6 +95,7 @@ def _atomic_copy(src: Path, dest: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
     os.close(fd)
     shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a build-time export from the service user
     os.replace(tmp, dest)
 
 

@@ -107,6 +107,7 @@ def test_export_is_cached_and_atomic(onnx_dir: Path, fp32: OnnxEmbedder) -> None
     assert export_onnx(model_dir, onnx_dir, rev, int8=False) == path
     assert path.stat().st_mtime_ns == before  # not exported again
     assert not [p for p in (onnx_dir / rev).iterdir() if p.name.startswith(".")]  # no temp left
+    assert path.stat().st_mode & 0o044 == 0o044  # readable by the service user of an image
 
 
 def test_corrupt_cached_export_is_a_config_error(tmp_path: Path) -> None:
