@@ -25,11 +25,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from aiokafka.errors import KafkaError
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragline.errors import BackendUnavailable
 from ragline.events import BULK, INTERACTIVE, LANED_TOPICS, EventBase, Lane, Topics, lane_topic
+from ragline.runtime.kafka_errors import kafka_errors
 
 __all__ = ["LaneGate", "LaneSettings", "demote", "lane_inputs", "with_lane"]
 
@@ -107,8 +108,9 @@ class LaneGate:
             if high is None:
                 continue
             try:
-                pos = await asyncio.wait_for(consumer.position(tp), 0.2)
-            except (KafkaError, TimeoutError):  # rebalancing, no position yet: do not wait
+                with kafka_errors("read a position"):
+                    pos = await asyncio.wait_for(consumer.position(tp), 0.2)
+            except BackendUnavailable:  # rebalancing, no position yet: do not wait
                 continue
             if high > pos:
                 return True

@@ -5,10 +5,10 @@ built package imports and works in an isolated interpreter that has no ragline a
 from __future__ import annotations
 
 import email
-import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -19,23 +19,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def client_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = tmp_path_factory.mktemp("client-src") / "python"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
-    shutil.copytree(REPO / "clients" / "python", src, ignore=ignore)
-    out = tmp_path_factory.mktemp("client-wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation"]
-    proc = subprocess.run(
-        [*cmd, "-q", "-w", str(out)],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+def client_wheel(build_wheel: Callable[..., Path]) -> Path:
+    """Built from a copy of clients/python only."""
+    return build_wheel(
+        REPO / "clients" / "python", ("pyproject.toml", "README.md", "src"), "ragline_client-*.whl"
     )
-    assert proc.returncode == 0, proc.stderr
-    (whl,) = out.glob("ragline_client-*.whl")
-    return whl
 
 
 def test_wheel_contents_and_metadata(client_wheel: Path) -> None:

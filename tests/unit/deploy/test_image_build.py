@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -140,37 +141,9 @@ def test_build_context_is_an_allow_list() -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(build_wheel: Callable[..., Path]) -> Path:
     """The wheel the image installs, built from a copy of the sources (never in the repo)."""
-    src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("libs", "services"):
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            ".",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-        ],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    (whl,) = out.glob("ragline-*.whl")
-    return whl
+    return build_wheel(REPO, ("pyproject.toml", "README.md", "libs", "services"), "ragline-*.whl")
 
 
 def test_wheel_carries_migrations_services_and_entry_points(wheel: Path) -> None:
