@@ -19,20 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import ConfigError
 
 __all__ = ["PIPELINE", "PrivatePlatform", "private_platform"]
 
-PIPELINE: tuple[str, ...] = (
-    "connector",
-    "parser",
-    "scanner",
-    "chunker",
-    "enricher",
-    "embedder",
-    "indexer",
-)
+# the catalog's services up to the indexer (no answer cache, no query API of its own)
+PIPELINE: tuple[str, ...] = SERVICES[: SERVICES.index("indexer") + 1]
 
 
 @dataclass(kw_only=True)

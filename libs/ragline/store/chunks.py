@@ -69,36 +69,13 @@ CHUNK_COLUMNS: tuple[str, ...] = (
 _KEY = ("tenant_id", "chunk_id")
 
 # the fields of a chunk's OpenSearch document (the strict mapping, store/os_index.py):
-# what the projection reads; no vectors, no metadata blob
-OS_FIELDS: tuple[str, ...] = (
-    "chunk_id",
-    "tenant_id",
-    "document_id",
-    "parent_id",
-    "generation",
-    "ordinal",
-    "text",
-    "contextual_header",
-    "title",
-    "section_path",
-    "content_type",
-    "language",
-    "source_type",
-    "uri",
-    "acl_groups",
-    "classification",
-    "trust",
-    "version",
-    "series_id",
-    "effective_date",
-    "expiry_date",
-    "superseded",
-    "injection_suspect",
-    "pii_types",
-    "token_count",
-    "page_start",
-    "page_end",
+# what the projection reads
+_NOT_IN_OPENSEARCH = frozenset(
+    # children only (no level); no vectors; no metadata blob or line numbers
+    {"level", "embedding", "embedding_model", "embedding_revision", "metadata"}
+    | {"line_start", "line_end"}
 )
+OS_FIELDS: tuple[str, ...] = tuple(c for c in CHUNK_COLUMNS if c not in _NOT_IN_OPENSEARCH)
 
 
 def _insert_query() -> sql.Composed:

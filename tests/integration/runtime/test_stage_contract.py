@@ -34,6 +34,7 @@ import pytest_asyncio
 
 from ragline.cache.settings import CacheSettings
 from ragline.cache.stage import CacheInvalidatorStage
+from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.chunking.stage import ChunkerStage
 from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
@@ -75,17 +76,8 @@ PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nQUJDREVG\n-----END RSA PRIVATE K
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 ENVELOPE = ("tenant_id", "document_id", "source_seq", "traceparent", "occurred_at")
 DOCUMENT_FIELDS = ("meta", "findings", "change")
-# the pipeline order: each stage takes what the one before it emitted
-PIPELINE = (
-    "connector",
-    "parser",
-    "scanner",
-    "chunker",
-    "enricher",
-    "embedder",
-    "indexer",
-    "cache_invalidator",
-)
+# the pipeline order (the catalog's): each stage takes what the one before it emitted
+PIPELINE = tuple(s for s in SERVICES if s not in HTTP_SERVICES)
 
 
 class _PseudoEmbedder:
