@@ -130,7 +130,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.poisoned: list[tuple[str, str]] = []
-        # upserts sent since the last settle: (lane, indexable?) per document
+        # changes sent since the last settle: (lane, a quarantined version?) per document
         self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool]]] = {}
         self.lane: Lane = INTERACTIVE  # the lane of the next source change
         self.world.driver.history.clear()
@@ -211,22 +211,27 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
         self.steps.append(f"upsert t{t} {d} seq={seq} {version.token}/{kind} acl={acl} {name!r}")
         self.model[key].upsert(up)
-        ok = version.kind == "ok"
+        self._crossing(key, quarantined=version.kind != "ok")
+        self._send(ev)
+
+    def _crossing(self, key: tuple[str, str], *, quarantined: bool) -> None:
+        """A quarantined version and another change of the document (an indexable
+        version, an ACL change, a delete) sent in different lanes since the last settle:
+        which one the connector sees first decides what stays readable (ADR 0008, an
+        older change after a quarantined version is stale; ADR 0007, one before it stays,
+        narrowed), not the send order the model follows. The stores must still agree."""
         sent = self.unsettled.setdefault(key, [])
-        if any(lane != self.lane and was_ok != ok for lane, was_ok in sent):
-            # an indexable and a quarantined version in different lanes: which one the
-            # connector sees first decides (ADR 0008: an older version after a quarantined
-            # one is stale; ADR 0007: one before it stays, narrowed), not the send order
+        if any(lane != self.lane and was_q != quarantined for lane, was_q in sent):
             self.model[key].exact = False
             self.model[key].unsure = True
-        sent.append((self.lane, ok))
-        self._send(ev)
+        sent.append((self.lane, quarantined))
 
     def do_delete(self, t: int, d: str, how: SeqHow, reuse: int | None = None) -> None:
         key = self._key(t, d)
         seq = self._seq(key, how)
         self.steps.append(f"delete t{t} {d} seq={seq}")
         self.model[key].delete(seq)
+        self._crossing(key, quarantined=False)
         self._send(
             SourceDelete(
                 event_id=self._event_id(reuse), tenant_id=key[0], document_id=d, source_seq=seq
@@ -240,6 +245,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         seq = self._seq(key, how)
         self.steps.append(f"acl t{t} {d} seq={seq} acl={acl}")
         self.model[key].acl_change(seq, tuple(sorted(acl)))
+        self._crossing(key, quarantined=False)
         self._send(
             SourceAclChange(
                 event_id=self._event_id(reuse),
