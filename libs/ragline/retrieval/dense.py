@@ -22,7 +22,7 @@ from ragline.retrieval.filters import Predicate, to_sql
 from ragline.store.pg_errors import pg_errors
 from ragline.store.space_model import Space
 
-__all__ = ["DenseHit", "dense_search"]
+__all__ = ["DenseHit", "dense_query", "dense_search"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +30,35 @@ class DenseHit:
     chunk_id: str
     similarity: float  # cosine similarity, 1 - cosine distance
     rank: int
+
+
+def dense_query(
+    principal: Principal,
+    vector: npt.NDArray[np.float32],
+    preds: Sequence[Predicate],
+    *,
+    limit: int,
+    space: Space | None = None,
+) -> tuple[sql.Composed, list[Any]]:
+    """The dense leg's SQL and arguments: ``chunks.embedding`` for the primary space,
+    else the space's partition (its id a literal, so the planner prunes to it and uses
+    its HNSW index) joined to the chunk row, which carries the filters (ADR 0013)."""
+    where, params = to_sql(preds, "c")
+    if space is None or space.is_primary:
+        query = sql.SQL(
+            "SELECT c.chunk_id, c.embedding <=> %s AS distance FROM chunks c"
+            " WHERE c.tenant_id = %s AND c.level = 'child' AND c.embedding IS NOT NULL"
+            " AND {where} ORDER BY c.embedding <=> %s LIMIT %s"
+        ).format(where=where)
+        return query, [vector, principal.tenant, *params, vector, limit]
+    vec = sql.SQL("(v.embedding::vector({dim}))").format(dim=sql.Literal(space.dim))
+    query = sql.SQL(
+        "SELECT c.chunk_id, {vec} <=> %s AS distance FROM space_vectors v"
+        " JOIN chunks c ON c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id"
+        " WHERE v.space_id = {sid} AND v.tenant_id = %s AND c.level = 'child'"
+        " AND {where} ORDER BY {vec} <=> %s LIMIT %s"
+    ).format(vec=vec, sid=sql.Literal(space.space_id), where=where)
+    return query, [vector, principal.tenant, *params, vector, limit]
 
 
 async def dense_search(
@@ -46,23 +75,7 @@ async def dense_search(
     """Top ``limit`` child chunks by cosine similarity. ``conn`` must be inside
     ``rls_transaction`` for ``principal`` (the tenant predicate here is only a second lock
     on the same door)."""
-    where, params = to_sql(preds, "c")
-    if space is None or space.is_primary:
-        query = sql.SQL(
-            "SELECT c.chunk_id, c.embedding <=> %s AS distance FROM chunks c"
-            " WHERE c.tenant_id = %s AND c.level = 'child' AND c.embedding IS NOT NULL"
-            " AND {where} ORDER BY c.embedding <=> %s LIMIT %s"
-        ).format(where=where)
-        args: list[Any] = [vector, principal.tenant, *params, vector, limit]
-    else:  # the space's partition and HNSW index (ADR 0013); the chunk row filters
-        vec = sql.SQL("(v.embedding::vector({dim}))").format(dim=sql.Literal(space.dim))
-        query = sql.SQL(
-            "SELECT c.chunk_id, {vec} <=> %s AS distance FROM space_vectors v"
-            " JOIN chunks c ON c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id"
-            " WHERE v.space_id = %s AND v.tenant_id = %s AND c.level = 'child'"
-            " AND {where} ORDER BY {vec} <=> %s LIMIT %s"
-        ).format(vec=vec, where=where)
-        args = [vector, space.space_id, principal.tenant, *params, vector, limit]
+    query, args = dense_query(principal, vector, preds, limit=limit, space=space)
     with pg_errors():
         await conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"

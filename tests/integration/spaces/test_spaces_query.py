@@ -6,6 +6,7 @@ during flips see no errors and no list that mixes spaces."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,8 +16,10 @@ import httpx
 import jwt
 import numpy as np
 import pytest
+from psycopg import sql
 from spaces_helpers import seed_real
 
+from ragline.auth.principal import Principal
 from ragline.cache.result_cache import answer_cache_factory
 from ragline.cache.settings import CacheSettings
 from ragline.config import Settings
@@ -25,6 +28,7 @@ from ragline.embedding.model import SentenceTransformerEmbedder
 from ragline.events import DocControl
 from ragline.indexing.samples import acl_event
 from ragline.indexing.writer import IndexWriter
+from ragline.retrieval.dense import dense_query
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.retrieval.settings import QuerySettings
 from ragline.runtime.stack.testing import unique_tenant
@@ -114,6 +118,20 @@ async def test_dual_write_acl_delete_and_admin_only_space(install, pool, model):
             want = transform([vec(full)], 64)[0]
             assert np.allclose(vec(small), want, atol=1e-6)
         await conn.commit()
+
+    # the dense query of a space prunes to its partition and its ORDER BY matches the
+    # partition's HNSW index expression (forced here: on 16 rows a sort is cheaper)
+    principal = Principal(tenant=tenant, groups=("eng",), subject="t")
+    q = space.query_vector(np.asarray(model.encode([Q])[0], dtype=np.float32))
+    query, args = dense_query(principal, q, [], limit=5, space=space)
+    async with pool.connection() as conn:
+        await conn.execute("SET LOCAL enable_seqscan = off")
+        await conn.execute("SET LOCAL enable_sort = off")
+        cur = await conn.execute(sql.SQL("EXPLAIN ") + query, args)
+        plan = "\n".join(r[0] for r in await cur.fetchall())
+        await conn.rollback()
+    assert f"space_vectors_s{space.space_id}_hnsw" in plan, plan
+    assert set(re.findall(r"space_vectors_s(\d+)", plan)) == {str(space.space_id)}  # pruned
 
     h = auth(tenant, ["eng"])
     async with app_client(install, model) as c:
