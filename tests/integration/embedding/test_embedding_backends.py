@@ -1,0 +1,52 @@
+"""The embedder stage on the int8 ONNX backend (exported offline into the default export
+directory, once per machine) against the real stack: its own revision in the records and
+in the Postgres cache, unit vectors that keep meaning, and the backend in the metrics."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from ragline.embedding.settings import EmbedderSettings
+from ragline.embedding.stage import EmbedderStage
+from ragline.events import ChunkLevel
+from ragline.indexing.samples import enriched_event
+from ragline.runtime.stage import StageContext
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+
+async def test_int8_stage_records_its_own_revision_and_caches_under_it(stack, tenant):
+    stage = EmbedderStage(stack, EmbedderSettings(backend="onnx-int8"))
+    await stage.start()
+    try:
+        ev = enriched_event(
+            tenant_id=tenant,
+            document_id="wiki:int8",
+            source_seq=1,
+            texts=[
+                "Cats are small domesticated felines that purr.",
+                "Kittens are young cats and love to play.",
+                "The quarterly tax filing deadline is in April.",
+            ],
+            title="Animals and taxes",
+        )
+        ctx = StageContext(settings=stack, logger=logging.getLogger("test.embedder.int8"))
+        ((out,),) = await stage.handle_batch([ev], ctx)
+        doc = out.event
+        assert doc.embedding_revision.endswith("+int8") and doc.embedding_dim == 384
+        vecs = np.asarray(
+            [c.embedding for c in doc.chunks if c.level is ChunkLevel.CHILD], dtype=np.float32
+        )
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+        sims = vecs @ vecs.T
+        assert sims[0, 1] > sims[0, 2] + 0.1
+        info = REGISTRY.get_sample_value("ragline_embedding_backend_info", {"backend": "onnx-int8"})
+        assert info == 1.0
+        assert stage.batcher.cache is not None
+        assert stage.batcher.cache.revision == doc.embedding_revision  # type: ignore[attr-defined]
+    finally:
+        await stage.stop()
