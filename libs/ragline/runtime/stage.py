@@ -213,4 +213,5 @@ def quarantined_event(event: EventBase, exc: QuarantineError, *, stage: str) -> 
         reason_code=exc.reason_code,
         reason=exc.reason[:1000],
         findings=findings or getattr(event, "findings", None),
+        priority=event.priority,  # the input's lane (docs/lanes.md)
     )

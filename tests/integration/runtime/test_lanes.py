@@ -43,7 +43,7 @@ pytestmark = pytest.mark.integration
 BULK_DOCS = 16
 
 
-class _SlowBulk(Stage):
+class _SlowBulk(Stage[DocFetched, DocControl]):
     """doc.fetched in, a doc.control out; a bulk event takes a while."""
 
     name: ClassVar[str] = "parser"  # its topology entry (lag); own prefix, own groups
@@ -51,11 +51,11 @@ class _SlowBulk(Stage):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.started: list[tuple[str, str]] = []  # (lane, document_id) at handle start
+        self.seen: list[tuple[str, str]] = []  # (lane, document_id) at handle start
         self.bulk_started = asyncio.Event()
 
-    async def handle(self, event: Any, ctx: StageContext) -> Sequence[Output]:
-        self.started.append((event.priority, event.document_id))
+    async def process(self, event: DocFetched, ctx: StageContext) -> Sequence[Output[DocControl]]:
+        self.seen.append((event.priority, event.document_id))
         if event.priority == BULK:
             self.bulk_started.set()
             await asyncio.sleep(0.25)
@@ -104,13 +104,14 @@ async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
     await ensure_pipeline_topics(settings, partitions=2, replication_factor=1)
     stage = _SlowBulk(settings)
     runner = StageRunner(stage, settings, logging.getLogger("test.lanes"))
+    await stage.start()
     await runner.broker.start()
     try:
         async with EventPublisher(settings, service="test") as pub:
             for i in range(BULK_DOCS):
                 await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/b{i}", BULK))
             await asyncio.wait_for(stage.bulk_started.wait(), 120)
-            before = sum(1 for lane, _ in stage.started if lane == BULK)
+            before = sum(1 for lane, _ in stage.seen if lane == BULK)
             await pub.publish(
                 Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/edit", INTERACTIVE)
             )
@@ -123,7 +124,7 @@ async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
     finally:
         await runner.broker.stop()
 
-    order = [d for _, d in stage.started]
+    order = [d for _, d in stage.seen]
     assert sorted(order) == sorted(
         [f"fs:{tenant}/b{i}" for i in range(BULK_DOCS)] + [f"fs:{tenant}/edit"]
     )
