@@ -34,7 +34,7 @@ from ragline.connector.intake import (
 from ragline.connector.metrics import DECISIONS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
-from ragline.errors import QuarantineError
+from ragline.errors import PermanentError, QuarantineError
 from ragline.events import (
     BULK,
     DocControl,
@@ -148,8 +148,8 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         view = dict(stored)  # the stored state as this batch's earlier events left it
         accepts: dict[_Key, _Intake] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
-        # (index, key, decision, outputs or the version's quarantine) awaiting the write
-        waiting: list[tuple[int, _Key, Decision, list[_Out] | QuarantineError]] = []
+        # (index, key, decision, outputs or the version's failure) awaiting the write
+        waiting: list[tuple[int, _Key, Decision, list[_Out] | BaseException]] = []
         for i, ev in changes.items():
             key = _key(ev)
             st = view.get(key)
@@ -177,13 +177,15 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             if isinstance(got, BaseException):
                 results[i] = got
                 # still seen (ADR 0008): an older version after it in the batch is stale;
-                # a quarantine is recorded with the batch, before any later batch reads
+                # a quarantine (or a last failed attempt: dead-lettered, recorded as
+                # quarantined) is recorded with the batch, before any later batch reads
                 if failed_version_counts(st, ev):
                     view[key] = _seen(
                         st, ev.source_seq, acl=False, content_hash=ev.content_hash, failed=True
                     )
-                    if isinstance(got, QuarantineError):
-                        _note(accepts, key, _Intake(ev.source_seq, ev.content_hash, got))
+                    final = _final_failure(got, ctx.attempt, self.settings.max_attempts)
+                    if final is not None:
+                        _note(accepts, key, _Intake(ev.source_seq, ev.content_hash, final))
                         _acl(acls, key, meta.acl_groups, ev.source_seq)
                         waiting.append((i, key, Decision.CONTENT, got))
                 continue
@@ -228,7 +230,7 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                 ok = written.get(key, False)
                 if isinstance(ok, BaseException):  # this document's write failed alone
                     results[i] = ok
-                elif isinstance(then, QuarantineError):
+                elif isinstance(then, BaseException):
                     results[i] = then  # the runtime publishes doc.quarantined (the indexer)
                 elif ok:
                     results[i] = then
@@ -280,6 +282,21 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
 
 def _key(ev: _Change) -> _Key:
     return (ev.tenant_id, ev.document_id)
+
+
+def _final_failure(exc: BaseException, attempt: int, max_attempts: int) -> QuarantineError | None:
+    """How a failed fetch ends when this attempt is its last (the runtime's rule: a
+    permanent error at once, anything else after ``max_attempts``): its quarantine, or
+    the runtime's 'dead_lettered' one; None while it will be retried."""
+    if isinstance(exc, QuarantineError):
+        return exc
+    if not isinstance(exc, PermanentError) and attempt < max_attempts:
+        return None
+    return QuarantineError(
+        "dead_lettered",
+        f"connector could not fetch this version ({type(exc).__name__} after {attempt} "
+        "attempt(s)); it is in the dead-letter topic (ragline dlq replay)",
+    )
 
 
 class _Intake(NamedTuple):

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from ragline.connector.fetch import ContentFetcher
 from ragline.connector.intake import StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage, effective_meta
-from ragline.errors import BackendUnavailable, PermanentError, QuarantineError
+from ragline.errors import BackendUnavailable, PermanentError, QuarantineError, TransientError
 from ragline.events import (
     ContentRef,
     DocControl,
@@ -336,3 +337,31 @@ async def test_a_heavy_document_travels_on_in_the_bulk_lane(tmp_path: Path) -> N
         ("doc.control", "interactive"),
         ("doc.fetched", "bulk"),
     ]
+
+
+@pytest.mark.parametrize("last", [False, True])
+async def test_a_fetch_that_keeps_failing_is_recorded_on_its_last_attempt(
+    stage: ConnectorStage, monkeypatch: pytest.MonkeyPatch, last: bool
+) -> None:
+    """A version whose fetch fails transiently still makes older ones later in the batch
+    stale; on its last attempt (the runtime dead-letters it and records it quarantined
+    'dead_lettered') the connector records that with the batch already (lifetest F9)."""
+    real = stage.fetcher.obtain
+
+    async def flaky(ev: SourceUpsert) -> Any:
+        if ev.source_seq == 9:
+            raise TransientError("fetch timed out")
+        return await real(ev)
+
+    monkeypatch.setattr(stage.fetcher, "obtain", flaky)
+    attempts = Settings().max_attempts
+    ctx = StageContext(
+        settings=Settings(), logger=logging.getLogger("test"), attempt=attempts if last else 1
+    )
+    nine, eight = await stage.handle_batch([upsert(9, "nine"), upsert(8, "eight")], ctx)
+    assert isinstance(nine, TransientError)
+    assert eight == []
+    state = stage.state
+    expect = [("wiki:rb", 9, "dead_lettered")] if last else []
+    assert state.quarantined == expect  # type: ignore[attr-defined]
+    assert state.accepted == []  # type: ignore[attr-defined]
