@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "Embedder",
+    "EmbedderIdentity",
     "SentenceTransformerEmbedder",
     "backend_of",
     "default_model_path",
@@ -128,7 +129,27 @@ def backend_of(embedder: object) -> str:
     return str(getattr(embedder, "backend", "torch"))
 
 
-class SentenceTransformerEmbedder:
+class EmbedderIdentity:
+    """``name``/``revision``/``dim`` of a loaded model (the backends set the fields)."""
+
+    _name: str
+    _revision: str
+    _dim: int
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def revision(self) -> str:
+        return self._revision
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+
+class SentenceTransformerEmbedder(EmbedderIdentity):
     """sentence-transformers on CPU; construct it off the event loop (loads weights)."""
 
     backend = "torch"
@@ -170,18 +191,6 @@ class SentenceTransformerEmbedder:
         else:
             self._name = path.name if path.is_dir() else location
         self._revision = model_revision(path) if path.is_dir() else "unversioned"
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def revision(self) -> str:
-        return self._revision
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:

@@ -32,6 +32,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ragline.embedding.model import (
+    DEFAULT_MODEL_NAME,
+    EmbedderIdentity,
+    default_model_path,
+    model_revision,
+)
 from ragline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -192,7 +198,7 @@ def export_onnx(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) ->
     return wanted
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(EmbedderIdentity):
     """ONNX Runtime on CPU; construct it off the event loop (exports on first use)."""
 
     def __init__(
@@ -205,8 +211,6 @@ class OnnxEmbedder:
         batch_size: int = 64,
         threads: int | None = None,
     ) -> None:
-        from ragline.embedding.model import DEFAULT_MODEL_NAME, default_model_path, model_revision
-
         location = Path(model or default_model_path())
         if not location.is_dir():
             raise ConfigError(
@@ -236,18 +240,6 @@ class OnnxEmbedder:
         dim = self._session.get_outputs()[0].shape[-1]
         self._dim = int(dim) if isinstance(dim, int) else int(config_dim(location))
         self.path = path
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def revision(self) -> str:
-        return self._revision
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     @property
     def max_length(self) -> int:
@@ -307,7 +299,6 @@ def load_tokenizer(model_dir: Path) -> Tokenizer:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Pre-export fp32 and int8 for the configured model into DIR (image builds)."""
-    from ragline.embedding.model import default_model_path, model_revision
     from ragline.embedding.settings import EmbedderSettings
 
     args = list(sys.argv[1:] if argv is None else argv)
