@@ -34,7 +34,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "integration" / "spaces"))
 
-from spaces_helpers import pack, scifact_subset, seed_docs  # noqa: E402
+from spaces_helpers import SCIFACT, pack, scifact_subset, seed_docs  # noqa: E402
 
 from ragline.config import Settings  # noqa: E402
 from ragline.embedding.backfill import backfill_space  # noqa: E402
@@ -58,18 +58,6 @@ from services.query.api import create_app  # noqa: E402
 
 SECRET = secrets.token_hex(24)  # this run's own credentials
 ADMIN = secrets.token_hex(16)
-SCIFACT = next(
-    (
-        p
-        for p in (
-            Path(os.environ.get("RAGLINE_SCIFACT_DIR", "/nonexistent")),
-            REPO.parent / "shared" / "eval" / "scifact",
-            REPO.parent.parent / "shared" / "eval" / "scifact",
-        )
-        if (p / "corpus.jsonl").is_file()
-    ),
-    REPO.parent / "shared" / "eval" / "scifact",
-)
 
 
 def pct(xs: list[float], q: float) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,22 @@ from ragline.embedding.texts import embed_text
 from ragline.events import ChunkLevel, DocEmbedded
 from ragline.indexing.samples import embedded_event, enriched_event
 from ragline.indexing.writer import IndexWriter
+
+_REPO = Path(__file__).resolve().parents[3]
+# SciFact: RAGLINE_SCIFACT_DIR, or the shared data dir next to the checkout (or next to
+# the worktrees' parent)
+SCIFACT = next(
+    (
+        p
+        for p in (
+            Path(os.environ.get("RAGLINE_SCIFACT_DIR", "/nonexistent")),
+            _REPO.parent / "shared" / "eval" / "scifact",
+            _REPO.parent.parent / "shared" / "eval" / "scifact",
+        )
+        if (p / "corpus.jsonl").is_file()
+    ),
+    _REPO.parent / "shared" / "eval" / "scifact",
+)
 
 TOPICS = (
     "invoices are paid within thirty days of receipt",

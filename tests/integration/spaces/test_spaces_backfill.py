@@ -1,22 +1,27 @@
 """Create a shadow space and backfill it from the chunk texts in Postgres, as the
-``ragline embeddings`` CLI does (a real process, the real model); a SIGKILL mid-run
-resumes without re-embedding a finished chunk."""
+``ragline embeddings`` CLI does (the real model; the killed run is a real process); a
+SIGKILL mid-run resumes without re-embedding a finished chunk."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from spaces_helpers import seed
 
+from ragline.cli import main as cli_main
 from ragline.config import Settings
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.runtime.stack.testing import patched_environ, unique_tenant
 from ragline.store.spaces import count_progress, get_space, list_spaces
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -24,20 +29,35 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 REPO = Path(__file__).resolve().parents[3]
 
 
-def cli(install: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ragline.cli", "embeddings", *args],
-        env={**os.environ, "RAGLINE_PG_DATABASE": install.pg_database},
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+async def cli(install: Settings, *args: str) -> Ran:
+    """``ragline embeddings ...`` in this process (its own event loop, in a thread) against
+    the test's database; the SIGKILLed run below is a real process."""
+
+    def go() -> Ran:
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            patched_environ({"RAGLINE_PG_DATABASE": install.pg_database}),
+            redirect_stdout(out),
+            redirect_stderr(err),
+        ):
+            try:
+                rc = cli_main(["embeddings", *args])
+            except SystemExit as exc:  # argparse
+                rc = int(exc.code or 0)
+        return Ran(rc, out.getvalue(), err.getvalue())
+
+    return await asyncio.to_thread(go)
 
 
 async def test_create_space_registry_and_partition(install, pool):
-    r = cli(install, "create-space", "mini256", "--truncate-dim", "256", "--json")
+    r = await cli(install, "create-space", "mini256", "--truncate-dim", "256", "--json")
     assert r.returncode == 0, r.stderr
     made = json.loads(r.stdout)
     assert (made["state"], made["dim"], made["truncate_dim"], made["recipe"]) == (
@@ -56,15 +76,15 @@ async def test_create_space_registry_and_partition(install, pool):
         defs = " ".join(r[0] for r in await cur.fetchall())
     assert "hnsw" in defs and "vector(256)" in defs
     # a second space of the same name, a bad name, a bad recipe: refused, nothing created
-    assert cli(install, "create-space", "mini256").returncode == 2
-    assert cli(install, "create-space", "Bad Name!").returncode != 0
-    assert cli(install, "create-space", "x", "--recipe", "html").returncode == 2
+    assert (await cli(install, "create-space", "mini256")).returncode == 2
+    assert (await cli(install, "create-space", "Bad Name!")).returncode != 0
+    assert (await cli(install, "create-space", "x", "--recipe", "html")).returncode == 2
 
 
 async def test_backfill_resumes_after_sigkill_without_re_embedding(install, pool):
     tenant = unique_tenant("sp")
     await seed(pool, tenant, docs=12, children=8)  # 96 children
-    assert cli(install, "create-space", "plain", "--recipe", "plain").returncode == 0
+    assert (await cli(install, "create-space", "plain", "--recipe", "plain")).returncode == 0
     async with pool.connection() as conn:
         space = await get_space(conn, "plain")
         await conn.commit()
@@ -115,7 +135,7 @@ async def test_backfill_resumes_after_sigkill_without_re_embedding(install, pool
         await conn.commit()
     assert total == 96 and 16 <= done_at_kill < 96
 
-    r = cli(install, "backfill", "--space", "plain", "--json", "--quiet")
+    r = await cli(install, "backfill", "--space", "plain", "--json", "--quiet")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     # exactly the chunks that had no vector were embedded again: nothing finished twice
@@ -138,5 +158,5 @@ async def test_backfill_resumes_after_sigkill_without_re_embedding(install, pool
         )
         assert all(a and b for a, b in await cur.fetchall())
     # a finished space: a further run writes nothing
-    again = json.loads(cli(install, "backfill", "--space", "plain", "--json", "--quiet").stdout)
-    assert again["written"] == 0
+    again = await cli(install, "backfill", "--space", "plain", "--json", "--quiet")
+    assert json.loads(again.stdout)["written"] == 0

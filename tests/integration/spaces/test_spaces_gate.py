@@ -16,26 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from spaces_helpers import pack, scifact_subset, seed_docs
+from spaces_helpers import SCIFACT, pack, scifact_subset, seed_docs
 
 from ragline.store.spaces import get_space, live_space
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 REPO = Path(__file__).resolve().parents[3]
-# the shared data dir next to the checkout (or next to the worktrees' parent)
-SCIFACT = next(
-    (
-        p
-        for p in (
-            Path(os.environ.get("RAGLINE_SCIFACT_DIR", "/nonexistent")),
-            REPO.parent / "shared" / "eval" / "scifact",
-            REPO.parent.parent / "shared" / "eval" / "scifact",
-        )
-        if (p / "corpus.jsonl").is_file()
-    ),
-    REPO.parent / "shared" / "eval" / "scifact",
-)
 SECRET = "spaces-gate-secret-0123456789abcdef01234"
 ADMIN = "spaces-gate-admin-key"
 
@@ -85,39 +72,28 @@ async def test_gate_refuses_a_regressing_space_and_promotes_one_that_holds(
         r = run(env, "embeddings", *args)
         assert r.returncode == 0, (args, r.stdout, r.stderr, query.log()[-2000:])
 
-    # ragline eval on a non-live space (admin key from the environment)
-    r = run(
-        env,
-        "eval",
-        "--dataset",
-        f"beir:{data}",
-        "--no-ingest",
-        "--modes",
-        "dense",
-        "--space",
-        "t16",
-        "--out",
-        str(tmp_path / "eval-t16"),
-        "--no-progress",
-    )
+    def eval_space(env: dict[str, str], out: str) -> subprocess.CompletedProcess[str]:
+        return run(
+            env,
+            "eval",
+            "--dataset",
+            f"beir:{data}",
+            "--no-ingest",
+            "--modes",
+            "dense",
+            "--space",
+            "t16",
+            "--out",
+            str(tmp_path / out),
+            "--no-progress",
+        )
+
+    # ragline eval on a non-live space (admin key from the environment) ...
+    r = eval_space(env, "eval-t16")
     assert r.returncode == 0, (r.stdout, r.stderr)
     # ... and without the admin key it cannot
     no_key = {k: v for k, v in env.items() if k != "RAGLINE_QUERY_SPACE_ADMIN_KEY"}
-    r = run(
-        no_key,
-        "eval",
-        "--dataset",
-        f"beir:{data}",
-        "--no-ingest",
-        "--modes",
-        "dense",
-        "--space",
-        "t16",
-        "--out",
-        str(tmp_path / "eval-nokey"),
-        "--no-progress",
-    )
-    assert r.returncode != 0
+    assert eval_space(no_key, "eval-nokey").returncode != 0
 
     gate = ("--dataset", f"beir:{data}", "--modes", "dense")
     r = run(env, "embeddings", "promote", "t16", *gate, "--out", str(tmp_path / "g1"))
