@@ -398,17 +398,17 @@ class StageRunner:
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ outputs
-    def _source_at(self, rec: Record, event: Any) -> datetime:
+    def _source_at(self, rec: Record, event: EventBase) -> datetime:
         value = rec.headers.get(SOURCE_AT_HEADER)
         if value and rec.topic != Topics.SOURCE_CHANGES:
             try:
                 return datetime.fromisoformat(value)
             except ValueError:
                 pass
-        return event.occurred_at  # type: ignore[no-any-return]
+        return event.occurred_at
 
-    async def _publish_output(self, rec: Record, event: Any, out: Output[EventBase]) -> None:
-        parent = rec.headers.get(TRACE_HEADER) or getattr(event, "traceparent", None)
+    async def _publish_output(self, rec: Record, event: EventBase, out: Output[EventBase]) -> None:
+        parent = rec.headers.get(TRACE_HEADER) or event.traceparent
         source_at = self._source_at(rec, event)
         with span(
             f"{out.topic} publish",

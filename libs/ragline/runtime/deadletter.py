@@ -12,12 +12,11 @@ class name, because library messages often quote their input.
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from pydantic import ValidationError
 
 from ragline.errors import QuarantineError, RaglineError
-from ragline.events import DeadLetter
+from ragline.events import DeadLetter, EventBase
 from ragline.store.claimcheck import CLAIM_HEADER
 
 __all__ = ["WITHHELD_HEADER", "dead_letter", "safe_error_message", "withheld_body"]
@@ -70,10 +69,10 @@ def dead_letter(
     headers: dict[str, str],
     exc: BaseException,
     attempts: int,
-    event: Any | None = None,
+    event: EventBase | None = None,
 ) -> DeadLetter:
-    tenant = getattr(event, "tenant_id", None)
-    doc = getattr(event, "document_id", None)
+    tenant = event.tenant_id if event is not None else None
+    doc = event.document_id if event is not None else None
     return DeadLetter(
         stage=stage,
         topic=topic,
