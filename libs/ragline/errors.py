@@ -29,7 +29,8 @@ class ConfigError(RaglineError):
 
 
 class NotBuiltError(RaglineError):
-    """A feature that is not built yet: says so instead of pretending."""
+    """Something is not there to use: a component used before it was started (a stage
+    before ``start()``), or a feature that is not built. Says so instead of pretending."""
 
 
 class TransientError(RaglineError):
