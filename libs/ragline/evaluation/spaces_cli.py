@@ -24,7 +24,12 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def _actor(args: argparse.Namespace) -> str:
-    return str(args.actor or getpass.getuser())
+    if args.actor:
+        return str(args.actor)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container's UID without a passwd entry
+        return "unknown"
 
 
 def _space_json(s: Any) -> dict[str, Any]:
