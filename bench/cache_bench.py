@@ -340,9 +340,9 @@ def invalidations(proc: Any) -> float:
 
 def run_main(args: argparse.Namespace) -> dict[str, Any]:
     from ragline.config import Settings
-    from ragline.runtime.stack import StackManager, StackSettings
-    from ragline.runtime.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
-    from ragline.runtime.supervisor import built_services
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+    from ragline.platform.supervisor import built_services
 
     base = Path(tempfile.mkdtemp(prefix="ragline-cache-bench-"))
     with patched_environ(stack_env(base / "state")):

@@ -23,7 +23,7 @@ from typing import Any
 
 from _paths import SCIFACT_CORPUS
 
-from ragline.chunking import Chunker, ChunkerSettings, load_token_counter
+from ragline.chunking import Chunker, ChunkerSettings
 from ragline.chunking.stage import chunk_event
 from ragline.enrichment import Enricher, EnricherSettings
 from ragline.enrichment.stage import enrich_event
@@ -37,6 +37,7 @@ from ragline.events import (
     ParsedDocument,
 )
 from ragline.hashing import sha256_hex
+from ragline.text import load_token_counter
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = SCIFACT_CORPUS

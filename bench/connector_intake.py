@@ -33,15 +33,15 @@ from ragline.connector.stage import ConnectorStage
 from ragline.connector.webhook import sign
 from ragline.events import DocumentMeta, EventBase, SourceUpsert
 from ragline.hashing import content_hash, meta_hash
-from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack import StackManager, StackSettings
-from ragline.runtime.stack.testing import (
+from ragline.platform.stack import StackManager, StackSettings
+from ragline.platform.stack.testing import (
     ServiceProcess,
     free_port,
     patched_environ,
     stack_env,
     unique_tenant,
 )
+from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.stage import StageContext
 
 PARA = (

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from _paths import OUT, SCIFACT
 
+from ragline.embedding.adaptive import model_batch_size
 from ragline.embedding.model import Embedder, load_embedder
 from ragline.embedding.settings import EmbedderSettings
 
@@ -57,13 +58,13 @@ def chunk_texts(docs: list[dict[str, Any]]) -> list[str]:
     """The embedder's input for these abstracts: parse -> chunk -> enrich -> embed_text."""
     from ragline.chunking.chunker import Chunker
     from ragline.chunking.config import ChunkerSettings
-    from ragline.chunking.tokenizer import load_token_counter
     from ragline.embedding.texts import embed_text
     from ragline.enrichment.enricher import Enricher
     from ragline.enrichment.settings import EnricherSettings
     from ragline.events import ChunkLevel, DocChunked, DocumentMeta
     from ragline.hashing import content_hash
     from ragline.parsing import parse_document
+    from ragline.text.tokenizer import load_token_counter
 
     conf = ChunkerSettings()
     counter = load_token_counter(conf.tokenizer_path)
@@ -182,7 +183,7 @@ def main() -> int:
     for b in backends:
         t0 = time.perf_counter()
         cfg = EmbedderSettings(backend=b, batch_size=args.batch, threads=args.threads)
-        models[b] = load_embedder(cfg)
+        models[b] = load_embedder(cfg, threads=cfg.threads, batch_size=model_batch_size(cfg))
         load_s = time.perf_counter() - t0
         models[b].encode(texts[: args.batch])  # warm-up
         report["backends"][b] = {"load_s": load_s, "revision": models[b].revision, "rounds": []}

@@ -148,9 +148,9 @@ async def _run(args: argparse.Namespace) -> int:
     from ragline.evaluation.datasets import load_beir
     from ragline.evaluation.evaluate import evaluate, write_outputs
     from ragline.evaluation.gate import ThresholdConfig, compare, render_changes
-    from ragline.evaluation.platform import private_platform
     from ragline.evaluation.report import load_report, render_categories, render_table
     from ragline.evaluation.settings import EvalSettings
+    from ragline.platform.private import private_platform
 
     dataset = load_beir(
         SCIFACT, split="train", tenant="scifact", groups=("eval",), limit_queries=args.limit

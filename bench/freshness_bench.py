@@ -47,11 +47,11 @@ from tqdm import tqdm
 
 from ragline.config import Settings
 from ragline.events import BULK, INTERACTIVE, DocumentMeta, Lane, SourceUpsert, Topics
+from ragline.platform.stack import StackManager, StackSettings
+from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.platform.supervisor import built_services
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack import StackManager, StackSettings
-from ragline.runtime.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
-from ragline.runtime.supervisor import built_services
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"

@@ -299,9 +299,9 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
     from ragline.config import Settings
     from ragline.indexing.settings import IndexerSettings
     from ragline.indexing.stage import IndexerStage
-    from ragline.runtime.stack import StackManager, StackSettings
-    from ragline.runtime.stack.settings import Component
-    from ragline.runtime.stack.testing import ServiceProcess, free_port
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.settings import Component
+    from ragline.platform.stack.testing import ServiceProcess, free_port
 
     sizes = parse_sizes(a.sizes, a.max)
     modes = [m for m in a.modes.split(",") if m]
@@ -381,7 +381,7 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
 
 async def main(argv: list[str]) -> int:
     a = _args(argv)
-    from ragline.runtime.stack.testing import CLEARED_ENV, patched_environ, stack_env
+    from ragline.platform.stack.testing import CLEARED_ENV, patched_environ, stack_env
 
     logging.basicConfig(level=logging.WARNING)
     base = Path(tempfile.mkdtemp(prefix="ragline-growth-bench-"))

@@ -39,8 +39,8 @@ from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
 from ragline.indexing.samples import enriched_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
-from ragline.runtime.stack import StackManager, StackSettings
-from ragline.runtime.stack.testing import patched_environ, stack_env
+from ragline.platform.stack import StackManager, StackSettings
+from ragline.platform.stack.testing import patched_environ, stack_env
 from ragline.runtime.stage import StageContext
 
 CORPUS = SCIFACT_CORPUS

@@ -383,8 +383,8 @@ async def main(argv: list[str]) -> int:
     a = _args(argv)
     sys.path.insert(0, str(ROOT))
     from ragline.config import Settings
-    from ragline.runtime.stack import StackManager, StackSettings
-    from ragline.runtime.stack.testing import (
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.testing import (
         CLEARED_ENV,
         ServiceProcess,
         free_port,

@@ -48,10 +48,10 @@ from ragline.evaluation.runner import run_modes  # noqa: E402
 from ragline.evaluation.settings import EvalSettings  # noqa: E402
 from ragline.evaluation.space_gate import gate_reports  # noqa: E402
 from ragline.indexing.samples import enriched_event  # noqa: E402
+from ragline.platform.stack import StackManager, StackSettings  # noqa: E402
+from ragline.platform.stack.testing import patched_environ, stack_env  # noqa: E402
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder  # noqa: E402
 from ragline.retrieval.settings import QuerySettings  # noqa: E402
-from ragline.runtime.stack import StackManager, StackSettings  # noqa: E402
-from ragline.runtime.stack.testing import patched_environ, stack_env  # noqa: E402
 from ragline.store.pool import open_pool  # noqa: E402
 from ragline.store.spaces import create_space, promote  # noqa: E402
 from services.query.api import create_app  # noqa: E402
@@ -152,7 +152,7 @@ async def bench(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
                 actor="bench",
             )
 
-    qs = QuerySettings(
+    qs = QuerySettings.from_fields(
         jwt_secret=SECRET, rate_limit_per_minute=0, space_admin_key=ADMIN, max_top_k=100
     )
     inner = ModelQueryEmbedder(model)

@@ -77,7 +77,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from ragline.evaluation.datasets import load_beir
     from ragline.evaluation.golden import load_golden
     from ragline.evaluation.ingest import ingest_dataset
-    from ragline.evaluation.platform import private_platform
+    from ragline.platform.private import private_platform
 
     datasets = [load_golden(p) for p in GOLDEN_SETS if (p / "manifest.yaml").is_file()]
     if not args.golden_only:
@@ -200,11 +200,12 @@ def _chunks() -> list[dict[str, Any]]:
         return list(json.loads(cache.read_text()))
     from chunk_bench import scifact
 
-    from ragline.chunking import Chunker, ChunkerSettings, load_token_counter
+    from ragline.chunking import Chunker, ChunkerSettings
     from ragline.chunking.stage import chunk_event
     from ragline.enrichment import Enricher, EnricherSettings
     from ragline.enrichment.stage import enrich_event
     from ragline.events import ChunkLevel
+    from ragline.text import load_token_counter
 
     conf = ChunkerSettings()
     counter = load_token_counter(conf.tokenizer_path)

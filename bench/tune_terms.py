@@ -60,8 +60,8 @@ async def _collect(args: argparse.Namespace) -> int:
     from ragline.evaluation.evaluate import wait_ready
     from ragline.evaluation.golden import load_golden
     from ragline.evaluation.settings import EvalSettings
+    from ragline.platform.stack.testing import ServiceProcess, free_port
     from ragline.retrieval.term_stats import QueryTermFrequency
-    from ragline.runtime.stack.testing import ServiceProcess, free_port
     from ragline.store.pool import open_pool
 
     env = {

@@ -21,8 +21,8 @@ import pytest
 import pytest_asyncio
 
 from ragline.config import Settings
-from ragline.runtime.stack import StackManager, StackSettings
-from ragline.runtime.stack.testing import (
+from ragline.platform.stack import StackManager, StackSettings
+from ragline.platform.stack.testing import (
     CLEARED_ENV,
     ServiceProcess,
     free_port,

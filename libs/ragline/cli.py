@@ -15,8 +15,8 @@ __all__ = ["COMMAND_MODULES", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "ragline.runtime.run_cli",
     "ragline.runtime.contracts_cli",
-    "ragline.runtime.platform_cli",
-    "ragline.runtime.stack_cli",
+    "ragline.platform.cli",
+    "ragline.platform.stack_cli",
     "ragline.connector.cli",
     "ragline.evaluation.cli",
     "ragline.indexing.cli",
@@ -27,7 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.cache.cli",
     "ragline.retrieval.cli",
     "ragline.scanning.cli",
-    "ragline.chunking.cli",
+    "ragline.platform.preview_cli",
     "ragline.mcp_server.cli",
 )
 

@@ -19,9 +19,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import AuthError, JwtVerifier, Principal
-from ragline.cache import answer_cache_factory
-from ragline.config import Settings
-from ragline.errors import RaglineError, TransientError
+from ragline.cache import CacheSettings, answer_cache_factory
+from ragline.config import EmbeddingModelSettings, Settings
+from ragline.errors import ConfigError, RaglineError, TransientError
 from ragline.retrieval.cache_seam import NoCache, ResultCache
 from ragline.retrieval.documents import get_document, get_status
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
@@ -82,9 +82,9 @@ def _cached_openapi(app: FastAPI, qs: QuerySettings) -> dict[str, Any]:
 
 
 async def _load_reranker(qs: QuerySettings) -> Reranker | None:
-    if qs.rerank_model_path is None:
+    if qs.ranking.rerank_model_path is None:
         return None
-    rr = CrossEncoderReranker(qs.rerank_model_path)
+    rr = CrossEncoderReranker(qs.ranking.rerank_model_path)
     try:
         await rr.aload()
     except Exception as exc:  # a broken model must not stop the service: rerank degrades
@@ -95,27 +95,34 @@ async def _load_reranker(qs: QuerySettings) -> Reranker | None:
 
 def create_app(
     settings: Settings,
-    qsettings: QuerySettings | None = None,
+    qs: QuerySettings,
     *,
+    model: EmbeddingModelSettings | None = None,
     embedder: QueryEmbedder | None = None,
     reranker: Reranker | None = None,
     cache_factory: Callable[[AsyncConnectionPool], ResultCache] | None = None,
 ) -> FastAPI:
     """The ASGI app. ``embedder``/``reranker`` may be injected (shared across test apps);
     ``cache_factory`` builds the permission-scoped result cache from the query pool
-    (issue 7); without it the response says ``"cache": "off"``."""
-    qs = qsettings or QuerySettings()
-    verifier = JwtVerifier(qs.jwt_config())  # fails fast on missing key material
-    admin_key = qs.space_admin_key.get_secret_value() if qs.space_admin_key else None
-    buckets = TokenBuckets(per_minute=qs.rate_limit_per_minute, burst=qs.rate_limit_burst)
+    (issue 7); without it the response says ``"cache": "off"``. ``model``: the shared
+    embedding model settings, loaded when no ``embedder`` is given."""
+    verifier = JwtVerifier(qs.auth.jwt_config())  # fails fast on missing key material
+    admin_key = qs.auth.space_admin_key.get_secret_value() if qs.auth.space_admin_key else None
+    limit = qs.rate_limit
+    buckets = TokenBuckets(per_minute=limit.rate_limit_per_minute, burst=limit.rate_limit_burst)
+    if embedder is None and model is None:
+        raise ConfigError("the query service needs an embedder or the model settings")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own_embedder: ModelQueryEmbedder | None = None
         emb = embedder
         if emb is None:
-            model = str(qs.embedding_model_path) if qs.embedding_model_path else None
-            own_embedder = await ModelQueryEmbedder.load(model, torch_threads=qs.torch_threads)
+            assert model is not None  # checked above
+            path = qs.ranking.embedding_model_path
+            own_embedder = await ModelQueryEmbedder.load(
+                model, location=str(path) if path else None, torch_threads=qs.torch_threads
+            )
             emb = CachedEmbedder(own_embedder, size=qs.embedding_cache_size)
         rr = reranker if reranker is not None else await _load_reranker(qs)
         pool = await open_pool(
@@ -330,5 +337,10 @@ def create_app(
 
 
 def build(settings: Settings) -> HttpService:
-    """Entry point ``ragline.services:query``; raises ConfigError without key material."""
-    return HttpService(name="query", app=create_app(settings, cache_factory=answer_cache_factory()))
+    """Entry point ``ragline.services:query``: reads the query, cache and shared model
+    settings once; raises ConfigError without key material."""
+    qs = QuerySettings()
+    model = EmbeddingModelSettings()
+    factory = answer_cache_factory(CacheSettings(), qs, model)
+    app = create_app(settings, qs, model=model, cache_factory=factory)
+    return HttpService(name="query", app=app)

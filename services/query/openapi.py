@@ -109,9 +109,9 @@ def _add_model(schemas: dict[str, Any], model: type[BaseModel]) -> None:
 
 def _limits(schemas: dict[str, Any], qs: QuerySettings) -> None:
     props = schemas["SearchRequest"]["properties"]
-    props["top_k"]["maximum"] = qs.max_top_k
+    props["top_k"]["maximum"] = qs.ranking.max_top_k
     queries = next(s for s in props["queries"]["anyOf"] if s.get("type") == "array")
-    queries["maxItems"] = qs.max_queries
+    queries["maxItems"] = qs.ranking.max_queries
 
 
 def _operations(doc: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:

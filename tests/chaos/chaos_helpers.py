@@ -21,7 +21,7 @@ from opensearchpy import AsyncOpenSearch
 from ragline.config import Settings
 from ragline.evaluation.datasets import beir_document_text
 from ragline.events import DocumentMeta, SourceUpsert
-from ragline.runtime.stack.testing import ServiceProcess, free_port
+from ragline.platform.stack.testing import ServiceProcess, free_port
 from ragline.runtime.topology import TOPOLOGY
 from ragline.store.os_index import index_name
 

@@ -30,10 +30,10 @@ from opensearchpy import AsyncOpenSearch
 
 from ragline.config import Settings
 from ragline.events import SourceUpsert, Topics
+from ragline.platform.stack.testing import unique_tenant
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack.testing import unique_tenant
-from ragline.runtime.stack.topics import topic_partitions
+from ragline.runtime.topics import topic_partitions
 from ragline.store.os_client import make_client
 
 pytestmark = [

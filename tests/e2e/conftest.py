@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ragline.config import Settings
+from ragline.platform.stack.testing import ServiceProcess, free_port
+from ragline.platform.supervisor import built_services
 from ragline.runtime.lag import wait_drained
-from ragline.runtime.stack.testing import ServiceProcess, free_port
-from ragline.runtime.supervisor import built_services
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

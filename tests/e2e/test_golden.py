@@ -63,7 +63,7 @@ pytestmark = [
 
 
 def _unbuilt(names: tuple[str, ...]) -> dict[str, str]:
-    from ragline.runtime.supervisor import built_services
+    from ragline.platform.supervisor import built_services
 
     built = built_services()
     return {n: why for n in names if (why := built.get(n)) is not None}

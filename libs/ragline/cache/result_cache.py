@@ -26,6 +26,7 @@ from ragline.cache.metrics import HITS, LOOKUP_SECONDS, MISSES, STORES
 from ragline.cache.repository import find_candidate, insert_entry
 from ragline.cache.settings import CacheSettings
 from ragline.cache.version import configured_index_version
+from ragline.config import EmbeddingModelSettings
 from ragline.errors import RaglineError
 from ragline.retrieval.api_models import SearchResponse
 from ragline.retrieval.cache_seam import CacheKey, NoCache, ResultCache
@@ -123,28 +124,30 @@ class PgResultCache:
 
 
 def answer_cache_factory(
-    settings: CacheSettings | None = None,
+    settings: CacheSettings,
+    query_settings: QuerySettings,
+    model: EmbeddingModelSettings,
     *,
     model_path: Path | None = None,
-    query_settings: QuerySettings | None = None,
 ) -> Callable[[AsyncConnectionPool], ResultCache]:
     """The query service's ``cache_factory``: called with the query pool in its lifespan.
 
     The index version is derived from the configured query model (``model_path``, else
-    ``RAGLINE_QUERY_EMBEDDING_MODEL_PATH``, else the embedder's model), the epoch and the
-    fingerprint of the ranking settings (RRF k, weights, ef_search, abstain thresholds,
-    reranker), so a retuned query service never serves answers ranked the old way.
+    ``RAGLINE_QUERY_EMBEDDING_MODEL_PATH``, else the shared embedding model), the epoch
+    and the fingerprint of the ranking settings (``RankingSettings``: RRF k, weights,
+    ef_search, abstain thresholds, reranker, ...), so a retuned query service never serves
+    answers ranked the old way.
     """
-    cs = settings or CacheSettings()
+    cs = settings
+    qs = query_settings
 
     def make(pool: AsyncConnectionPool) -> ResultCache:
         if not cs.enabled:
             _log.info("answer cache disabled (RAGLINE_CACHE_ENABLED=false)")
             return NoCache()
-        qs = query_settings or QuerySettings()
-        path = model_path if model_path is not None else qs.embedding_model_path
-        version = configured_index_version(path, epoch=cs.index_epoch)
-        version = f"{version}+r{qs.ranking_fingerprint()}"
+        path = model_path if model_path is not None else qs.ranking.embedding_model_path
+        version = configured_index_version(path, model, epoch=cs.index_epoch)
+        version = f"{version}+r{qs.ranking.fingerprint()}"
         return PgResultCache(pool, cs, index_version=version)
 
     return make

@@ -9,24 +9,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragline.config import EmbeddingModelSettings
+
 __all__ = ["configured_index_version"]
 
 
-def configured_index_version(model_path: Path | str | None, *, epoch: str = "1") -> str:
+def configured_index_version(
+    model_path: Path | str | None, model: EmbeddingModelSettings, *, epoch: str = "1"
+) -> str:
     """The version of the model the query service will load, without loading it: the same
     name and revision rules as ``SentenceTransformerEmbedder`` (``model_path`` None means
-    the embedder's configuration, ``RAGLINE_EMBEDDER_MODEL``, else the packaged default)."""
+    the shared model settings, ``RAGLINE_EMBEDDER_MODEL``, else the packaged default)."""
     from ragline.embedding.model import DEFAULT_MODEL_NAME, default_model_path, model_revision
-    from ragline.embedding.settings import EmbedderSettings
 
-    location = str(model_path) if model_path is not None else EmbedderSettings().model
+    location = str(model_path) if model_path is not None else model.model
     if location is None:
         name, path = DEFAULT_MODEL_NAME, Path(default_model_path())
     else:
         path = Path(location)
         name = path.name if path.is_dir() else location
     revision = model_revision(path) if path.is_dir() else "unversioned"
-    if EmbedderSettings().backend == "onnx-int8":  # OnnxEmbedder's revision rule
+    if model.backend == "onnx-int8":  # OnnxEmbedder's revision rule
         from ragline.embedding.onnx_backend import onnx_revision
 
         revision = onnx_revision(revision, "int8")

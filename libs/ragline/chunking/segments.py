@@ -18,8 +18,8 @@ from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.packer import OverlapPolicy, Packer, PackSpec, Span
 from ragline.chunking.sections import TEXT_KINDS, Piece, Window, turn_prefix
 from ragline.chunking.tables import split_table
-from ragline.chunking.tokenizer import TokenCounter
 from ragline.events import BlockKind, MetadataValue
+from ragline.text.tokenizer import TokenCounter
 
 __all__ = ["CONTENT_TYPES", "Draft", "SegmentChunker", "content_type_of"]
 

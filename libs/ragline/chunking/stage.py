@@ -15,10 +15,10 @@ from typing import ClassVar
 from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.metrics import CHILD_TOKENS, CHUNK_SECONDS, CHUNKS
-from ragline.chunking.tokenizer import load_token_counter
 from ragline.config import Settings
 from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
 from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.text.tokenizer import load_token_counter
 
 __all__ = ["ChunkerStage", "chunk_event"]
 

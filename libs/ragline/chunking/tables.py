@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from ragline.chunking.boundaries import find_cuts
 from ragline.chunking.packer import Packer, PackSpec
-from ragline.chunking.tokenizer import TokenCounter
 from ragline.events import TableData
+from ragline.text.tokenizer import TokenCounter
 
 __all__ = ["TablePiece", "group_rows", "render_table", "split_table"]
 

@@ -6,6 +6,12 @@ command's top), and passes the values down; library code never constructs settin
 """
 
 from ragline.config.connections import Settings
+from ragline.config.models import EmbeddingModelSettings, TokenizerSettings
 from ragline.config.tracing import TracingSettings
 
-__all__ = ["Settings", "TracingSettings"]
+__all__ = [
+    "EmbeddingModelSettings",
+    "Settings",
+    "TokenizerSettings",
+    "TracingSettings",
+]

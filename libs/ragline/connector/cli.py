@@ -98,40 +98,31 @@ def _print_counts(title: str, counts: Counter[str]) -> None:
 
 
 async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource) -> int:
-    from ragline.connector.state import StateStore
-    from ragline.connector.sync import build_plan, execute, record_dry_run
+    from ragline.connector.sync import SyncPlan, sync_source
 
-    store = StateStore(settings.admin_dsn(), max_size=1)
-    await store.open()
-    try:
-        stored = await store.list_source(source.tenant_id, source.name)
-    finally:
-        await store.close()
-    plan = await build_plan(
+    def show(plan: SyncPlan) -> None:
+        if args.list:
+            for action, item in plan.emit:
+                print(f"{action.value:<8} {item.document_id}")
+            for doc_id in plan.deletes:
+                print(f"delete   {doc_id}")
+        _print_counts(f"compared {source.name} (tenant {source.tenant_id}):", plan.counts)
+
+    _, done = await sync_source(
+        settings,
         source,
-        stored,
         checksum=args.checksum,
         retry_quarantined=args.retry_quarantined,
         allow_empty=args.allow_empty,
         progress=not args.no_progress,
+        dry_run=args.dry_run,
+        on_plan=show,
+        lane=args.lane,
     )
-    if args.list:
-        for action, item in plan.emit:
-            print(f"{action.value:<8} {item.document_id}")
-        for doc_id in plan.deletes:
-            print(f"delete   {doc_id}")
-    _print_counts(f"compared {source.name} (tenant {source.tenant_id}):", plan.counts)
-    if args.dry_run:
-        record_dry_run(plan)
+    if done is None:
         print("dry run: nothing published")
-        return 0
-    from ragline.runtime.publisher import EventPublisher
-
-    async with EventPublisher(settings, service="sync") as pub:
-        done = await execute(
-            plan, source, pub, stored=stored, progress=not args.no_progress, lane=args.lane
-        )
-    _print_counts("published to source.changes:", done)
+    else:
+        _print_counts("published to source.changes:", done)
     return 0
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from tqdm import tqdm
 
+from ragline.config import Settings
 from ragline.connector.intake import StoredState
 from ragline.connector.metrics import SYNC_ACTIONS
 from ragline.connector.source import EventSink, SourceItem, SyncSource
@@ -27,7 +28,15 @@ from ragline.errors import ConfigError
 from ragline.events import BULK, Lane, Topics
 from ragline.runtime.lanes import with_lane
 
-__all__ = ["SyncAction", "SyncPlan", "build_plan", "classify", "execute", "to_delete"]
+__all__ = [
+    "SyncAction",
+    "SyncPlan",
+    "build_plan",
+    "classify",
+    "execute",
+    "sync_source",
+    "to_delete",
+]
 
 _LIVE_STATUS = frozenset({"accepted", "failed", "quarantined"})
 
@@ -170,3 +179,45 @@ def record_dry_run(plan: SyncPlan) -> None:
     for action, n in plan.counts.items():
         if action in (SyncAction.MISSING, SyncAction.STALE, SyncAction.DELETE):
             SYNC_ACTIONS.labels(action, "true").inc(n)
+
+
+async def sync_source(
+    settings: Settings,
+    source: SyncSource,
+    *,
+    checksum: bool = False,
+    retry_quarantined: bool = False,
+    allow_empty: bool = False,
+    progress: bool = True,
+    dry_run: bool = False,
+    on_plan: Callable[[SyncPlan], None] | None = None,
+    lane: Lane = BULK,
+) -> tuple[SyncPlan, Counter[str] | None]:
+    """Compare ``source`` with Postgres and publish the plan to ``source.changes``
+    (``ragline sync``, ``ragline up``). ``on_plan`` sees the plan before anything is
+    published; a dry run publishes nothing (the published counts are then None)."""
+    from ragline.connector.state import StateStore
+    from ragline.runtime.publisher import EventPublisher
+
+    store = StateStore(settings.admin_dsn(), max_size=1)
+    await store.open()
+    try:
+        stored = await store.list_source(source.tenant_id, source.name)
+    finally:
+        await store.close()
+    plan = await build_plan(
+        source,
+        stored,
+        checksum=checksum,
+        retry_quarantined=retry_quarantined,
+        allow_empty=allow_empty,
+        progress=progress,
+    )
+    if on_plan is not None:
+        on_plan(plan)
+    if dry_run:
+        record_dry_run(plan)
+        return plan, None
+    async with EventPublisher(settings, service="sync") as pub:
+        done = await execute(plan, source, pub, stored=stored, progress=progress, lane=lane)
+    return plan, done

@@ -22,7 +22,7 @@ from ragline.errors import ConfigError
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from ragline.embedding.settings import EmbedderSettings
+    from ragline.config import EmbeddingModelSettings
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -90,23 +90,24 @@ def model_revision(path: Path) -> str:
 
 
 def load_embedder(
-    cfg: EmbedderSettings, *, model: str | None = None, threads: int | None = None
+    cfg: EmbeddingModelSettings,
+    *,
+    model: str | None = None,
+    threads: int | None = None,
+    batch_size: int = 64,
 ) -> Embedder:
     """The configured backend (``RAGLINE_EMBEDDER_BACKEND``); blocking: call it in a thread.
 
-    ``model``/``threads`` override the settings (the query service loads the embedder's
-    model with one thread)."""
-    from ragline.embedding.adaptive import model_batch_size
-
+    ``model`` overrides the configured location; the embedder passes its own ``threads``
+    and ``batch_size``, the query service loads the same model with one thread."""
     location = model if model is not None else cfg.model
-    split = model_batch_size(cfg)
-    n_threads = threads if threads is not None else cfg.threads
+    n_threads = threads
     if cfg.backend == "torch":
         return SentenceTransformerEmbedder(
             location,
             name=cfg.model_name,
             device=cfg.device,
-            batch_size=split,
+            batch_size=batch_size,
             offline=cfg.offline,
             threads=n_threads,
         )
@@ -119,7 +120,7 @@ def load_embedder(
         int8=cfg.backend == "onnx-int8",
         onnx_dir=cfg.onnx_dir,
         name=cfg.model_name,
-        batch_size=split,
+        batch_size=batch_size,
         threads=n_threads,
     )
 

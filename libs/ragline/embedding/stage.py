@@ -14,7 +14,7 @@ from typing import ClassVar
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
-from ragline.embedding.adaptive import batch_sizer
+from ragline.embedding.adaptive import batch_sizer, model_batch_size
 from ragline.embedding.batcher import BatchEmbedder
 from ragline.embedding.cache import PgVectorCache
 from ragline.embedding.metrics import BACKEND_INFO
@@ -39,12 +39,12 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
     def __init__(
         self,
         settings: Settings,
-        config: EmbedderSettings | None = None,
+        config: EmbedderSettings,
         *,
         embedder: Embedder | None = None,
     ) -> None:
         super().__init__(settings)
-        self.config = config or EmbedderSettings()
+        self.config = config
         self._embedder = embedder
         self._pool: AsyncConnectionPool | None = None
         self._batcher: BatchEmbedder | None = None
@@ -52,7 +52,10 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
 
     async def open(self) -> None:
         if self._embedder is None:
-            self._embedder = await asyncio.to_thread(load_embedder, self.config)
+            cfg = self.config
+            self._embedder = await asyncio.to_thread(
+                load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
+            )
         BACKEND_INFO.info({"backend": backend_of(self._embedder)})
         cache = None
         if self.config.cache:

@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from ragline.chunking.tokenizer import TokenCounter
 from ragline.enrichment.entities import extract_entities
-from ragline.enrichment.header import build_header, title_from_uri
+from ragline.enrichment.header import build_header
 from ragline.enrichment.language import UNDETERMINED, detect_language
 from ragline.enrichment.settings import EnricherSettings
 from ragline.events import Chunk, ChunkLevel, DocChunked, DocumentMeta, Enrichment
+from ragline.text import TokenCounter, title_from_uri
 
 __all__ = ["Enricher", "classify_content"]
 

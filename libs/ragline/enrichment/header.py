@@ -11,23 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlsplit
 
-from ragline.chunking.tokenizer import TokenCounter
+from ragline.text.tokenizer import TokenCounter
 
-__all__ = ["build_header", "title_from_uri"]
+__all__ = ["build_header"]
 
 _SEP = " > "
 _ELLIPSIS = "…"
-
-
-def title_from_uri(uri: str | None) -> str | None:
-    """A readable fallback title: the last path segment of the uri."""
-    if not uri:
-        return None
-    name = PurePosixPath(unquote(urlsplit(uri).path)).name
-    return name or None
 
 
 def _suffix(version: str | None, effective: date | None) -> str:

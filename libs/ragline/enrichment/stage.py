@@ -6,14 +6,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import ClassVar
 
-from ragline.chunking.config import ChunkerSettings
-from ragline.chunking.tokenizer import load_token_counter
-from ragline.config import Settings
+from ragline.config import Settings, TokenizerSettings
 from ragline.enrichment.enricher import Enricher
 from ragline.enrichment.metrics import CHUNKS, ENTITIES
 from ragline.enrichment.settings import EnricherSettings
 from ragline.events import DocChunked, DocEnriched, Topics
 from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.text import load_token_counter
 
 __all__ = ["EnricherStage", "enrich_event"]
 
@@ -42,21 +41,21 @@ class EnricherStage(Stage[DocChunked, DocEnriched]):
     def __init__(
         self,
         settings: Settings,
-        chunker_settings: ChunkerSettings | None = None,
-        enricher_settings: EnricherSettings | None = None,
+        tokenizer: TokenizerSettings,
+        enricher_settings: EnricherSettings,
     ) -> None:
+        """``tokenizer``: the tokenizer and header budget the chunker sized children with
+        (the service passes its ``ChunkerSettings``, which extend them)."""
         super().__init__(settings)
-        self._chunker_settings = chunker_settings
+        self._tokenizer = tokenizer
         self._enricher_settings = enricher_settings
         self._enricher: Enricher | None = None
 
     async def open(self) -> None:
-        chunking = self._chunker_settings or ChunkerSettings()
-        counter = await asyncio.to_thread(load_token_counter, chunking.tokenizer_path)
+        tok = self._tokenizer
+        counter = await asyncio.to_thread(load_token_counter, tok.tokenizer_path)
         self._enricher = Enricher(
-            counter,
-            header_budget=chunking.header_budget_tokens,
-            settings=self._enricher_settings or EnricherSettings(),
+            counter, header_budget=tok.header_budget_tokens, settings=self._enricher_settings
         )
 
     async def process(self, event: DocChunked, ctx: StageContext) -> Sequence[Output[DocEnriched]]:

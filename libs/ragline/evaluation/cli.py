@@ -128,7 +128,7 @@ async def _produce(args: argparse.Namespace) -> list[Any]:
             )
             for dataset in datasets
         ]
-    from ragline.evaluation.platform import private_platform
+    from ragline.platform.private import private_platform
 
     extra = {
         "RAGLINE_QUERY_MAX_TOP_K": str(max(es.top_k, 50)),

@@ -19,7 +19,12 @@ def _run(args: argparse.Namespace) -> int:
         if value is not None:
             over[name] = value
     settings = McpSettings(**over)
-    server = build_server(settings, transport=args.transport)
+    query_auth = None
+    if args.transport == "http":
+        from ragline.retrieval.settings import QueryAuthSettings
+
+        query_auth = QueryAuthSettings()
+    server = build_server(settings, transport=args.transport, query_auth=query_auth)
     if args.transport == "stdio":
         server.run("stdio")
         return 0

@@ -43,7 +43,7 @@ from ragline.mcp_server.evidence import (
     render_status,
 )
 from ragline.mcp_server.settings import McpSettings
-from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.settings import QueryAuthSettings
 from ragline_client import (
     ApiError,
     AsyncRagline,
@@ -178,10 +178,12 @@ def build_server(
     settings: McpSettings,
     *,
     transport: Transport,
-    query_settings: QuerySettings | None = None,
+    query_auth: QueryAuthSettings | None = None,
     http_transport: Any = None,
 ) -> MCPServer[_State]:
-    """The server for ``transport``. ``http_transport`` (an httpx transport) is for tests."""
+    """The server for ``transport``. Over HTTP it verifies bearer tokens as the query
+    service does (``query_auth``, required then). ``http_transport`` (an httpx
+    transport) is for tests."""
     provider = _stdio_provider(settings) if transport == "stdio" else None
     budget = Budget(settings.call_budget, settings.max_sessions_tracked)
 
@@ -201,9 +203,10 @@ def build_server(
 
     auth_kw: dict[str, Any] = {}
     if transport == "http":
-        qs = query_settings or QuerySettings()
+        if query_auth is None:
+            raise ConfigError("the HTTP transport verifies tokens: pass the query auth settings")
         auth_kw = {
-            "token_verifier": JwtTokenVerifier(JwtVerifier(qs.jwt_config())),
+            "token_verifier": JwtTokenVerifier(JwtVerifier(query_auth.jwt_config())),
             "auth": AuthSettings(
                 issuer_url=settings.authorization_server_url or settings.query_url,
                 resource_server_url=settings.resource_url(),

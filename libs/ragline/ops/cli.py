@@ -146,7 +146,7 @@ def _dlq(args: argparse.Namespace) -> int:
 def _topics(args: argparse.Namespace) -> int:
     from ragline.events import ALL_TOPICS
     from ragline.ops.settings import OpsSettings
-    from ragline.runtime.stack.topics import ensure_pipeline_topics, topic_partitions
+    from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics, topic_partitions
     from ragline.runtime.topology import physical_topic
 
     _quiet()
@@ -166,7 +166,11 @@ def _topics(args: argparse.Namespace) -> int:
         rf = args.replication_factor or OpsSettings().topic_replication_factor
         report = asyncio.run(
             ensure_pipeline_topics(
-                settings, partitions=partitions, replication_factor=rf, timeout_s=args.timeout
+                settings,
+                partitions=partitions,
+                replication_factor=rf,
+                timeout_s=args.timeout,
+                topic_settings=TopicSettings(),
             )
         )
     except (RaglineError, ValidationError) as exc:

@@ -27,7 +27,7 @@ from ragline.retrieval.hydrate import ChunkRow, hydrate
 from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
 from ragline.retrieval.scope import rls_transaction
-from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.settings import QuerySettings, RankingSettings
 from ragline.retrieval.timing import Timings
 from ragline.store.space_model import Space
 
@@ -126,8 +126,8 @@ async def retrieve(
                         vector,
                         preds,
                         limit=limit,
-                        ef_search=settings.hnsw_ef_search,
-                        max_scan_tuples=settings.hnsw_max_scan_tuples,
+                        ef_search=settings.ranking.hnsw_ef_search,
+                        max_scan_tuples=settings.ranking.hnsw_max_scan_tuples,
                         space=space,
                     )
             lex_hits = await lex_task if lex_task is not None else []
@@ -141,7 +141,7 @@ async def retrieve(
             degraded.append("lexical_unavailable")
             lex_hits = []
         with timings.stage("fusion"):
-            fused = fuse(dense_hits, lex_hits, settings)
+            fused = fuse(dense_hits, lex_hits, settings.ranking)
         bm25 = {h.chunk_id: h.score for h in lex_hits}
         with timings.stage("hydrate"):
             rows = await hydrate(
@@ -155,7 +155,7 @@ async def retrieve(
             )
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:
-        fused = _exact_refuse(fused, rows, idents, settings)
+        fused = _exact_refuse(fused, rows, idents, settings.ranking)
     out = [
         Candidate(
             row=rows[f.key],
@@ -171,7 +171,7 @@ async def retrieve(
 
 
 def fuse(
-    dense_hits: Sequence[DenseHit], lex_hits: Sequence[LexicalHit], settings: QuerySettings
+    dense_hits: Sequence[DenseHit], lex_hits: Sequence[LexicalHit], settings: RankingSettings
 ) -> list[FusedHit]:
     """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores)."""
     weights = {"dense": settings.weight_dense, "lexical": settings.weight_lexical}
@@ -191,7 +191,7 @@ def fuse(
 
 
 def _exact_refuse(
-    fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: QuerySettings
+    fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: RankingSettings
 ) -> list[FusedHit]:
     """Exact-identifier boost: a query naming an error code or ticket key (``ERR-4711``)
     gets a third RRF list of the candidates whose text contains it verbatim, in fusion

@@ -9,13 +9,13 @@ from typing import Any
 from ragline.config import Settings
 from ragline.errors import RaglineError
 from ragline.retrieval.audit import sweep_audit
-from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.settings import AuditSettings
 
 __all__ = ["register"]
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    days = args.retention_days or QuerySettings().audit_retention_days
+    days = args.retention_days or AuditSettings().audit_retention_days
     try:
         deleted = sweep_audit(Settings().admin_dsn(), days)
     except RaglineError as exc:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ragline.config import EmbeddingModelSettings
 from ragline.hashing import normalize_text
 from ragline.retrieval.metrics import EMBED_CACHE
 
@@ -47,24 +48,26 @@ class ModelQueryEmbedder:
 
     @classmethod
     async def load(
-        cls, model: str | None = None, *, torch_threads: int | None = 1
+        cls,
+        model: EmbeddingModelSettings,
+        *,
+        location: str | None = None,
+        torch_threads: int | None = 1,
     ) -> ModelQueryEmbedder:
-        """Load the model (seconds) in a thread; ``model`` None means the embedder's own
-        configuration (``RAGLINE_EMBEDDER_MODEL``), so queries and chunks share a space.
+        """Load the model (seconds) in a thread: the embedder's model and backend
+        (``model``, the shared ``RAGLINE_EMBEDDER_*`` settings), so queries and chunks
+        share a space (int8 queries for int8 chunks); ``location`` overrides the model's.
 
         ``torch_threads`` caps torch's intra-op threads for the process: a query is a few
         tokens, and on a busy machine two spinning intra-op threads made one encode ~10x
         slower than one thread (measured 1.3 s vs 0.11 s at load 12 on 2 cores)."""
         from ragline.embedding.model import load_embedder
-        from ragline.embedding.settings import EmbedderSettings
 
         if torch_threads is not None:
             import torch
 
             torch.set_num_threads(torch_threads)
-        # the embedder's backend too (RAGLINE_EMBEDDER_BACKEND): int8 queries for int8 chunks
-        es = EmbedderSettings()
-        inner = await asyncio.to_thread(load_embedder, es, model=model, threads=torch_threads)
+        inner = await asyncio.to_thread(load_embedder, model, model=location, threads=torch_threads)
         return cls(inner)
 
     @property

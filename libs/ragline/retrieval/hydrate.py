@@ -18,11 +18,11 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from ragline.auth.principal import Principal
-from ragline.enrichment.header import title_from_uri
 from ragline.retrieval.filters import Predicate, to_sql
 from ragline.retrieval.spaces import vector_sql
 from ragline.store.pg_errors import pg_errors
 from ragline.store.space_model import Space
+from ragline.text.titles import title_from_uri
 
 __all__ = ["ChunkRow", "citation_title", "hydrate"]
 

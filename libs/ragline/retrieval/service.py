@@ -147,17 +147,19 @@ class SearchService:
         self._ident_df = IdentifierFrequency(backends.pool)
         self._term_df = QueryTermFrequency(backends.pool)
         self._policy = AbstainPolicy(
-            min_similarity=settings.abstain_min_similarity,
-            min_rerank=settings.abstain_min_rerank,
-            model=FITTED if settings.abstain_model == "combined" else None,
-            terms=TermPolicy() if settings.abstain_terms else None,
+            min_similarity=settings.ranking.abstain_min_similarity,
+            min_rerank=settings.ranking.abstain_min_rerank,
+            model=FITTED if settings.ranking.abstain_model == "combined" else None,
+            terms=TermPolicy() if settings.ranking.abstain_terms else None,
         )
 
     def _validate(self, req: SearchRequest) -> None:
-        if len(req.query_texts) > self._s.max_queries:
-            raise InvalidRequest("queries", f"at most {self._s.max_queries} queries per request")
-        if req.top_k > self._s.max_top_k:
-            raise InvalidRequest("top_k", f"at most {self._s.max_top_k}")
+        if len(req.query_texts) > self._s.ranking.max_queries:
+            raise InvalidRequest(
+                "queries", f"at most {self._s.ranking.max_queries} queries per request"
+            )
+        if req.top_k > self._s.ranking.max_top_k:
+            raise InvalidRequest("top_k", f"at most {self._s.ranking.max_top_k}")
 
     async def search(
         self,
@@ -303,7 +305,7 @@ class SearchService:
         reason: str | None,
         degraded: list[str],
     ) -> None:
-        if not self._s.audit_enabled:
+        if not self._s.audit.audit_enabled:
             return
         await write_audit(
             conn,
@@ -320,8 +322,8 @@ class SearchService:
                 abstain_reason=reason,
                 degraded=tuple(degraded),
             ),
-            store_query=self._s.audit_store_query,
-            hash_key=audit_key(self._s.audit_hash_key),
+            store_query=self._s.audit.audit_store_query,
+            hash_key=audit_key(self._s.audit.audit_hash_key),
         )
 
     async def _sub_search(
@@ -350,7 +352,7 @@ class SearchService:
             mode=req.mode,
             settings=self._s,
             timings=t,
-            limit=max(self._s.overfetch, req.top_k),
+            limit=max(self._s.ranking.overfetch, req.top_k),
             with_embeddings=req.mmr_lambda is not None,
             space=space,
         )
@@ -362,7 +364,7 @@ class SearchService:
                 self._b.reranker,
                 sub.query,
                 cands,
-                top_n=self._s.rerank_top_n,
+                top_n=self._s.ranking.rerank_top_n,
                 timeout_s=self._s.rerank_timeout_s,
                 timings=t,
             )
@@ -392,7 +394,7 @@ class SearchService:
                     best[cid] = (pos, i, c)
         if by_side:
             return [c for _, _, c in sorted(best.values(), key=lambda x: (x[0], x[1]))]
-        return [best[h.key][2] for h in rrf(rankings, k=self._s.rrf_k)]
+        return [best[h.key][2] for h in rrf(rankings, k=self._s.ranking.rrf_k)]
 
     def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
         if req.mmr_lambda is not None and cands:
@@ -403,7 +405,7 @@ class SearchService:
                 limit=len(cands),
             )
             cands = [cands[i] for i in order]
-        cap = req.max_per_document or self._s.default_max_per_document
+        cap = req.max_per_document or self._s.ranking.default_max_per_document
         cands = cap_per_document_by_evidence(cands, lambda c: c.row.document_id, _strength, cap)
         if req.expand_parents:
             cands = dedupe_by_parent(cands, lambda c: c.row.parent_id)

@@ -1,84 +1,39 @@
-"""Query service settings (env prefix ``RAGLINE_QUERY_``): auth, retrieval knobs, audit
-policy, rate limit. Connection settings (DSNs, OpenSearch URL) stay in ``Settings``.
+"""Query service settings (env prefix ``RAGLINE_QUERY_``), in parts: who may call
+(``QueryAuthSettings``), what a search returns and in which order (``RankingSettings``,
+the answer cache's key fingerprints it), the audit log (``AuditSettings``), the rate limit
+(``RateLimitSettings``), and the service's own operational knobs (``QuerySettings``, which
+composes the four). Every variable keeps its name (``RAGLINE_QUERY_RRF_K``, ...).
+Connection settings (DSNs, OpenSearch URL) stay in ``ragline.config.Settings``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.auth.jwt import JwtConfig
 from ragline.hashing import sha256_hex
 
-__all__ = ["QuerySettings"]
+__all__ = [
+    "AuditSettings",
+    "QueryAuthSettings",
+    "QuerySettings",
+    "RankingSettings",
+    "RateLimitSettings",
+]
+
+_CONFIG = SettingsConfigDict(env_prefix="RAGLINE_QUERY_", extra="ignore", frozen=True)
 
 
-class QuerySettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGLINE_QUERY_", extra="ignore", frozen=True)
+class QueryAuthSettings(BaseSettings):
+    """Bearer-token verification: key material, expected issuer/audience, claim names."""
 
-    # Every field is one or the other (a unit test enforces it): a field that can change
-    # which results a request returns, or their order, is part of the answer cache's key.
-    RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "overfetch",
-            "fusion",
-            "rrf_k",
-            "weight_dense",
-            "weight_lexical",
-            "weight_exact",
-            "hnsw_ef_search",
-            "hnsw_max_scan_tuples",
-            "max_top_k",
-            "max_queries",
-            "default_max_per_document",
-            "embedding_model_path",
-            "abstain_min_similarity",
-            "abstain_model",
-            "abstain_terms",
-            "abstain_min_rerank",
-            "rerank_model_path",
-            "rerank_top_n",
-        }
-    )
-    NON_RANKING_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "jwt_secret",
-            "space_admin_key",
-            "jwt_public_key",
-            "jwt_public_key_file",
-            "jwt_jwks_file",
-            "jwt_jwks_url",
-            "jwt_issuer",
-            "jwt_audience",
-            "jwt_leeway_s",
-            "tenant_claim",
-            "groups_claim",
-            "subject_claim",
-            "embedding_cache_size",
-            "torch_threads",
-            "rerank_timeout_s",
-            "backend_timeout_s",
-            "pool_min_size",
-            "pool_max_size",
-            "audit_enabled",
-            "audit_store_query",
-            "audit_retention_days",
-            "rate_limit_per_minute",
-            "rate_limit_burst",
-            "jwt_insecure_allow_any_issuer_and_audience",
-            "max_body_bytes",
-            "max_header_bytes",
-            "opensearch_user",
-            "opensearch_password",
-            "audit_hash_key",
-        }
-    )
+    model_config = _CONFIG
 
-    # ---- auth
     jwt_secret: SecretStr | None = Field(default=None, description="HS256 secret (local use)")
     space_admin_key: SecretStr | None = Field(
         default=None,
@@ -101,17 +56,31 @@ class QuerySettings(BaseSettings):
     groups_claim: str = "groups"
     subject_claim: str = "sub"
 
-    # ---- request size caps (before parsing and authentication)
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="bigger: 413")
-    max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="bigger: 431")
+    def jwt_config(self) -> JwtConfig:
+        key = self.jwt_public_key.get_secret_value() if self.jwt_public_key else None
+        if key is None and self.jwt_public_key_file is not None:
+            key = self.jwt_public_key_file.read_text()
+        return JwtConfig(
+            hs256_secret=self.jwt_secret.get_secret_value() if self.jwt_secret else None,
+            rs256_public_key=key,
+            jwks_file=self.jwt_jwks_file,
+            jwks_url=self.jwt_jwks_url,
+            tenant_claim=self.tenant_claim,
+            groups_claim=self.groups_claim,
+            subject_claim=self.subject_claim,
+            issuer=self.jwt_issuer,
+            audience=self.jwt_audience,
+            leeway_s=self.jwt_leeway_s,
+            insecure_allow_any_issuer_and_audience=self.jwt_insecure_allow_any_issuer_and_audience,
+        )
 
-    # ---- the query service's own read-only OpenSearch credential (docs/query.md)
-    opensearch_user: str | None = Field(
-        default=None, description="default: the pipeline's RAGLINE_OPENSEARCH_USER"
-    )
-    opensearch_password: SecretStr | None = None
 
-    # ---- retrieval
+class RankingSettings(BaseSettings):
+    """Everything that can change which results a search returns, or their order. The
+    answer cache's key carries ``fingerprint()``: a field added here is in the key."""
+
+    model_config = _CONFIG
+
     overfetch: int = Field(default=50, ge=1, le=1000, description="candidates per retriever")
     fusion: Literal["rrf", "score"] = Field(
         default="score",
@@ -131,12 +100,6 @@ class QuerySettings(BaseSettings):
     default_max_per_document: int = Field(default=3, ge=1)
     embedding_model_path: Path | None = Field(
         default=None, description="default: the embedder's model (RAGLINE_EMBEDDER_MODEL)"
-    )
-    embedding_cache_size: int = Field(default=4096, ge=0)
-    torch_threads: int | None = Field(
-        default=1,
-        ge=1,
-        description="torch intra-op threads for query encoding (None: torch default)",
     )
     abstain_min_similarity: float = Field(
         default=0.325,
@@ -161,12 +124,19 @@ class QuerySettings(BaseSettings):
         default=None, description="local CrossEncoder directory; rerank is off without it"
     )
     rerank_top_n: int = Field(default=30, ge=1, le=200)
-    rerank_timeout_s: float = Field(default=2.0, gt=0)
-    backend_timeout_s: float = Field(default=5.0, gt=0)
-    pool_min_size: int = Field(default=2, ge=1)
-    pool_max_size: int = Field(default=10, ge=1)
 
-    # ---- audit
+    def fingerprint(self) -> str:
+        """A short hash of every ranking setting: retuning RRF, ef_search, the abstain
+        threshold or the reranker orphans every cached answer built under the old ones."""
+        text = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), default=str)
+        return sha256_hex(text)[:12]
+
+
+class AuditSettings(BaseSettings):
+    """The audit log of searches (docs/query.md, "Audit")."""
+
+    model_config = _CONFIG
+
     audit_enabled: bool = True
     audit_store_query: Literal["text", "hash"] = "hash"
     audit_retention_days: int = Field(default=90, ge=1)
@@ -176,31 +146,81 @@ class QuerySettings(BaseSettings):
         "unset: a random key per process (hashes then only compare within one process)",
     )
 
-    # ---- rate limit (per subject, per replica)
+
+class RateLimitSettings(BaseSettings):
+    """Per subject, per replica."""
+
+    model_config = _CONFIG
+
     rate_limit_per_minute: int = Field(default=600, ge=0, description="0 disables it")
     rate_limit_burst: int = Field(default=60, ge=1)
 
-    def ranking_fingerprint(self) -> str:
-        """A short hash of the ranking settings: retuning RRF, ef_search, the abstain
-        threshold or the reranker orphans every cached answer built under the old ones."""
-        values = {f: getattr(self, f) for f in sorted(self.RANKING_FIELDS)}
-        text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
-        return sha256_hex(text)[:12]
 
-    def jwt_config(self) -> JwtConfig:
-        key = self.jwt_public_key.get_secret_value() if self.jwt_public_key else None
-        if key is None and self.jwt_public_key_file is not None:
-            key = self.jwt_public_key_file.read_text()
-        return JwtConfig(
-            hs256_secret=self.jwt_secret.get_secret_value() if self.jwt_secret else None,
-            rs256_public_key=key,
-            jwks_file=self.jwt_jwks_file,
-            jwks_url=self.jwt_jwks_url,
-            tenant_claim=self.tenant_claim,
-            groups_claim=self.groups_claim,
-            subject_claim=self.subject_claim,
-            issuer=self.jwt_issuer,
-            audience=self.jwt_audience,
-            leeway_s=self.jwt_leeway_s,
-            insecure_allow_any_issuer_and_audience=self.jwt_insecure_allow_any_issuer_and_audience,
-        )
+_PARTS: dict[str, type[BaseSettings]] = {
+    "auth": QueryAuthSettings,
+    "ranking": RankingSettings,
+    "audit": AuditSettings,
+    "rate_limit": RateLimitSettings,
+}
+
+
+class QuerySettings(BaseSettings):
+    """The query service's settings: its own operational knobs plus the four parts, each
+    read from the same ``RAGLINE_QUERY_*`` variables when not given."""
+
+    model_config = _CONFIG
+
+    auth: QueryAuthSettings = Field(default_factory=QueryAuthSettings)
+    ranking: RankingSettings = Field(default_factory=RankingSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    rate_limit: RateLimitSettings = Field(default_factory=RateLimitSettings)
+
+    # ---- request size caps (before parsing and authentication)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="bigger: 413")
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="bigger: 431")
+
+    # ---- the query service's own read-only OpenSearch credential (docs/query.md)
+    opensearch_user: str | None = Field(
+        default=None, description="default: the pipeline's RAGLINE_OPENSEARCH_USER"
+    )
+    opensearch_password: SecretStr | None = None
+
+    # ---- resources and timeouts
+    embedding_cache_size: int = Field(default=4096, ge=0)
+    torch_threads: int | None = Field(
+        default=1,
+        ge=1,
+        description="torch intra-op threads for query encoding (None: torch default)",
+    )
+    rerank_timeout_s: float = Field(default=2.0, gt=0)
+    backend_timeout_s: float = Field(default=5.0, gt=0)
+    pool_min_size: int = Field(default=2, ge=1)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    @classmethod
+    def from_fields(cls, **values: Any) -> QuerySettings:
+        """Settings from flat field names, as the variables spell them (``rrf_k=10``,
+        ``jwt_secret=...``), each routed to its part; the rest from the environment.
+        For tests and tuning scripts."""
+        parts: dict[str, dict[str, Any]] = {}
+        own: dict[str, Any] = {}
+        for name, value in values.items():
+            part = next((p for p, m in _PARTS.items() if name in m.model_fields), None)
+            if part is None:
+                own[name] = value
+            else:
+                parts.setdefault(part, {})[name] = value
+        given: dict[str, Any] = {part: _PARTS[part](**kw) for part, kw in parts.items()}
+        return cls.model_validate({**own, **given})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parts_are_passed_whole(cls, data: Any) -> Any:
+        """``QuerySettings(rrf_k=10)`` would be silently ignored: a part's field is given
+        through its part (``ranking=RankingSettings(rrf_k=10)``)."""
+        if isinstance(data, dict):
+            for part, model in _PARTS.items():
+                stray = sorted(k for k in data if k in model.model_fields)
+                if stray:
+                    raise ValueError(f"{', '.join(stray)}: pass {part}={model.__name__}(...)")
+        return data

@@ -16,12 +16,12 @@ from cache_seed import embedded
 
 from ragline.cache.result_cache import answer_cache_factory
 from ragline.cache.settings import CacheSettings
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.writer import IndexWriter
+from ragline.platform.stack.testing import unique_tenant
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from services.query.api import create_app
@@ -76,13 +76,13 @@ EMBEDDER: list[Any] = []
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def api(stack: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    inner = await ModelQueryEmbedder.load()
+    inner = await ModelQueryEmbedder.load(EmbeddingModelSettings())
     EMBEDDER.append(CachedEmbedder(inner))
     tenant = unique_tenant("c")
     for doc, (text, groups) in DOCS.items():
         await write(stack, tenant, doc, text, groups, 1)
-    qs = QuerySettings(jwt_secret=SECRET, rate_limit_per_minute=0)  # type: ignore[call-arg]
-    factory = answer_cache_factory(CacheSettings(), model_path=None)
+    qs = QuerySettings.from_fields(jwt_secret=SECRET, rate_limit_per_minute=0)
+    factory = answer_cache_factory(CacheSettings(), qs, EmbeddingModelSettings())
     app = create_app(stack, qs, embedder=EMBEDDER[0], cache_factory=factory)
     try:
         async with app.router.lifespan_context(app):

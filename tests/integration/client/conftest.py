@@ -20,16 +20,16 @@ from client_helpers import REPO, Seeded, child_env
 from query_corpus import main_corpus, seed
 from query_helpers import GROUP_A, GROUP_B, SECRET
 
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
+from ragline.platform.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
-from ragline.runtime.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def seeded(stack: Settings) -> Seeded:
-    inner = await ModelQueryEmbedder.load()
+    inner = await ModelQueryEmbedder.load(EmbeddingModelSettings())
     embedder = CachedEmbedder(inner, size=1024)
     tenant = unique_tenant("cl")
     docs = main_corpus(GROUP_A, GROUP_B)

@@ -13,13 +13,13 @@ import pytest
 from client_helpers import Seeded, connector_collect
 from query_helpers import GROUP_A, GROUP_B, make_token, query_settings, running_app
 
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.webhook import create_app as webhook_app
 from ragline.events import Topics
+from ragline.platform.stack.testing import free_port
 from ragline.retrieval.embed import ModelQueryEmbedder
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack.testing import free_port
 from ragline_client import (
     ApiError,
     AsyncChangeWebhook,
@@ -153,7 +153,7 @@ async def test_a_real_429_is_waited_out_per_retry_after(stack: Settings, seeded:
     async def record(resp: httpx.Response) -> None:
         statuses.append(resp.status_code)
 
-    embedder = await ModelQueryEmbedder.load()
+    embedder = await ModelQueryEmbedder.load(EmbeddingModelSettings())
     qs = query_settings(rate_limit_per_minute=60, rate_limit_burst=1)
     try:
         async with running_app(stack, qs, embedder) as (app, _):

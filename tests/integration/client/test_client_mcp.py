@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 from query_helpers import GROUP_A, GROUP_B, SECRET, make_token
 
-from ragline.runtime.stack.testing import free_port
+from ragline.platform.stack.testing import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -24,8 +24,8 @@ from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.webhook import create_app
 from ragline.events import Topics
+from ragline.platform.stack.testing import free_port
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack.testing import free_port
 from ragline_client import AsyncChangeWebhook, ChangeWebhook, RetryPolicy, Unauthorized
 from ragline_client.webhook import signature_headers
 

@@ -10,7 +10,7 @@ from indexing_helpers import indexed, visible_chunks
 from ragline.events import DocControl, DocQuarantined, DocumentMeta
 from ragline.indexing.samples import acl_event as acl
 from ragline.indexing.samples import embedded_event
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.platform.stack.testing import unique_tenant
 from ragline.store.migrate import load_migrations
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

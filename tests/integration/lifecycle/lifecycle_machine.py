@@ -37,8 +37,8 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash
 from ragline.ops.seq_reset import reset_seq
+from ragline.platform.stack.testing import unique_tenant
 from ragline.runtime.lanes import with_lane
-from ragline.runtime.stack.testing import unique_tenant
 
 DOCS = ("lt:alpha", "lt:beta/Ünïcode name.md", "lt:gamma")
 

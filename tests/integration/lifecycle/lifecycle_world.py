@@ -24,7 +24,7 @@ from lifecycle_driver import Driver
 from lifecycle_model import OVERSIZE_BYTES, PRINCIPALS, DocModel
 from opensearchpy import AsyncOpenSearch
 
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.errors import QuarantineError
@@ -133,8 +133,8 @@ class World:
     # ------------------------------------------------------------------ lifetime
     async def open(self) -> None:
         await self.driver.start()
-        self._embedder = await ModelQueryEmbedder.load()
-        qs = QuerySettings(
+        self._embedder = await ModelQueryEmbedder.load(EmbeddingModelSettings())
+        qs = QuerySettings.from_fields(
             jwt_secret=JWT_SECRET,
             rate_limit_per_minute=0,
             abstain_min_similarity=-1.0,  # the model decides visibility, not relevance

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from ragline.config import Settings
 from ragline.events import Topics
 from ragline.runtime.lag import group_lag, stage_lag
-from ragline.runtime.stack.topics import ensure_topics
+from ragline.runtime.topics import ensure_topics
 
 pytestmark = pytest.mark.integration
 

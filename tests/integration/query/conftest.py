@@ -10,16 +10,16 @@ import pytest_asyncio
 from query_corpus import delete, main_corpus, other_tenant_corpus, seed
 from query_helpers import GROUP_A, GROUP_B, Corpus, query_settings, running_app
 
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
+from ragline.platform.stack.testing import unique_tenant
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmbedder
-from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def embedder() -> AsyncIterator[QueryEmbedder]:
-    inner = await ModelQueryEmbedder.load()
+    inner = await ModelQueryEmbedder.load(EmbeddingModelSettings())
     yield CachedEmbedder(inner, size=8192)
     inner.close()
 

@@ -46,7 +46,7 @@ def auth(tenant: str, groups: list[str], **kw: Any) -> dict[str, str]:
 def query_settings(**over: Any) -> QuerySettings:
     base: dict[str, Any] = {"jwt_secret": SECRET, "rate_limit_per_minute": 0}
     base.update(over)
-    return QuerySettings(**base)
+    return QuerySettings.from_fields(**base)
 
 
 @asynccontextmanager

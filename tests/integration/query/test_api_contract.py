@@ -26,7 +26,7 @@ from ragline.config import Settings
 from ragline.errors import ConfigError
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.writer import IndexWriter
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.platform.stack.testing import unique_tenant
 from ragline.store.pool import open_pool
 from services.query.api import create_app
 

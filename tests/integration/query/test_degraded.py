@@ -11,9 +11,9 @@ import pytest_asyncio
 from query_helpers import GROUP_A, Corpus, auth, query_settings, running_app
 
 from ragline.config import Settings
+from ragline.platform.stack.testing import free_port
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.rerank import CrossEncoderReranker
-from ragline.runtime.stack.testing import free_port
 
 pytestmark = pytest.mark.integration
 

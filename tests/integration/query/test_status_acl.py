@@ -16,7 +16,7 @@ from ragline.config import Settings
 from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta, FindingsSummary
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.writer import IndexWriter
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.platform.stack.testing import unique_tenant
 from ragline.store.pool import open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

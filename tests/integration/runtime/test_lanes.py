@@ -34,8 +34,8 @@ from ragline.hashing import content_hash
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack.topics import ensure_pipeline_topics
 from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.runtime.topology import physical_topic
 
 pytestmark = pytest.mark.integration
@@ -101,7 +101,9 @@ async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
     stack: Settings, tenant: str
 ) -> None:
     settings = stack.model_copy(update={"kafka_topic_prefix": f"ln{uuid.uuid4().hex[:6]}."})
-    await ensure_pipeline_topics(settings, partitions=2, replication_factor=1)
+    await ensure_pipeline_topics(
+        settings, partitions=2, replication_factor=1, topic_settings=TopicSettings()
+    )
     stage = _SlowBulk(settings)
     runner = StageRunner(stage, settings, logging.getLogger("test.lanes"))
     await stage.start()

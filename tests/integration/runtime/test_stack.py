@@ -24,18 +24,18 @@ from psycopg import sql
 
 from ragline.config import Settings
 from ragline.events import ALL_TOPICS
-from ragline.runtime.stack import StackError, StackManager, StackSettings
-from ragline.runtime.stack.postgres import maintenance_dsn
-from ragline.runtime.stack.process import is_running
-from ragline.runtime.stack.settings import Component
-from ragline.runtime.stack.testing import (
+from ragline.platform.stack import StackError, StackManager, StackSettings
+from ragline.platform.stack.postgres import maintenance_dsn
+from ragline.platform.stack.process import is_running
+from ragline.platform.stack.settings import Component
+from ragline.platform.stack.testing import (
     CLEARED_ENV,
     ServiceProcess,
     free_port,
     reap_stale_test_stacks,
     stack_env,
 )
-from ragline.runtime.stack.topics import topic_partitions
+from ragline.runtime.topics import topic_partitions
 from ragline.store.migrate import (
     MigrationChecksumError,
     MigrationError,

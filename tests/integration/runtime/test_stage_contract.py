@@ -35,12 +35,14 @@ import pytest_asyncio
 from ragline.cache.settings import CacheSettings
 from ragline.cache.stage import CacheInvalidatorStage
 from ragline.catalog import HTTP_SERVICES, SERVICES
+from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.stage import ChunkerStage
 from ragline.config import Settings
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
+from ragline.enrichment.settings import EnricherSettings
 from ragline.enrichment.stage import EnricherStage
 from ragline.errors import ContractError, NotBuiltError, QuarantineError
 from ragline.events import (
@@ -62,7 +64,7 @@ from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
 from ragline.parsing.settings import ParserSettings
 from ragline.parsing.stage import ParserStage
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.platform.stack.testing import unique_tenant
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.scanning.settings import ScannerSettings
 from ragline.scanning.stage import ScannerStage
@@ -98,7 +100,7 @@ def _factories(settings: Settings, policy: Path) -> dict[str, Callable[[], AnySt
         # no rule asks for names: start() loads no spaCy model
         "scanner": lambda: ScannerStage(settings, ScannerSettings(policy_file=policy, workers=0)),
         "chunker": lambda: ChunkerStage(settings),
-        "enricher": lambda: EnricherStage(settings),
+        "enricher": lambda: EnricherStage(settings, ChunkerSettings(), EnricherSettings()),
         "embedder": lambda: EmbedderStage(
             settings, EmbedderSettings(cache=False), embedder=_PseudoEmbedder()
         ),

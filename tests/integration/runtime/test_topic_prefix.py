@@ -23,7 +23,7 @@ from ragline.events import ALL_TOPICS, DocFetched, DocumentMeta, Topics
 from ragline.hashing import content_hash
 from ragline.runtime.lag import stage_lag
 from ragline.runtime.publisher import EventPublisher
-from ragline.runtime.stack.topics import ensure_pipeline_topics
+from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.runtime.topology import physical_topic
 
 pytestmark = pytest.mark.integration
@@ -101,7 +101,9 @@ async def test_two_prefixes_share_a_broker_without_cross_talk(
         for name in ("blue", "green")
     }
     for s in installs.values():
-        report = await ensure_pipeline_topics(s, partitions=2, replication_factor=1)
+        report = await ensure_pipeline_topics(
+            s, partitions=2, replication_factor=1, topic_settings=TopicSettings()
+        )
         assert set(report.created) == {physical_topic(t, s.kafka_topic_prefix) for t in ALL_TOPICS}
     procs = {
         name: service_process("parser", env={"RAGLINE_KAFKA_TOPIC_PREFIX": s.kafka_topic_prefix})
@@ -143,7 +145,9 @@ async def test_two_prefixes_share_a_broker_without_cross_talk(
 
 async def test_topics_are_created_with_their_family_configs(stack: Settings) -> None:
     s = stack.model_copy(update={"kafka_topic_prefix": f"cfg{uuid.uuid4().hex[:6]}."})
-    await ensure_pipeline_topics(s, partitions=1, replication_factor=1)
+    await ensure_pipeline_topics(
+        s, partitions=1, replication_factor=1, topic_settings=TopicSettings()
+    )
     p = s.kafka_topic_prefix
     raw, mid, dlq = (physical_topic(t, p) for t in ("doc.parsed", "doc.chunked", "doc.parsed.dlq"))
     try:
@@ -157,10 +161,11 @@ async def test_topics_are_created_with_their_family_configs(stack: Settings) -> 
 
 
 async def test_existing_topics_are_left_alone_and_their_drift_reported(stack: Settings) -> None:
-    from ragline.runtime.stack.topics import TopicSettings
 
     s = stack.model_copy(update={"kafka_topic_prefix": f"drift{uuid.uuid4().hex[:6]}."})
-    first = await ensure_pipeline_topics(s, partitions=1, replication_factor=1)
+    first = await ensure_pipeline_topics(
+        s, partitions=1, replication_factor=1, topic_settings=TopicSettings()
+    )
     assert first.config_drift == {}
     again = await ensure_pipeline_topics(
         s,

@@ -27,7 +27,7 @@ from ragline.runtime.lag import wait_drained
 from ragline.runtime.logs import JsonFormatter
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.service_main import load_service
-from ragline.runtime.stack.topics import ensure_pipeline_topics
+from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.runtime.topology import TOPOLOGY
 from ragline.tracing import span, use_provider
 
@@ -41,7 +41,9 @@ async def traced(stack: Settings) -> AsyncIterator[tuple[Settings, InMemorySpanE
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     use_provider(provider)  # before the stages open their pools and clients
     settings = stack.model_copy(update={"kafka_topic_prefix": f"tr{uuid.uuid4().hex[:6]}."})
-    await ensure_pipeline_topics(settings, partitions=1, replication_factor=1)
+    await ensure_pipeline_topics(
+        settings, partitions=1, replication_factor=1, topic_settings=TopicSettings()
+    )
     runners: list[StageRunner] = []
     try:
         for svc in TOPOLOGY:

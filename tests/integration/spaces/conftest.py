@@ -13,7 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
 from ragline.embedding.model import SentenceTransformerEmbedder
-from ragline.runtime.stack.postgres import ensure_database
+from ragline.platform.stack.postgres import ensure_database
 from ragline.store.migrate import migrate
 from ragline.store.pool import open_pool
 

@@ -21,7 +21,7 @@ from spaces_helpers import seed
 
 from ragline.cli import main as cli_main
 from ragline.config import Settings
-from ragline.runtime.stack.testing import patched_environ, unique_tenant
+from ragline.platform.stack.testing import patched_environ, unique_tenant
 from ragline.store.spaces import count_progress, get_space, list_spaces
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

@@ -22,16 +22,16 @@ from spaces_helpers import seed_real
 from ragline.auth.principal import Principal
 from ragline.cache.result_cache import answer_cache_factory
 from ragline.cache.settings import CacheSettings
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
 from ragline.embedding.backfill import backfill_space
 from ragline.embedding.model import SentenceTransformerEmbedder
 from ragline.events import DocControl
 from ragline.indexing.samples import acl_event
 from ragline.indexing.writer import IndexWriter
+from ragline.platform.stack.testing import unique_tenant
 from ragline.retrieval.dense import dense_query
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
 from ragline.retrieval.settings import QuerySettings
-from ragline.runtime.stack.testing import unique_tenant
 from ragline.store.space_model import recipe_text, transform
 from ragline.store.spaces import count_progress, create_space, get_space, promote
 from services.query.api import create_app
@@ -61,11 +61,11 @@ def admin(space: str, key: str = ADMIN) -> dict[str, str]:
 async def app_client(
     install: Settings, model: SentenceTransformerEmbedder, *, cache: bool = False
 ) -> AsyncIterator[httpx.AsyncClient]:
-    qs = QuerySettings(jwt_secret=SECRET, rate_limit_per_minute=0, space_admin_key=ADMIN)
-    inner = ModelQueryEmbedder(model)
-    factory = (
-        answer_cache_factory(CacheSettings(), model_path=None, query_settings=qs) if cache else None
+    qs = QuerySettings.from_fields(
+        jwt_secret=SECRET, rate_limit_per_minute=0, space_admin_key=ADMIN
     )
+    inner = ModelQueryEmbedder(model)
+    factory = answer_cache_factory(CacheSettings(), qs, EmbeddingModelSettings()) if cache else None
     app = create_app(install, qs, embedder=CachedEmbedder(inner, size=256), cache_factory=factory)
     try:
         async with app.router.lifespan_context(app):

@@ -10,6 +10,7 @@ import pytest
 from ragline.cache.codec import decode_response, encode_response
 from ragline.cache.result_cache import PgResultCache, answer_cache_factory
 from ragline.cache.settings import CacheSettings
+from ragline.config import EmbeddingModelSettings
 from ragline.retrieval.api_models import (
     Citation,
     Flags,
@@ -19,6 +20,7 @@ from ragline.retrieval.api_models import (
     VersionScope,
 )
 from ragline.retrieval.cache_seam import NoCache
+from ragline.retrieval.settings import QuerySettings
 
 
 def response(*docs: str) -> SearchResponse:
@@ -56,10 +58,11 @@ def test_codec_round_trip_drops_per_request_fields_and_collects_dependencies() -
 def test_kill_switch_gives_no_cache(tmp_path: Path) -> None:
     """The query service's factory (the one way a cache is built)."""
     pool = cast(Any, object())
-    off = answer_cache_factory(CacheSettings(enabled=False))(pool)
+    qs, model = QuerySettings(), EmbeddingModelSettings()
+    off = answer_cache_factory(CacheSettings(enabled=False), qs, model)(pool)
     assert isinstance(off, NoCache) and off.state == "off"
     (tmp_path / "config.json").write_text("{}")  # a model directory: versioned by content
-    on = answer_cache_factory(CacheSettings(enabled=True), model_path=tmp_path)(pool)
+    on = answer_cache_factory(CacheSettings(enabled=True), qs, model, model_path=tmp_path)(pool)
     assert isinstance(on, PgResultCache) and on.state == "on"
     assert on.index_version.startswith(f"{tmp_path.name}@")
 
@@ -76,6 +79,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_factory_keys_entries_by_model_epoch_and_ranking_settings(tmp_path: Any) -> None:
     from ragline.cache.result_cache import answer_cache_factory
+    from ragline.config import EmbeddingModelSettings
     from ragline.retrieval.settings import QuerySettings
 
     pool = cast(Any, object())
@@ -83,11 +87,13 @@ def test_factory_keys_entries_by_model_epoch_and_ranking_settings(tmp_path: Any)
     cs = CacheSettings(index_epoch="3")
 
     def version(qs: QuerySettings) -> str:
-        cache = answer_cache_factory(cs, model_path=model, query_settings=qs)(pool)
+        cache = answer_cache_factory(cs, qs, EmbeddingModelSettings(), model_path=model)(pool)
         assert isinstance(cache, PgResultCache)
         return cache.index_version
 
     base = version(QuerySettings())
-    assert base == f"{model}@unversioned#3+r{QuerySettings().ranking_fingerprint()}"
-    assert version(QuerySettings(rrf_k=20)) != base  # retuned ranking: old entries orphaned
-    assert version(QuerySettings(pool_max_size=40)) == base
+    assert base == f"{model}@unversioned#3+r{QuerySettings().ranking.fingerprint()}"
+    assert (
+        version(QuerySettings.from_fields(rrf_k=20)) != base
+    )  # retuned ranking: old entries orphaned
+    assert version(QuerySettings.from_fields(pool_max_size=40)) == base

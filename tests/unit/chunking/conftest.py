@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.chunking import Chunker, ChunkerSettings, TokenCounter, load_token_counter
+from ragline.chunking import Chunker, ChunkerSettings
+from ragline.text import TokenCounter, load_token_counter
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,9 @@ import re
 
 from chunking_docs import DOC_ID, HASH, doc, flagged, heading, para, prose, table, turn
 
-from ragline.chunking import Chunker, ChunkerSettings, TokenCounter
+from ragline.chunking import Chunker, ChunkerSettings
 from ragline.events import Block, BlockKind, Chunk, ChunkLevel
+from ragline.text import TokenCounter
 
 
 def _run(chunker: Chunker, *blocks: Block, **kw: object) -> list[Chunk]:

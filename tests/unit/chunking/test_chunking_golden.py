@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from ragline.chunking import Chunker, TokenCounter
+from ragline.chunking import Chunker
 from ragline.enrichment import Enricher, EnricherSettings
 from ragline.events import DocChunked, DocumentMeta, ParsedDocument
+from ragline.text import TokenCounter
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "chunking"
 INPUTS = sorted(p for p in FIXTURES.glob("*.json") if not p.name.endswith(".golden.json"))

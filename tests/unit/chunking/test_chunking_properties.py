@@ -11,10 +11,11 @@ from itertools import groupby
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragline.chunking import Chunker, ChunkerSettings, TokenCounter
+from ragline.chunking import Chunker, ChunkerSettings
 from ragline.chunking.sections import turn_prefix
 from ragline.chunking.tables import render_table
 from ragline.events import Block, BlockKind, Chunk, ChunkLevel, ParsedDocument, TableData
+from ragline.text import TokenCounter
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéüß0123456789日本語"
 _word = st.text(alphabet=_LETTERS, min_size=1, max_size=12)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragline.chunking import Chunker, ChunkerSettings, TokenCounter
+from ragline.chunking import Chunker, ChunkerSettings
 from ragline.chunking.stage import chunk_event
 from ragline.chunking.tables import split_table
 from ragline.events import (
@@ -23,6 +23,7 @@ from ragline.events import (
 )
 from ragline.parsing.settings import ParserSettings
 from ragline.parsing.tabular import parse_csv
+from ragline.text import TokenCounter
 
 _word = st.text(alphabet="abcXYZé0123456789日本", min_size=1, max_size=10)
 _giant = st.text(alphabet="QUJD", min_size=101, max_size=400)  # one [UNK], many characters

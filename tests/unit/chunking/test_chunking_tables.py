@@ -7,9 +7,10 @@ from itertools import pairwise
 
 from chunking_docs import DOC_ID, HASH, doc, table
 
-from ragline.chunking import Chunker, ChunkerSettings, TokenCounter
+from ragline.chunking import Chunker, ChunkerSettings
 from ragline.chunking.tables import group_rows, render_table, split_table
 from ragline.events import Block, BlockKind, ChunkLevel, TableData
+from ragline.text import TokenCounter
 
 HEADER_LINE = "| col0 | col1 | col2 |"
 

@@ -17,7 +17,7 @@ from jsonschema_strategy import from_schema
 from pydantic import BaseModel
 
 import ragline_client
-from ragline.config import Settings
+from ragline.config import EmbeddingModelSettings, Settings
 from ragline.events import Classification
 from ragline.retrieval import api_models, filters
 from ragline.retrieval.settings import QuerySettings
@@ -28,7 +28,8 @@ _REF = "#/components/schemas/"
 
 
 def _spec() -> dict[str, Any]:
-    app = create_app(Settings(), QuerySettings(jwt_secret="openapi-test-secret-0123456789abcdef"))
+    qs = QuerySettings.from_fields(jwt_secret="openapi-test-secret-0123456789abcdef")
+    app = create_app(Settings(), qs, model=EmbeddingModelSettings())
     return app.openapi()
 
 

@@ -207,7 +207,7 @@ def test_topic_prefix_reaches_keda_and_the_runtime(render: Render) -> None:
 
 
 def test_topic_configs_come_from_values(render: Render) -> None:
-    from ragline.runtime.stack.topics import TopicSettings
+    from ragline.runtime.topics import TopicSettings
 
     docs = render(values={"kafka": {"topics": {"rawRetentionHours": 12, "minInsyncReplicas": 2}}})
     job = by_component(docs, "Job")["topics"]

@@ -59,7 +59,7 @@ def test_services_and_one_shots_import_without_the_extras() -> None:
             ep.load()
             names.append(ep.name)
         for mod in ("ragline.cli", "ragline.runtime.service_main", "ragline.ops.cli",
-                    "ragline.runtime.stack.topics", "ragline.store.migrate",
+                    "ragline.runtime.topics", "ragline.store.migrate",
                     "ragline.ops.healthcheck", "ragline.runtime.lag", "ragline.ops.dlq"):
             importlib.import_module(mod)
         print(len(names))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ragline.cache.version import configured_index_version
+from ragline.config import EmbeddingModelSettings
 from ragline.embedding.model import (
     SentenceTransformerEmbedder,
     backend_of,
@@ -147,12 +148,11 @@ def test_onnx_refuses_what_it_cannot_run(tmp_path: Path) -> None:
         OnnxEmbedder(str(cls_pooled), onnx_dir=tmp_path / "out")
 
 
-def test_query_cache_version_follows_the_backend(int8: OnnxEmbedder, monkeypatch) -> None:
-    monkeypatch.delenv("RAGLINE_EMBEDDER_MODEL", raising=False)
-    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "onnx-int8")
-    assert configured_index_version(None) == f"{int8.name}@{int8.revision}#1"
-    monkeypatch.setenv("RAGLINE_EMBEDDER_BACKEND", "onnx")
-    assert "+int8" not in configured_index_version(None)
+def test_query_cache_version_follows_the_backend(int8: OnnxEmbedder) -> None:
+    as_int8 = EmbeddingModelSettings(model=None, backend="onnx-int8")
+    assert configured_index_version(None, as_int8) == f"{int8.name}@{int8.revision}#1"
+    fp32 = EmbeddingModelSettings(model=None, backend="onnx")
+    assert "+int8" not in configured_index_version(None, fp32)
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from ragline.chunking import TokenCounter, load_token_counter
 from ragline.enrichment import Enricher, EnricherSettings
 from ragline.events import Chunk, ChunkLevel
 from ragline.hashing import chunk_id
+from ragline.text import TokenCounter, load_token_counter
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,8 @@ from datetime import date
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragline.chunking import TokenCounter
 from ragline.enrichment import build_header
-from ragline.enrichment.header import title_from_uri
+from ragline.text import TokenCounter
 
 
 def test_title_path_version_and_effective_date(counter: TokenCounter) -> None:
@@ -55,9 +54,3 @@ def test_the_budget_always_holds(
 ) -> None:
     header = build_header(counter, budget=budget, title=title, section_path=path, version=version)
     assert counter.count(header) <= budget
-
-
-def test_title_from_uri() -> None:
-    assert title_from_uri("file:///docs/admin%20guide.md") == "admin guide.md"
-    assert title_from_uri("https://x.example/a/b/") == "b"
-    assert title_from_uri(None) is None

@@ -120,8 +120,9 @@ def test_snippets_survive_parsing_and_chunking(any_golden: EvalDataset) -> None:
     """Every snippet a case names is inside one child chunk that the real parser and
     chunker produce for its document (so a perfect retriever can score 1.0)."""
     golden = any_golden
-    from ragline.chunking import Chunker, ChunkerSettings, load_token_counter
+    from ragline.chunking import Chunker, ChunkerSettings
     from ragline.parsing.dispatcher import parse_document
+    from ragline.text import load_token_counter
 
     chunker = Chunker(ChunkerSettings(), load_token_counter())
     children: dict[str, list[str]] = {}

@@ -67,7 +67,7 @@ def test_main_probes(server: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_main_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragline.runtime.stack.testing import free_port
+    from ragline.platform.stack.testing import free_port
 
     monkeypatch.setenv("RAGLINE_METRICS_PORT", str(free_port()))
     monkeypatch.delenv("RAGLINE_HEALTHCHECK_URL", raising=False)

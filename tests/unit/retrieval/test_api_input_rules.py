@@ -119,9 +119,11 @@ def test_size_caps_answer_before_the_app() -> None:
 
 def test_query_service_opensearch_credential() -> None:
     base = Settings(opensearch_user="pipeline", opensearch_password=SecretStr("writer"))
-    same = query_opensearch_settings(base, QuerySettings(jwt_secret=SecretStr("x" * 32)))
+    same = query_opensearch_settings(
+        base, QuerySettings.from_fields(jwt_secret=SecretStr("x" * 32))
+    )
     assert same.opensearch_user == "pipeline"
-    qs = QuerySettings(
+    qs = QuerySettings.from_fields(
         jwt_secret=SecretStr("x" * 32),
         opensearch_user="reader",
         opensearch_password=SecretStr("read-only"),

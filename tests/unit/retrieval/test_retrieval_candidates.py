@@ -16,7 +16,7 @@ from ragline.retrieval.candidates import (
 from ragline.retrieval.fusion import rrf
 from ragline.retrieval.hydrate import ChunkRow
 from ragline.retrieval.rerank import RerankFailed
-from ragline.retrieval.settings import QuerySettings
+from ragline.retrieval.settings import RankingSettings
 from ragline.retrieval.timing import Timings
 
 
@@ -66,9 +66,9 @@ def test_exact_identifier_refusion_lifts_the_verbatim_match() -> None:
     fused = rrf({"dense": ["a", "b", "c", "target"], "lexical": ["target", "a", "b", "c"]}, k=60)
     rows = {k: _row(k, text=f"code ERR-47{i}0") for i, k in enumerate("abc")}
     rows["target"] = _row("target", text="long page ... ERR-4711 ... more")
-    refused = _exact_refuse(fused, rows, {"err-4711"}, QuerySettings())
+    refused = _exact_refuse(fused, rows, {"err-4711"}, RankingSettings())
     assert fused[0].key == "a" and refused[0].key == "target"
-    off = _exact_refuse(fused, rows, {"err-4711"}, QuerySettings(weight_exact=0))
+    off = _exact_refuse(fused, rows, {"err-4711"}, RankingSettings(weight_exact=0))
     assert [h.key for h in off] == [h.key for h in fused]
 
 

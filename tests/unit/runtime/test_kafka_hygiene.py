@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from ragline.config import Settings
 from ragline.events import ALL_TOPICS
 from ragline.runtime.lag import LagRevokeListener, PartitionLagGauge
-from ragline.runtime.stack.topics import TopicFamily, TopicSettings, topic_configs, topic_family
+from ragline.runtime.topics import TopicFamily, TopicSettings, topic_configs, topic_family
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
 
 

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from ragline.config import Settings
-from ragline.runtime.stack.opensearch import opensearch_probe
+from ragline.platform.stack.opensearch import opensearch_probe
 
 
 def _closed_port() -> int:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from ragline.platform.stack.testing import free_port
 from ragline.runtime.health import ConsumerHealth
 from ragline.runtime.metrics import serve_metrics
-from ragline.runtime.stack.testing import free_port
 
 
 class _Clock:

@@ -8,8 +8,8 @@ import pytest
 
 from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.stack.kafka import parse_host_port
-from ragline.runtime.stack.settings import (
+from ragline.platform.stack.kafka import parse_host_port
+from ragline.platform.stack.settings import (
     Component,
     StackPaths,
     StackSettings,

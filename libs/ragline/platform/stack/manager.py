@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragline.config import Settings
 from ragline.errors import RaglineError
-from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.stack.base import (
+from ragline.platform.stack.base import (
     ComponentStatus,
     ExternalServer,
     LocalOptions,
@@ -20,13 +20,14 @@ from ragline.runtime.stack.base import (
     StartResult,
     StopResult,
 )
-from ragline.runtime.stack.errors import StackError
-from ragline.runtime.stack.hooks import PostUpContext, run_post_up_hooks
-from ragline.runtime.stack.kafka import LocalBroker, kafka_probe
-from ragline.runtime.stack.opensearch import LocalOpenSearch, opensearch_probe
-from ragline.runtime.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
-from ragline.runtime.stack.settings import Component, StackPaths, StackSettings, managed_components
-from ragline.runtime.stack.topics import TopicReport, ensure_pipeline_topics
+from ragline.platform.stack.errors import StackError
+from ragline.platform.stack.hooks import Hook, PostUpContext, run_post_up_hooks
+from ragline.platform.stack.kafka import LocalBroker, kafka_probe
+from ragline.platform.stack.opensearch import LocalOpenSearch, opensearch_probe
+from ragline.platform.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
+from ragline.platform.stack.settings import Component, StackPaths, StackSettings, managed_components
+from ragline.runtime.kafka_security import aiokafka_options
+from ragline.runtime.topics import TopicReport, ensure_pipeline_topics
 from ragline.store.migrate import MigrationReport, migrate
 
 __all__ = ["StackManager", "UpReport"]
@@ -38,7 +39,7 @@ class UpReport:
     database_created: bool
     migrations: MigrationReport
     topics: TopicReport
-    # (hook, summary) of each post-up hook (hooks.POST_UP_HOOKS)
+    # (hook name, summary) of each post-up hook the manager was given (hooks.local_hooks)
     hooks: tuple[tuple[str, str], ...]
     seconds: float
 
@@ -48,10 +49,16 @@ class StackManager:
     tied to the calling process, so a killed test run does not leave them behind."""
 
     def __init__(
-        self, settings: Settings, stack: StackSettings | None = None, *, detached: bool = True
+        self,
+        settings: Settings,
+        stack: StackSettings,
+        *,
+        detached: bool = True,
+        hooks: Sequence[tuple[str, Hook]] = (),
     ) -> None:
         self.settings = settings
-        self.stack = stack if stack is not None else StackSettings()
+        self.stack = stack
+        self.hooks = tuple(hooks)
         self.paths = StackPaths.from_settings(settings)
         self.detached = detached
         self.managed = managed_components(settings, self.stack)
@@ -127,13 +134,14 @@ class StackManager:
                 partitions=self.settings.kafka_partitions,
                 replication_factor=self.stack.kafka_replication_factor,
                 timeout_s=self.stack.start_timeout_s,
+                topic_settings=self.stack.topics,
             ),
         )
         ctx = PostUpContext(
             settings=self.settings,
             started=frozenset(r.component for r in started if r.action == "started"),
         )
-        hooks = await run_post_up_hooks(ctx)
+        hooks = await run_post_up_hooks(ctx, self.hooks)
         return UpReport(
             started=started,
             database_created=created,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ragline.chunking import TokenCounter
-from ragline.chunking.tokenizer import TokenOffsets
+from ragline.text import TokenCounter
+from ragline.text.tokenizer import TokenOffsets
 
 
 def test_counts_exclude_special_tokens(counter: TokenCounter) -> None:

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragline.runtime.stack import process
-from ragline.runtime.stack.errors import StackError
-from ragline.runtime.stack.settings import Component
+from ragline.platform.stack import process
+from ragline.platform.stack.errors import StackError
+from ragline.platform.stack.settings import Component
 
 __all__ = [
     "ComponentStatus",

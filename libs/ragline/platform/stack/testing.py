@@ -238,9 +238,9 @@ async def reap_stale_test_stacks(root: Path | None = None) -> list[Path]:
     """Stop the servers of test stacks whose owning process is gone, delete their
     directories, and return them. Stacks of live sessions are never touched."""
     from ragline.config import Settings
-    from ragline.runtime.stack.manager import StackManager
-    from ragline.runtime.stack.process import is_running, read_pid
-    from ragline.runtime.stack.settings import Component, StackSettings
+    from ragline.platform.stack.manager import StackManager
+    from ragline.platform.stack.process import is_running, read_pid
+    from ragline.platform.stack.settings import Component, StackSettings
 
     reaped: list[Path] = []
     for base in sorted((root or Path(tempfile.gettempdir())).glob(f"{TEST_STACK_PREFIX}*")):

@@ -29,11 +29,10 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable
+from ragline.errors import BackendUnavailable, RaglineError
 from ragline.events import lane_of_topic
 from ragline.runtime.kafka_errors import error_name, kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
-from ragline.runtime.stack.errors import StackError
 from ragline.runtime.topology import physical_topic
 
 __all__ = [
@@ -41,12 +40,21 @@ __all__ = [
     "TopicFamily",
     "TopicReport",
     "TopicSettings",
+    "TopicSetupError",
     "ensure_pipeline_topics",
     "ensure_topics",
     "topic_configs",
     "topic_family",
     "topic_partitions",
 ]
+
+
+class TopicSetupError(RaglineError):
+    """The broker refused or failed to describe or create the topics."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"kafka: {message}")
+
 
 _TOPIC_ALREADY_EXISTS = 36
 _HOUR_MS = 3_600_000
@@ -170,7 +178,7 @@ async def topic_partitions(
             await client.start()
             return await _describe(client, list(topics))
     except BackendUnavailable as exc:
-        raise StackError("kafka", str(exc)) from exc
+        raise TopicSetupError(str(exc)) from exc
     finally:
         await client.close()
 
@@ -199,7 +207,7 @@ async def ensure_topics(
             existing = [t for t in wanted if t not in created]
             drift = await _config_drift(client, existing, configs) if configs else {}
     except BackendUnavailable as exc:
-        raise StackError("kafka", str(exc)) from exc
+        raise TopicSetupError(str(exc)) from exc
     finally:
         await client.close()
     return TopicReport(
@@ -236,7 +244,7 @@ async def _create(
         if code == 0:
             created.append(topic)
         elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
-            raise StackError("kafka", f"cannot create {topic}: {error_name(code)}")
+            raise TopicSetupError(f"cannot create {topic}: {error_name(code)}")
     return created
 
 
@@ -284,14 +292,14 @@ async def ensure_pipeline_topics(
     partitions: int,
     replication_factor: int,
     timeout_s: float = 10.0,
-    topic_settings: TopicSettings | None = None,
+    topic_settings: TopicSettings,
 ) -> TopicReport:
     """Every pipeline and dead-letter topic under the install's prefix
     (``RAGLINE_KAFKA_TOPIC_PREFIX``), each with its family's configs. The report names
     the topics as the broker does (prefixed)."""
     from ragline.events import ALL_TOPICS
 
-    ts = topic_settings or TopicSettings()
+    ts = topic_settings
     prefix = settings.kafka_topic_prefix
     physical = {physical_topic(t, prefix): t for t in ALL_TOPICS}
     return await ensure_topics(

@@ -11,13 +11,14 @@ import asyncio
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import ConfigError
+from ragline.platform.stack.process import ProcessSpec, is_running, read_pid, spawn, terminate
 from ragline.runtime.service_main import http_port, load_service, metrics_port
-from ragline.runtime.stack.process import ProcessSpec, is_running, read_pid, spawn, terminate
 
 __all__ = ["ServiceState", "built_services", "start", "status", "stop"]
 
@@ -33,11 +34,12 @@ class ServiceState:
     note: str = ""
 
 
-def _spec(settings: Settings, name: str) -> ProcessSpec:
+def _spec(settings: Settings, name: str, env: Mapping[str, str] | None = None) -> ProcessSpec:
     return ProcessSpec(
         argv=(sys.executable, "-m", "ragline.cli", "run", name),
         log=settings.state_dir / "logs" / f"svc-{name}.log",
         pidfile=settings.state_dir / "run" / f"svc-{name}.pid",
+        env=env,
     )
 
 
@@ -75,10 +77,18 @@ def built_services() -> dict[str, str | None]:
     return out
 
 
-def start(settings: Settings, names: tuple[str, ...] = SERVICES, timeout: float = 120) -> None:
+def start(
+    settings: Settings,
+    names: tuple[str, ...] = SERVICES,
+    timeout: float = 120,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Start the services not running yet, with ``env`` on top of this environment (the
+    local secrets), and wait until each is healthy."""
     for name in names:
         if not _alive(_pid(settings, name)):
-            spawn(_spec(settings, name))
+            spawn(_spec(settings, name, env))
     deadline = time.monotonic() + timeout
     for name in names:
         url = _health_url(settings, name)

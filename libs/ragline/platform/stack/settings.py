@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ragline.config import Settings
+from ragline.runtime.topics import TopicSettings
 
 __all__ = ["Component", "StackPaths", "StackSettings", "managed_components"]
 
@@ -38,6 +39,9 @@ class StackSettings(BaseSettings):
     opensearch_japanese: bool = Field(
         default=False, description="load the Japanese analyzer (slower start, more memory)"
     )
+    # the configs of the topics `up` creates (their own prefix, RAGLINE_TOPICS_*), read
+    # with these settings so a stack is described by one object
+    topics: TopicSettings = Field(default_factory=TopicSettings)
 
     @field_validator("components", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ragline.auth import AuthError, Principal, mint_token
 from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import RaglineError
-from ragline.runtime import supervisor
+from ragline.platform import supervisor
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.service_main import http_port
 
@@ -69,13 +70,13 @@ def _print_services(settings: Settings) -> None:
         print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
 
 
-def _start_services(settings: Settings) -> tuple[str, ...]:
+def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
     built = supervisor.built_services()
     missing = {n: why for n, why in built.items() if why is not None}
     for name, why in missing.items():
         print(f"service {name}: not started: {why}")
     names = tuple(n for n in SERVICES if n not in missing)
-    supervisor.start(settings, names)
+    supervisor.start(settings, names, env=env)
     return names
 
 
@@ -128,18 +129,21 @@ async def _sample_query(settings: Settings, secret: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ragline.cli import main as cli_main
-    from ragline.runtime.stack import StackManager
+    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+    from ragline.connector.sync import sync_source
+    from ragline.indexing.settings import IndexerSettings
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.hooks import local_hooks
 
     settings = Settings()
-    env = local_secrets(settings)
-    os.environ.update(env)
+    env = local_secrets(settings)  # the services get them; this process needs none
     try:
-        report = asyncio.run(StackManager(settings).up())
+        manager = StackManager(settings, StackSettings(), hooks=local_hooks(IndexerSettings()))
+        report = asyncio.run(manager.up())
         print(f"stack up in {report.seconds:.1f} s (state in {settings.state_dir})")
         for hook, summary in report.hooks:
-            print(f"  {hook.rsplit(':', 1)[-1]}: {summary}")
-        names = _start_services(settings)
+            print(f"  {hook}: {summary}")
+        names = _start_services(settings, env)
         _print_services(settings)
         if args.no_ingest:
             return 0
@@ -149,9 +153,9 @@ def _up(args: argparse.Namespace) -> int:
         corpus = Path(args.corpus)
         files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
         print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
-        rc = cli_main(["sync", str(corpus), "--tenant", DEMO_TENANT, "--no-progress"])
-        if rc != 0:
-            return rc
+        source = FilesystemSource(FsSourceConfig(root=corpus, source="fs", tenant_id=DEMO_TENANT))
+        _, published = asyncio.run(sync_source(settings, source, progress=False))
+        print(f"published to source.changes: {dict(sorted((published or {}).items()))}")
         if "indexer" not in names:
             print("not waiting for the index: the indexer is not built")
             return 0
@@ -181,23 +185,23 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from ragline.runtime.stack import StackManager
+    from ragline.platform.stack import StackManager, StackSettings
 
     settings = Settings()
     supervisor.stop(settings)
-    asyncio.run(StackManager(settings).down())
+    asyncio.run(StackManager(settings, StackSettings()).down())
     print("services and stack stopped")
     return 0
 
 
 def _services(args: argparse.Namespace) -> int:
     settings = Settings()
-    os.environ.update(local_secrets(settings))
     names = tuple(args.names) or SERVICES
     try:
         if args.action == "start":
             built = supervisor.built_services()
-            supervisor.start(settings, tuple(n for n in names if built[n] is None))
+            ready = tuple(n for n in names if built[n] is None)
+            supervisor.start(settings, ready, env=local_secrets(settings))
         elif args.action == "stop":
             supervisor.stop(settings, names)
     except RaglineError as exc:

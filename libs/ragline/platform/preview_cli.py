@@ -15,10 +15,10 @@ from typing import Any
 
 from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
-from ragline.chunking.tokenizer import load_token_counter
 from ragline.errors import RaglineError
 from ragline.events import ChunkLevel, DocChunked, DocumentMeta, ParsedDocument
 from ragline.hashing import content_hash
+from ragline.text.tokenizer import load_token_counter
 
 __all__ = ["register"]
 

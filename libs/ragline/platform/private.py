@@ -41,7 +41,7 @@ class PrivatePlatform:
     async def restart_query(self, env: Mapping[str, str]) -> str:
         """Restart only the query service with ``env`` on top of the platform's (for
         tuning its knobs without re-ingesting); returns its new base URL."""
-        from ragline.runtime.stack.testing import ServiceProcess, free_port
+        from ragline.platform.stack.testing import ServiceProcess, free_port
 
         old = self._query
         await asyncio.to_thread(old.cleanup)
@@ -71,15 +71,15 @@ async def private_platform(
     service only (e.g. ``RAGLINE_QUERY_MAX_TOP_K``). Service logs stay in the temp dir's
     ``logs/`` when ``keep_dir`` is true.
     """
-    from ragline.runtime.stack import StackManager, StackSettings
-    from ragline.runtime.stack.testing import (
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.testing import (
         CLEARED_ENV,
         ServiceProcess,
         free_port,
         patched_environ,
         stack_env,
     )
-    from ragline.runtime.supervisor import built_services
+    from ragline.platform.supervisor import built_services
 
     built = built_services()
     missing = {n: why for n in (*PIPELINE, "query") if (why := built.get(n))}

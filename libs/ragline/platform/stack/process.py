@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,8 @@ class ProcessSpec:
     # True: a new session, so the server outlives the CLI that started it;
     # False (tests): it stays in the caller's process group and dies with it
     detached: bool = True
+    # variables set for the process on top of this process's environment
+    env: Mapping[str, str] | None = None
 
 
 def spawn(spec: ProcessSpec) -> int:
@@ -54,6 +56,7 @@ def spawn(spec: ProcessSpec) -> int:
             stderr=subprocess.STDOUT,
             start_new_session=spec.detached,
             close_fds=True,
+            env={**os.environ, **spec.env} if spec.env else None,
         )
     _CHILDREN[proc.pid] = proc
     tmp = spec.pidfile.with_suffix(".tmp")

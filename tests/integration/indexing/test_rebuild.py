@@ -1,21 +1,19 @@
-"""The ``ragline stack up`` hook rebuilds an emptied OpenSearch from Postgres."""
+"""``restore_opensearch`` (run by ``ragline stack up``/``up``) rebuilds an emptied
+OpenSearch from Postgres, and only repairs lagging documents when it kept running."""
 
 from __future__ import annotations
 
 import pytest
 from indexing_helpers import indexed, os_hits
 
+from ragline.indexing.rebuild import restore_opensearch
 from ragline.indexing.samples import embedded_event
-from ragline.indexing.stack_hook import rebuild_opensearch
-from ragline.runtime.stack.hooks import POST_UP_HOOKS, PostUpContext
-from ragline.runtime.stack.settings import Component
+from ragline.indexing.settings import IndexerSettings
+from ragline.platform.stack.hooks import PostUpContext, local_hooks, run_post_up_hooks
+from ragline.platform.stack.settings import Component
 from ragline.store.os_index import alias_targets, index_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-
-
-async def test_hook_is_registered() -> None:
-    assert "ragline.indexing.stack_hook:rebuild_opensearch" in POST_UP_HOOKS
 
 
 async def test_restarted_opensearch_is_rebuilt(stack, apply, os_client, tenant) -> None:
@@ -29,13 +27,13 @@ async def test_restarted_opensearch_is_rebuilt(stack, apply, os_client, tenant) 
     alias = index_name(stack.opensearch_index_prefix, tenant)
     for concrete in await alias_targets(os_client, alias):
         await os_client.indices.delete(index=concrete)
-    summary = await rebuild_opensearch(
-        PostUpContext(settings=stack, started=frozenset({Component.OPENSEARCH}))
-    )
-    assert summary is not None and "rebuilt" in summary
+    # what `up` runs when it (re)started OpenSearch: the local hooks, by name
+    ctx = PostUpContext(settings=stack, started=frozenset({Component.OPENSEARCH}))
+    [(name, summary)] = await run_post_up_hooks(ctx, local_hooks(IndexerSettings()))
+    assert name == "rebuild_opensearch" and "rebuilt" in summary
     assert await os_hits(
         os_client, stack.opensearch_index_prefix, tenant, {"match": {"text": "restart"}}
     )
     # OpenSearch kept running: only a cheap lag repair
-    summary = await rebuild_opensearch(PostUpContext(settings=stack, started=frozenset()))
+    summary = await restore_opensearch(stack, IndexerSettings(), rebuild=False)
     assert summary == "opensearch repair: 0 lagging document(s) synced"

@@ -16,10 +16,10 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import TupleRow
 
 from ragline.config import Settings
-from ragline.runtime.stack import process
-from ragline.runtime.stack.base import Health, LocalOptions, Probe, Server, StartResult, StopResult
-from ragline.runtime.stack.errors import StackError
-from ragline.runtime.stack.settings import Component
+from ragline.platform.stack import process
+from ragline.platform.stack.base import Health, LocalOptions, Probe, Server, StartResult, StopResult
+from ragline.platform.stack.errors import StackError
+from ragline.platform.stack.settings import Component
 
 __all__ = ["EmbeddedPostgres", "ensure_database", "maintenance_dsn", "postgres_probe"]
 

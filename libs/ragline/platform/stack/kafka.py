@@ -13,9 +13,9 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient
 
 from ragline.errors import BackendUnavailable, ConfigError
+from ragline.platform.stack.base import Health, LocalOptions, LocalProcessServer, Probe
+from ragline.platform.stack.settings import Component
 from ragline.runtime.kafka_errors import kafka_errors
-from ragline.runtime.stack.base import Health, LocalOptions, LocalProcessServer, Probe
-from ragline.runtime.stack.settings import Component
 
 __all__ = ["LocalBroker", "broker_binary", "kafka_probe", "parse_host_port"]
 

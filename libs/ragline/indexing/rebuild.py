@@ -1,23 +1,25 @@
-"""``ragline stack up`` hook: OpenSearch is in-memory locally, so when ``up`` (re)started
-it, rebuild every tenant's index from Postgres; otherwise only repair lagging documents.
+"""Restore OpenSearch from Postgres (the truth): rebuild every tenant's index when the
+search server came back empty (the local stack's in-memory server after a restart),
+otherwise only repair documents whose OpenSearch copy lags. ``ragline up`` and
+``ragline stack up`` run it (``ragline.platform.stack.hooks``).
 """
 
 from __future__ import annotations
 
+from ragline.config import Settings
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.repair import Repairer
 from ragline.indexing.settings import IndexerSettings
-from ragline.runtime.stack.hooks import PostUpContext
-from ragline.runtime.stack.settings import Component
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 
-__all__ = ["rebuild_opensearch"]
+__all__ = ["restore_opensearch"]
 
 
-async def rebuild_opensearch(ctx: PostUpContext) -> str | None:
-    settings = ctx.settings
-    config = IndexerSettings()
+async def restore_opensearch(
+    settings: Settings, config: IndexerSettings, *, rebuild: bool
+) -> str | None:
+    """A one-line summary, or None when a rebuild found no tenant."""
     pool = await open_pool(settings.admin_dsn(), name="stack-hook", max_size=2)
     client = make_client(settings, timeout_s=config.os_timeout_s)
     try:
@@ -28,7 +30,7 @@ async def rebuild_opensearch(ctx: PostUpContext) -> str | None:
             bulk_size=config.os_bulk_size,
         )
         rep = Repairer(pool, client, syncer)
-        if Component.OPENSEARCH in ctx.started:
+        if rebuild:
             docs = chunks = 0
             tenants = await rep.tenants()
             for tenant in tenants:

