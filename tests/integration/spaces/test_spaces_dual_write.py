@@ -16,7 +16,7 @@ from ragline.events import DocEmbedded
 from ragline.hashing import sha256_hex
 from ragline.indexing.samples import enriched_event
 from ragline.indexing.writer import IndexWriter
-from ragline.runtime.stack.testing import unique_tenant
+from ragline.platform.stack.testing import unique_tenant
 from ragline.runtime.stage import StageContext
 from ragline.store.spaces import SPACE_VECTORS_MISSING, count_progress, create_space
 
