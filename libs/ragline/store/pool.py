@@ -46,6 +46,10 @@ async def open_pool(
         configure=_configure,
         kwargs=kwargs,
     )
-    with pg_errors():
-        await pool.open(wait=True, timeout=timeout_s)
+    try:
+        with pg_errors():
+            await pool.open(wait=True, timeout=timeout_s)
+    except BaseException:
+        await pool.close()  # its workers would keep reconnecting in the background
+        raise
     return pool
