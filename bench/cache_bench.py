@@ -339,10 +339,10 @@ def invalidations(proc: Any) -> float:
 
 
 def run_main(args: argparse.Namespace) -> dict[str, Any]:
+    from ragline.catalog import SERVICES
     from ragline.config import Settings
     from ragline.platform.stack import StackManager, StackSettings
     from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
-    from ragline.platform.supervisor import built_services
 
     base = Path(tempfile.mkdtemp(prefix="ragline-cache-bench-"))
     with patched_environ(stack_env(base / "state")):
@@ -360,8 +360,7 @@ def run_main(args: argparse.Namespace) -> dict[str, Any]:
                 http_port=free_port(),
                 cwd=REPO,
             )
-            for name, missing in built_services().items()
-            if missing is None
+            for name in SERVICES
         }
         try:
             for name, p in procs.items():

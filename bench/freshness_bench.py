@@ -45,11 +45,11 @@ import psycopg
 from pipeline_bench import load_docs, pct, upsert
 from tqdm import tqdm
 
+from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import BULK, INTERACTIVE, DocumentMeta, Lane, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
-from ragline.platform.supervisor import built_services
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.publisher import EventPublisher
 
@@ -353,7 +353,7 @@ def start_services(base: Path, tries: int = 3) -> dict[str, ServiceProcess]:
     """Every consumer service as its own process. On a shared machine a "free" port can
     be taken before the service binds it (another process then answers /metrics): a
     service found dead after start-up is started again on new ports."""
-    names = [n for n, missing in built_services().items() if missing is None and n != "query"]
+    names = [n for n in SERVICES if n not in HTTP_SERVICES]
     procs: dict[str, ServiceProcess] = {}
     for attempt in range(tries):
         for name in names:

@@ -33,11 +33,11 @@ import psycopg
 from _paths import SCIFACT
 from tqdm import tqdm
 
+from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
-from ragline.platform.supervisor import built_services
 from ragline.runtime.publisher import EventPublisher
 
 REPO = Path(__file__).resolve().parents[1]
@@ -244,8 +244,8 @@ def main() -> int:
                 http_port=free_port(),
                 cwd=REPO,
             )
-            for name, missing in built_services().items()
-            if missing is None and name != "query"
+            for name in SERVICES
+            if name not in HTTP_SERVICES
         ]
         try:
             for p in procs:

@@ -1,4 +1,4 @@
-"""End-to-end fixtures: every built service as its own process on the session's stack."""
+"""End-to-end fixtures: every service as its own process on the session's stack."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.platform.stack.testing import ServiceProcess, free_port
-from ragline.platform.supervisor import built_services
 from ragline.runtime.lag import wait_drained
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,16 +67,13 @@ async def quiesce(pipe: Pipeline, timeout_s: float = 120.0) -> None:
 
 @pytest.fixture(scope="session")
 def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    missing = {n: why for n, why in built_services().items() if why}
     jwt_secret = secrets.token_urlsafe(32)
     os.environ["RAGLINE_QUERY_JWT_SECRET"] = jwt_secret
     os.environ["RAGLINE_EVAL_JWT_SECRET"] = jwt_secret
     logs = tmp_path_factory.mktemp("pipeline-logs")
     pipe = Pipeline(settings=stack, jwt_secret=jwt_secret)
     try:
-        for name in built_services():
-            if name in missing:
-                continue
+        for name in SERVICES:
             pipe.services[name] = ServiceProcess(
                 name,
                 env=dict(os.environ),

@@ -1,8 +1,7 @@
 """``ragline up | down | services | token``: the whole local platform in one command.
 
-``up`` starts the stack, every built service as its own process, ingests the sample
-corpus (examples/corpus) through the real pipeline and runs a sample query. It says
-plainly which services are not built instead of pretending.
+``up`` starts the stack, every service as its own process, ingests the sample corpus
+(examples/corpus) through the real pipeline and runs a sample query.
 """
 
 from __future__ import annotations
@@ -63,21 +62,13 @@ def local_secrets(settings: Settings) -> dict[str, str]:
 
 def _print_services(settings: Settings) -> None:
     for st in supervisor.status(settings):
-        if not st.built:
-            print(f"{st.name:<18} NOT BUILT    {st.note}")
-            continue
         health = "healthy" if st.healthy else ("running" if st.alive else "stopped")
         print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
 
 
 def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
-    built = supervisor.built_services()
-    missing = {n: why for n, why in built.items() if why is not None}
-    for name, why in missing.items():
-        print(f"service {name}: not started: {why}")
-    names = tuple(n for n in SERVICES if n not in missing)
-    supervisor.start(settings, names, env=env)
-    return names
+    supervisor.start(settings, SERVICES, env=env)
+    return SERVICES
 
 
 async def _wait_indexed(settings: Settings, tenant: str, expected: int, timeout_s: float) -> int:
@@ -147,18 +138,12 @@ def _up(args: argparse.Namespace) -> int:
         _print_services(settings)
         if args.no_ingest:
             return 0
-        if "connector" not in names:
-            print("ingest skipped: the connector is not built")
-            return 0
         corpus = Path(args.corpus)
         files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
         print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
         source = FilesystemSource(FsSourceConfig(root=corpus, source="fs", tenant_id=DEMO_TENANT))
         _, published = asyncio.run(sync_source(settings, source, progress=False))
         print(f"published to source.changes: {dict(sorted((published or {}).items()))}")
-        if "indexer" not in names:
-            print("not waiting for the index: the indexer is not built")
-            return 0
         done = asyncio.run(_wait_indexed(settings, DEMO_TENANT, len(files), args.timeout))
         if done < len(files):
             print(
@@ -199,9 +184,7 @@ def _services(args: argparse.Namespace) -> int:
     names = tuple(args.names) or SERVICES
     try:
         if args.action == "start":
-            built = supervisor.built_services()
-            ready = tuple(n for n in names if built[n] is None)
-            supervisor.start(settings, ready, env=local_secrets(settings))
+            supervisor.start(settings, names, env=local_secrets(settings))
         elif args.action == "stop":
             supervisor.stop(settings, names)
     except RaglineError as exc:
@@ -209,7 +192,7 @@ def _services(args: argparse.Namespace) -> int:
         return 1
     _print_services(settings)
     states = supervisor.status(settings)
-    return 0 if all(s.healthy for s in states if s.built and s.name in names) else 1
+    return 0 if all(s.healthy for s in states if s.name in names) else 1
 
 
 def _token(args: argparse.Namespace) -> int:

@@ -18,20 +18,18 @@ from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import ConfigError
 from ragline.platform.stack.process import ProcessSpec, is_running, read_pid, spawn, terminate
-from ragline.runtime.service_main import http_port, load_service, metrics_port
+from ragline.runtime.service_main import http_port, metrics_port
 
-__all__ = ["ServiceState", "built_services", "start", "status", "stop"]
+__all__ = ["ServiceState", "start", "status", "stop"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServiceState:
     name: str
-    built: bool
     pid: int | None
     alive: bool
     healthy: bool
     address: str
-    note: str = ""
 
 
 def _spec(settings: Settings, name: str, env: Mapping[str, str] | None = None) -> ProcessSpec:
@@ -63,18 +61,6 @@ def _healthy(url: str) -> bool:
             return bool(resp.status == 200)
     except OSError:
         return False
-
-
-def built_services() -> dict[str, str | None]:
-    """Service name -> None if built, else why not."""
-    out: dict[str, str | None] = {}
-    for name in SERVICES:
-        try:
-            load_service(name)
-            out[name] = None
-        except ConfigError as exc:
-            out[name] = str(exc)
-    return out
 
 
 def start(
@@ -115,7 +101,6 @@ def stop(settings: Settings, names: tuple[str, ...] = SERVICES, timeout: float =
 
 
 def status(settings: Settings) -> list[ServiceState]:
-    built = built_services()
     states = []
     for name in SERVICES:
         pid = _pid(settings, name)
@@ -124,12 +109,10 @@ def status(settings: Settings) -> list[ServiceState]:
         states.append(
             ServiceState(
                 name=name,
-                built=built[name] is None,
                 pid=pid if alive else None,
                 alive=alive,
                 healthy=alive and _healthy(url),
                 address=url,
-                note=built[name] or "",
             )
         )
     return states
