@@ -164,12 +164,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
     print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
 
-    from ragline.embedding.adaptive import batch_sizer, estimate_tokens, plan_batches
+    from ragline.embedding.adaptive import (
+        batch_sizer,
+        estimate_tokens,
+        model_batch_size,
+        plan_batches,
+    )
     from ragline.embedding.model import load_embedder
     from ragline.embedding.settings import EmbedderSettings
 
     cfg = EmbedderSettings()  # the services' own (RAGLINE_EMBEDDER_BACKEND=--backend)
-    model = load_embedder(cfg)
+    model = load_embedder(cfg, threads=cfg.threads, batch_size=model_batch_size(cfg))
     texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h, _ in rows]
     lengths = [estimate_tokens(n, (h or "").strip()) for _, h, n in rows]
     sizer = batch_sizer(cfg)
