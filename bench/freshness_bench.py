@@ -258,8 +258,11 @@ async def large_phase(
     procs: dict[str, ServiceProcess],
     *,
     quick: bool,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    timeout_s: float,
+    save: Any,
+    out: dict[str, Any],
+) -> None:
+    """Fills ``out`` (and saves the report) one large document at a time."""
     for name, (mime, text) in large_inputs(quick).items():
         heavy = doc_event("heavy", f"bench:{name}", mime, text)
         other = doc_event("other", f"bench:one-line-{name}", "text/plain", "One line.")
@@ -269,10 +272,16 @@ async def large_phase(
         stop = asyncio.Event()
         watcher = asyncio.create_task(peak.watch(stop))
         t0 = time.perf_counter()
-        heavy_task = asyncio.create_task(timed(pub, clock, heavy, timeout_s=1800))
+        heavy_task = asyncio.create_task(timed(pub, clock, heavy, timeout_s=timeout_s))
         await asyncio.sleep(1.0)  # the large document is in the pipeline
-        one_line = await timed(pub, clock, other, timeout_s=1800)
-        heavy_s = await heavy_task
+        try:
+            one_line: float | None = await timed(pub, clock, other, timeout_s=timeout_s)
+        except TimeoutError:
+            one_line = None  # still waiting after timeout_s
+        try:
+            heavy_s: float | None = await heavy_task
+        except TimeoutError:
+            heavy_s = None  # still in the pipeline after timeout_s
         stop.set()
         await watcher
         await asyncio.sleep(5)
@@ -280,8 +289,9 @@ async def large_phase(
         status, _ = await clock.status("heavy", heavy.document_id)
         out[name] = {
             "bytes": len(text.encode()),
-            "one_line_other_tenant_s": round(one_line, 3),
-            "large_document_s": round(heavy_s, 3),
+            # None: not indexed within --large-timeout
+            "one_line_other_tenant_s": None if one_line is None else round(one_line, 3),
+            "large_document_s": None if heavy_s is None else round(heavy_s, 3),
             "large_document_status": status,
             "rss_mb": {
                 k: {"before": before.get(k), "peak": peak.peak.get(k), "after": after.get(k)}
@@ -289,8 +299,8 @@ async def large_phase(
             },
             "wall_s": round(time.perf_counter() - t0, 2),
         }
-        print(f"{name}: one-line doc of another tenant {one_line:.2f} s; large {heavy_s:.1f} s")
-    return out
+        print(f"{name}: one-line doc of another tenant {one_line} s; large {heavy_s} s")
+        save()
 
 
 async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dict[str, Any]:
@@ -313,15 +323,31 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
         await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn,
     ):
         clock = Clock(conn)
+
+        def save() -> None:  # a partial report after every phase (a long run may be cut)
+            (OUT / f"{args.stem}.json").write_text(json.dumps(report, indent=2))
+
         # warm-up: the first document through each lane loads models and opens pools
         for lane_ in (INTERACTIVE, BULK):
             await timed(pub, clock, with_lane(upsert("warmup", docs[0], suffix=lane_), lane_))
         report["idle"] = await idle_phase(pub, clock, tenant, idle_docs)
+        save()
         report["under_backfill"] = await backfill_phase(
             pub, clock, tenant, backfill, edit_docs, lane=lane, timeout_s=args.timeout
         )
+        save()
+        plot(report, OUT / f"{args.stem}.png")
         if not args.skip_large:
-            report["large_documents"] = await large_phase(pub, clock, procs, quick=args.quick)
+            report["large_documents"] = {}
+            await large_phase(
+                pub,
+                clock,
+                procs,
+                quick=args.quick,
+                timeout_s=args.large_timeout,
+                save=save,
+                out=report["large_documents"],
+            )
     return report
 
 
@@ -386,9 +412,12 @@ def main() -> int:
     ap.add_argument("--baseline", action="store_true", help="reproduce the code before lanes")
     ap.add_argument("--quick", action="store_true", help="large inputs at a tenth of their size")
     ap.add_argument("--skip-large", action="store_true", help="no large-document phase")
+    ap.add_argument(
+        "--large-timeout", type=float, default=900, help="seconds to wait per large document"
+    )
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    stem = "freshness_baseline" if args.baseline else "freshness"
+    stem = args.stem = "freshness_baseline" if args.baseline else "freshness"
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")
     if args.baseline:
