@@ -113,6 +113,19 @@ class StoredState:
     def indexed(self) -> bool:
         return self.status == "indexed"
 
+    def acl_restated(self, source_seq: int, meta: DocumentMeta) -> bool:
+        """Would an upsert at ``source_seq`` carrying ``meta`` change what readers have?
+        Its ACL (the full ACL, ACL key (seq, 0)) is newer than the ACL statement held and
+        differs from it (an ACL change applied since the indexed version): then the same
+        bytes and metadata are not "unchanged" (lifetest F13)."""
+        if self.acl_groups is None or (self.acl_seq is not None and source_seq <= self.acl_seq):
+            return False
+        groups = tuple(sorted(self.acl_groups))
+        cls = self.classification
+        return groups != tuple(sorted(meta.acl_groups)) or (
+            cls is not None and cls != meta.classification.value
+        )
+
     @property
     def in_flight(self) -> bool:
         """The ``documents`` row is not the last word: a change was accepted that the
@@ -180,7 +193,12 @@ def failed_version_counts(stored: StoredState | None, event: SourceUpsert) -> bo
 
 
 def decide_upsert(
-    stored: StoredState | None, *, source_seq: int, content_hash: str, meta_hash: str
+    stored: StoredState | None,
+    *,
+    source_seq: int,
+    content_hash: str,
+    meta_hash: str,
+    meta: DocumentMeta | None = None,
 ) -> Decision:
     """The policy for an upsert whose bytes have been hashed.
 
@@ -201,6 +219,8 @@ def decide_upsert(
         if stored.source_seq is not None and stored.source_seq >= source_seq:
             return Decision.SEQ_CONFLICT
         return Decision.METADATA
+    if meta is not None and stored.acl_restated(source_seq, meta):
+        return Decision.METADATA  # the same version restates an ACL changed since
     return Decision.UNCHANGED
 
 
@@ -230,6 +250,7 @@ def decide_before_fetch(
         and not stored.in_flight
         and stored.content_hash == event.content_hash
         and stored.meta_hash == meta_hash
+        and not stored.acl_restated(event.source_seq, event.meta)
     ):
         return Decision.UNCHANGED
     return None

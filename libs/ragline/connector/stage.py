@@ -148,6 +148,8 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         view = dict(stored)  # the stored state as this batch's earlier events left it
         accepts: dict[_Key, _Intake] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
+        # unchanged restatements at a newer seq: (seq, the batch indices) per document
+        advances: dict[_Key, tuple[int, list[int]]] = {}
         # (index, key, decision, outputs or the version's failure) awaiting the write
         waiting: list[tuple[int, _Key, Decision, list[_Out] | BaseException]] = []
         for i, ev in changes.items():
@@ -173,6 +175,8 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             got = fetched.get(i)
             if early is not None or got is None:
                 results[i] = self._nothing(ev, early or Decision.STALE, ctx)
+                if early is Decision.UNCHANGED:
+                    _restated(view, key, ev.source_seq, advances, i)
                 continue
             if isinstance(got, BaseException):
                 results[i] = got
@@ -191,10 +195,12 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                 continue
             chash = content_hash(got.data)
             decision = decide_upsert(
-                st, source_seq=ev.source_seq, content_hash=chash, meta_hash=mhash
+                st, source_seq=ev.source_seq, content_hash=chash, meta_hash=mhash, meta=meta
             )
             if decision not in (Decision.CONTENT, Decision.METADATA):
                 results[i] = self._nothing(ev, decision, ctx)
+                if decision is Decision.UNCHANGED:
+                    _restated(view, key, ev.source_seq, advances, i)
                 continue
             _note(accepts, key, _Intake(ev.source_seq, chash))
             _acl(acls, key, meta.acl_groups, ev.source_seq)
@@ -211,6 +217,13 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                     0, Output(topic=Topics.DOC_CONTROL.value, event=narrowing_event(ev, meta))
                 )
             waiting.append((i, key, decision, outs))
+        if advances:  # the restated seq is held too: an older version after it is stale
+            try:
+                await self.state.record_restated({k: s for k, (s, _) in advances.items()})
+            except Exception as exc:
+                for _, idx in advances.values():
+                    for i in idx:
+                        results[i] = exc
         if waiting:
             try:
                 written = await self.state.record_accepted_each(
@@ -297,6 +310,24 @@ def _final_failure(exc: BaseException, attempt: int, max_attempts: int) -> Quara
         f"connector could not fetch this version ({type(exc).__name__} after {attempt} "
         "attempt(s)); it is in the dead-letter topic (ragline dlq replay)",
     )
+
+
+def _restated(
+    view: dict[_Key, StoredState],
+    key: _Key,
+    seq: int,
+    advances: dict[_Key, tuple[int, list[int]]],
+    i: int,
+) -> None:
+    """An unchanged upsert (the indexed bytes, metadata and ACL again) at a newer seq:
+    noted for the batch's status write (the status row's seq moves up to it, lifetest
+    F13) and in ``view`` for later events of the batch."""
+    st = view.get(key)
+    if st is None or st.pending_seq is None or seq <= st.pending_seq:
+        return
+    held, idx = advances.get(key, (seq, []))
+    advances[key] = (max(held, seq), [*idx, i])
+    view[key] = replace(st, pending_seq=seq)
 
 
 class _Intake(NamedTuple):

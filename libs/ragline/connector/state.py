@@ -89,6 +89,16 @@ _ACCEPT = sql.SQL(
     acl=status_acl_update_sql("ds"),
 )
 
+# an unchanged restatement at a newer seq (the indexed bytes, metadata and ACL again):
+# the status row of the indexed version takes the seq, so an older upsert or delete after
+# it is stale (lifetest F13); the documents row keeps the seq its version was indexed at
+_RESTATED = sql.SQL(
+    "UPDATE document_status AS ds SET source_seq = x.q, updated_at = now() "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS x(t, d, q) "
+    "WHERE ds.tenant_id = x.t AND ds.document_id = x.d AND ds.status = 'indexed' "
+    "  AND ds.source_seq < x.q"
+)
+
 Key = tuple[str, str]  # (tenant_id, document_id)
 Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
 Reason = tuple[str, str]  # (reason_code, reason) of a version quarantined at intake
@@ -214,6 +224,16 @@ class StateStore:
             if isinstance(result, BaseException):
                 raise result
         return {k for k, ok in each.items() if ok is True}
+
+    async def record_restated(self, restated: Mapping[Key, int]) -> None:
+        """Move the status row of an indexed document up to the seq an unchanged
+        upsert restated it at (never down, never another status)."""
+        if not restated:
+            return
+        keys = sorted(restated)
+        params = ([k[0] for k in keys], [k[1] for k in keys], [restated[k] for k in keys])
+        async with self._conn() as conn:
+            await conn.execute(_RESTATED, params)
 
     async def record_accepted_each(
         self,

@@ -59,6 +59,9 @@ FEATURES: dict[str, str] = {
     "are dropped as unchanged (lifetest F10)",
     "reset_seq": "ragline documents reset-seq between changes, then redeliveries and new "
     "changes above and below the new seq",
+    "unchanged_restatement": "the indexed bytes and metadata stated again at a newer seq "
+    "were dropped without holding the seq, and did not restate an ACL changed since "
+    "(lifetest F13)",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
 FIXED: frozenset[str] = frozenset(FEATURES)
@@ -91,6 +94,9 @@ REPLAYABLE = (
     Topics.DOC_QUARANTINED.value,
 )
 Chooser = Callable[[list[str]], tuple[str, int, bool]]
+# a source change as the model sees it: (document, kind, Upsert | seq | (seq, acl),
+# a quarantined version?)
+Change = tuple[tuple[str, str], str, object, bool]
 
 
 def fifo(pending: list[str]) -> tuple[str, int, bool]:
@@ -123,6 +129,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hi = {k: 0 for k in self.model}  # the highest seq sent per document
         self.last_up: dict[tuple[str, str], Upsert] = {}
         self.sent: list[tuple[str, EventBase]] = []
+        self.sent_changes: list[Change] = []  # the model's view of each of ``sent``
+        self.by_body: dict[bytes, Change] = {}  # the same, by published body (replays)
         self.ids: list[str] = []
         self.tag = uuid.uuid4().hex[:8]
         self.n = 0
@@ -157,11 +165,32 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.ids.append(eid)
         return eid
 
-    def _send(self, event: EventBase) -> None:
+    def _send(self, event: EventBase, change: Change) -> None:
         event = with_lane(event, self.lane)
         self._count(f"{event.event_type} ({event.priority})")
         self.sent.append((Topics.SOURCE_CHANGES.value, event))
+        self.sent_changes.append(change)
+        self.by_body[event.model_dump_json().encode()] = change
         self.world.driver.publish(Topics.SOURCE_CHANGES.value, event)
+
+    def _again(self, change: Change, lane: Lane) -> None:
+        """A source change delivered again: nothing, unless the model forgot it (a
+        ``reset-seq`` dropped it with the ledger entries above the new seq): then it
+        applies like a new change."""
+        key, kind, payload, quarantined = change
+        model = self.model[key]
+        before = len(model.changes)
+        if kind == "upsert":
+            assert isinstance(payload, Upsert)
+            model.upsert(payload)
+        elif kind == "delete":
+            assert isinstance(payload, int)
+            model.delete(payload)
+        else:
+            seq, acl = payload  # type: ignore[misc]
+            model.acl_change(seq, acl)
+        if len(model.changes) > before:  # it was new to the model
+            self._crossing(key, quarantined=quarantined, lane=lane)
 
     def _version(self, kind: VersionKind) -> Version:
         self.n += 1
@@ -212,19 +241,22 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.steps.append(f"upsert t{t} {d} seq={seq} {version.token}/{kind} acl={acl} {name!r}")
         self.model[key].upsert(up)
         self._crossing(key, quarantined=version.kind != "ok")
-        self._send(ev)
+        self._send(ev, (key, "upsert", up, version.kind != "ok"))
 
-    def _crossing(self, key: tuple[str, str], *, quarantined: bool) -> None:
+    def _crossing(
+        self, key: tuple[str, str], *, quarantined: bool, lane: Lane | None = None
+    ) -> None:
         """A quarantined version and another change of the document (an indexable
         version, an ACL change, a delete) sent in different lanes since the last settle:
         which one the connector sees first decides what stays readable (ADR 0008, an
         older change after a quarantined version is stale; ADR 0007, one before it stays,
         narrowed), not the send order the model follows. The stores must still agree."""
+        lane = lane or self.lane
         sent = self.unsettled.setdefault(key, [])
-        if any(lane != self.lane and was_q != quarantined for lane, was_q in sent):
+        if any(other != lane and was_q != quarantined for other, was_q in sent):
             self.model[key].exact = False
             self.model[key].unsure = True
-        sent.append((self.lane, quarantined))
+        sent.append((lane, quarantined))
 
     def do_delete(self, t: int, d: str, how: SeqHow, reuse: int | None = None) -> None:
         key = self._key(t, d)
@@ -235,7 +267,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._send(
             SourceDelete(
                 event_id=self._event_id(reuse), tenant_id=key[0], document_id=d, source_seq=seq
-            )
+            ),
+            (key, "delete", seq, False),
         )
 
     def do_acl(
@@ -253,19 +286,22 @@ class LifecycleMachine(RuleBasedStateMachine):
                 document_id=d,
                 source_seq=seq,
                 acl_groups=acl,
-            )
+            ),
+            (key, "acl", (seq, tuple(sorted(acl))), False),
         )
 
     def do_redeliver(self, i: int) -> None:
-        """The same source event again (same id, same body): changes nothing."""
-        sent = self.sent
+        """The same source event again (same id, same body): changes nothing (unless a
+        reset-seq made it new again)."""
+        sent = list(zip(self.sent, self.sent_changes, strict=True))
         if "redelivered_control" not in self.features:
-            sent = [(t, e) for t, e in sent if isinstance(e, SourceUpsert)]
+            sent = [s for s in sent if isinstance(s[0][1], SourceUpsert)]
         if not sent:
             return
-        topic, ev = sent[i % len(sent)]
+        (topic, ev), change = sent[i % len(sent)]
         self.steps.append(f"redeliver {ev.event_type} {ev.tenant_id[:5]} {ev.document_id}")
         self._count("redeliveries")
+        self._again(change, ev.priority)
         self.world.driver.publish(topic, ev)
 
     def do_replay(self, topic: str) -> None:
@@ -278,6 +314,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             control = b'"source.delete"' in body or b'"source.acl"' in body
             if control and "redelivered_control" not in self.features:
                 continue
+            if (change := self.by_body.get(body)) is not None:
+                self._again(change, BULK if "lanes" in self.features else INTERACTIVE)
             self.world.driver.publish_raw(target, body)
 
     def do_poison(self, t: int, kind: str) -> None:

@@ -228,3 +228,21 @@ def test_redelivered_changes_after_a_reset_seq(lifecycle_world: World) -> None:
     m.do_upsert(1, A, "older", "new", "ok", G12, "new")
     m.do_redeliver(3)  # tenant B's ACL change again
     m.settle()
+
+
+@known("unchanged_restatement")
+def test_an_unchanged_restatement_holds_its_seq_and_restates_its_acl(
+    lifecycle_world: World,
+) -> None:
+    m = machine(lifecycle_world, "unchanged_restatement")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.do_upsert(1, A, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, A, "gap", "keep", "ok", G12, "keep")  # seq 6: the same bytes and meta
+    m.settle()
+    m.do_upsert(0, A, "older", "new", "ok", G12, "new")  # seq 4: older than 6, stale
+    m.do_delete(0, A, "older")  # seq 4 too
+    m.do_acl(1, A, "next", G1)  # tenant B: g2 revoked at seq 2
+    m.settle()
+    m.do_upsert(1, A, "gap", "keep", "ok", G12, "keep")  # seq 7: the same version, g2 again
+    m.settle()

@@ -37,6 +37,7 @@ class MemoryState:
         self.rows: dict[tuple[str, str], StoredState] = {}
         self.accepted: list[tuple[str, int]] = []
         self.quarantined: list[tuple[str, int, str]] = []  # recorded at intake
+        self.restated: dict[tuple[str, str], int] = {}  # unchanged at a newer seq
         self.lookups = 0
         self.down = False
         self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
@@ -55,6 +56,11 @@ class MemoryState:
             raise BackendUnavailable("postgres down")
         self.lookups += 1
         return {k: self.rows[k] for k in keys if k in self.rows}
+
+    async def record_restated(self, restated: dict[Key, int]) -> None:
+        self.restated.update(restated)
+        for key, seq in restated.items():
+            self.rows[key] = dataclasses.replace(self.rows[key], pending_seq=seq)
 
     async def record_accepted_each(
         self,
@@ -365,3 +371,33 @@ async def test_a_fetch_that_keeps_failing_is_recorded_on_its_last_attempt(
     expect = [("wiki:rb", 9, "dead_lettered")] if last else []
     assert state.quarantined == expect  # type: ignore[attr-defined]
     assert state.accepted == []  # type: ignore[attr-defined]
+
+
+async def test_an_unchanged_restatement_holds_its_seq(stage: ConnectorStage) -> None:
+    """lifetest F13: the indexed bytes and metadata again at seq 9 change nothing, but
+    an older upsert (seq 7) or delete (seq 8) after it is stale, in the batch and later."""
+    indexed(stage, 5)
+    same, seven, gone = await stage.handle_batch(
+        [
+            upsert(9),
+            upsert(7, "seven"),
+            SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=8),
+        ],
+        CTX,
+    )
+    assert same == seven == gone == []
+    assert stage.state.restated == {("acme", "wiki:rb"): 9}  # type: ignore[attr-defined]
+    assert await stage.handle(upsert(8, "eight"), CTX) == []  # a later batch: still stale
+    assert stage.state.accepted == []  # type: ignore[attr-defined]
+
+
+async def test_unchanged_bytes_restate_an_acl_changed_since(stage: ConnectorStage) -> None:
+    """lifetest F13: an ACL change (seq 7) narrowed the indexed seq 5 to ops; seq 9 states
+    the same bytes and metadata, so its full ACL (eng) applies again: not unchanged."""
+    indexed(stage, 5)
+    row = stage.state.rows[("acme", "wiki:rb")]  # type: ignore[attr-defined]
+    narrowed = dataclasses.replace(row, acl_seq=7, acl_groups=("ops",))
+    stage.state.rows[("acme", "wiki:rb")] = narrowed  # type: ignore[attr-defined]
+    *_, out = await stage.handle(upsert(9), CTX)  # (after the fast-path narrowing of ops)
+    assert isinstance(out.event, DocFetched) and out.event.change == "metadata"
+    assert await stage.handle(upsert(6), CTX) == []  # older than the ACL change: unchanged
