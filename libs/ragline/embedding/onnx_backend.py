@@ -247,8 +247,9 @@ class OnnxEmbedder(EmbedderIdentity):
         return self._max_len
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids with [CLS]/[SEP], truncated to ``max_length`` (the model's input)."""
-        return [e.ids for e in self._tok.encode_batch(list(texts))]
+        """Token ids with [CLS]/[SEP], truncated to ``max_length`` (the model's input).
+        A lone surrogate (no UTF-8 form: the tokenizer would raise) reads as U+FFFD."""
+        return [e.ids for e in self._tok.encode_batch([_utf8_safe(t) for t in texts])]
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
@@ -279,6 +280,14 @@ class OnnxEmbedder(EmbedderIdentity):
         except Exception as exc:  # onnxruntime raises its own (Fail, RuntimeException...)
             raise RuntimeError(f"onnx runtime failed: {type(exc).__name__}") from exc
         return np.asarray(vecs, dtype=np.float32)
+
+
+def _utf8_safe(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def config_dim(model_dir: Path) -> int:
