@@ -9,7 +9,7 @@ recorded (issue 21 defect 5, issue 20 item 3; docs/evaluation.md "Abstention").
         the same statistics for every SciFact train claim (its abstracts copied into a
         scratch schema of the kept stack's Postgres, dropped after), with each claim's
         best hybrid similarity from an eval_scifact report -> terms_scifact.json
-    .venv/bin/python bench/tune_terms.py fit
+    .venv/bin/python bench/tune_terms.py fit [--scifact-report bench/out/scifact/report.json]
         grid over the rules' parameters on the fixed train split (half of the golden cases
         by a hash of their id, tune_retrieval.in_train; all SciFact train claims must stay
         answered), reported on the held-out half -> terms_fit.json
@@ -270,6 +270,12 @@ def _fit(args: argparse.Namespace) -> int:
     golden = json.loads((OUT / "terms_golden.json").read_text())
     scifact_path = OUT / "terms_scifact.json"
     scifact = json.loads(scifact_path.read_text()) if scifact_path.is_file() else []
+    if args.scifact_report:  # the claims' best hybrid similarity from an eval_scifact report
+        report = json.loads(Path(args.scifact_report).read_text())
+        sims = {
+            c["case_id"]: c["best_similarity"] for c in report["cases"] if c["mode"] == "hybrid"
+        }
+        scifact = [r | {"best_similarity": sims.get(r["case_id"])} for r in scifact]
     train = [r for r in golden if in_train(r["case_id"])]
     held = [r for r in golden if not in_train(r["case_id"])]
     thr = args.threshold
@@ -357,6 +363,7 @@ def main(argv: list[str]) -> int:
     s.add_argument("--report", help="an eval_scifact report.json (best hybrid similarity)")
     f = sub.add_parser("fit", help="grid on the train split, report held-out")
     f.add_argument("--threshold", type=float, default=0.325)
+    f.add_argument("--scifact-report", help="an eval_scifact report.json (best similarity)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     if args.cmd == "collect":
