@@ -138,8 +138,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.poisoned: list[tuple[str, str]] = []
-        # changes sent since the last settle: (lane, a quarantined version?) per document
-        self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool]]] = {}
+        # changes sent since the last settle: (lane, a quarantined version?, upsert seq)
+        self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool, int | None]]] = {}
         self.lane: Lane = INTERACTIVE  # the lane of the next source change
         self.world.driver.history.clear()
         self._count("examples")
@@ -190,7 +190,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             seq, acl = payload  # type: ignore[misc]
             model.acl_change(seq, acl)
         if len(model.changes) > before:  # it was new to the model
-            self._crossing(key, quarantined=quarantined, lane=lane)
+            seq = payload.seq if isinstance(payload, Upsert) else None
+            self._crossing(key, quarantined=quarantined, lane=lane, upsert_seq=seq)
 
     def _version(self, kind: VersionKind) -> Version:
         self.n += 1
@@ -240,23 +241,32 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
         self.steps.append(f"upsert t{t} {d} seq={seq} {version.token}/{kind} acl={acl} {name!r}")
         self.model[key].upsert(up)
-        self._crossing(key, quarantined=version.kind != "ok")
+        self._crossing(key, quarantined=version.kind != "ok", upsert_seq=seq)
         self._send(ev, (key, "upsert", up, version.kind != "ok"))
 
     def _crossing(
-        self, key: tuple[str, str], *, quarantined: bool, lane: Lane | None = None
+        self,
+        key: tuple[str, str],
+        *,
+        quarantined: bool,
+        lane: Lane | None = None,
+        upsert_seq: int | None = None,
     ) -> None:
-        """A quarantined version and another change of the document (an indexable
-        version, an ACL change, a delete) sent in different lanes since the last settle:
-        which one the connector sees first decides what stays readable (ADR 0008, an
-        older change after a quarantined version is stale; ADR 0007, one before it stays,
-        narrowed), not the send order the model follows. The stores must still agree."""
+        """Two changes of the document sent in different lanes since the last settle,
+        where the one the connector sees first decides, not the send order the model
+        follows: a quarantined version and another change (ADR 0008, an older change
+        after a quarantined version is stale; ADR 0007, one before it stays, narrowed),
+        or two upserts at one seq (the same bytes with other metadata: the first seen
+        wins, the other is a seq_conflict). The stores must still agree."""
         lane = lane or self.lane
         sent = self.unsettled.setdefault(key, [])
-        if any(other != lane and was_q != quarantined for other, was_q in sent):
+        if any(
+            other != lane and (was_q != quarantined or (seq is not None and seq == upsert_seq))
+            for other, was_q, seq in sent
+        ):
             self.model[key].exact = False
             self.model[key].unsure = True
-        sent.append((lane, quarantined))
+        sent.append((lane, quarantined, upsert_seq))
 
     def do_delete(self, t: int, d: str, how: SeqHow, reuse: int | None = None) -> None:
         key = self._key(t, d)
