@@ -63,7 +63,7 @@ def chunk_texts(docs: list[dict[str, Any]]) -> list[str]:
     from ragline.enrichment.settings import EnricherSettings
     from ragline.events import ChunkLevel, DocChunked, DocumentMeta
     from ragline.hashing import content_hash
-    from ragline.parsing import parse_document
+    from ragline.parsing import ParserSettings, parse_document
     from ragline.text.tokenizer import load_token_counter
 
     conf = ChunkerSettings()
@@ -79,7 +79,10 @@ def chunk_texts(docs: list[dict[str, Any]]) -> list[str]:
         doc_id = f"scifact:{d['_id']}"
         digest = content_hash(data)
         chunks = chunker.chunk(
-            parse_document(data, meta), document_id=doc_id, content_hash=digest, file_path=None
+            parse_document(data, meta, ParserSettings()),
+            document_id=doc_id,
+            content_hash=digest,
+            file_path=None,
         )
         event = DocChunked(
             tenant_id="bench",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragline.chunking.config import ChunkerSettings
 from ragline.chunking.stage import ChunkerStage
 from ragline.config import Settings
 from ragline.runtime.stage import Stage
@@ -12,4 +13,4 @@ __all__ = ["build"]
 
 
 def build(settings: Settings) -> Stage[Any, Any]:
-    return ChunkerStage(settings)
+    return ChunkerStage(settings, ChunkerSettings())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragline.config import Settings
+from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.runtime.stage import Stage
 
@@ -13,4 +14,4 @@ __all__ = ["build"]
 
 
 def build(settings: Settings) -> Stage[Any, Any]:
-    return ConnectorStage(settings)
+    return ConnectorStage(settings, ConnectorSettings())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragline.config import Settings
+from ragline.parsing.settings import ParserSettings
 from ragline.parsing.stage import ParserStage
 from ragline.runtime.stage import Stage
 
@@ -12,4 +13,4 @@ __all__ = ["build"]
 
 
 def build(settings: Settings) -> Stage[Any, Any]:
-    return ParserStage(settings)
+    return ParserStage(settings, ParserSettings())

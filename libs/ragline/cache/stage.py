@@ -34,9 +34,9 @@ class CacheInvalidatorStage(Stage[DocIndexed, Never]):
     input_topics = (Topics.DOC_INDEXED.value,)
     batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=128, linger_ms=20)
 
-    def __init__(self, settings: Settings, cache_settings: CacheSettings | None = None) -> None:
+    def __init__(self, settings: Settings, cache_settings: CacheSettings) -> None:
         super().__init__(settings)
-        self.cache_settings = cache_settings or CacheSettings()
+        self.cache_settings = cache_settings
         self._pool: AsyncConnectionPool | None = None
         self._sweeper: Sweeper | None = None
 

@@ -54,13 +54,13 @@ class ChunkerStage(Stage[DocScanned, DocChunked]):
     name: ClassVar[str] = "chunker"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
 
-    def __init__(self, settings: Settings, chunker_settings: ChunkerSettings | None = None) -> None:
+    def __init__(self, settings: Settings, chunker_settings: ChunkerSettings) -> None:
         super().__init__(settings)
         self._chunker_settings = chunker_settings
         self._chunker: Chunker | None = None
 
     async def open(self) -> None:
-        conf = self._chunker_settings or ChunkerSettings()
+        conf = self._chunker_settings
         counter = await asyncio.to_thread(load_token_counter, conf.tokenizer_path)
         self._chunker = Chunker(conf, counter)
 

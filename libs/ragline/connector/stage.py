@@ -87,13 +87,13 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
     def __init__(
         self,
         settings: Settings,
-        cfg: ConnectorSettings | None = None,
+        cfg: ConnectorSettings,
         *,
         state: StateStore | None = None,
         fetcher: ContentFetcher | None = None,
     ) -> None:
         super().__init__(settings)
-        self.cfg = cfg or ConnectorSettings()
+        self.cfg = cfg
         self.state = state or StateStore(settings.admin_dsn())
         self.fetcher = fetcher or ContentFetcher(self.cfg)
         self.seq_rule = SeqRule(

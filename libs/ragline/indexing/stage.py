@@ -93,9 +93,9 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
     # one OpenSearch bulk + refresh per batch instead of per document
     batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=32, linger_ms=20)
 
-    def __init__(self, settings: Settings, config: IndexerSettings | None = None) -> None:
+    def __init__(self, settings: Settings, config: IndexerSettings) -> None:
         super().__init__(settings)
-        self.config = config or IndexerSettings()
+        self.config = config
         self.writer = IndexWriter(consumer=self.config.consumer)
         self._pool: AsyncConnectionPool | None = None
         self._client: AsyncOpenSearch | None = None

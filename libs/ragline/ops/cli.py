@@ -116,6 +116,7 @@ def _print_report(report: Any, as_json: bool) -> None:
 
 def _dlq(args: argparse.Namespace) -> int:
     from ragline.ops.dlq import Action, run_dlq
+    from ragline.ops.settings import OpsSettings
 
     _quiet()
     try:
@@ -135,6 +136,7 @@ def _dlq(args: argparse.Namespace) -> int:
                 group=args.group,
                 progress=not args.no_progress,
                 lane=getattr(args, "lane", "bulk"),
+                ops=OpsSettings(),
             )
         )
     except (RaglineError, ValidationError) as exc:

@@ -110,10 +110,9 @@ async def run_dlq(
     dry_run: bool = False,
     group: str | None = None,
     progress: bool = True,
-    ops: OpsSettings | None = None,
+    ops: OpsSettings,
     lane: Lane = BULK,
 ) -> DlqReport:
-    ops = ops or OpsSettings()
     selector = selector or Selector()
     group = group or ops.dlq_group
     now = datetime.now(UTC)

@@ -366,18 +366,17 @@ def _rules(cfg: RetentionSettings) -> dict[Table, str]:
 async def run_gc(
     settings: Settings,
     *,
-    retention: RetentionSettings | None = None,
+    retention: RetentionSettings,
     tables: Iterable[Table] = tuple(Table),
     dry_run: bool = False,
     dlq_group: str | None = None,
     progress: Progress | None = None,
-    ops: OpsSettings | None = None,
+    ops: OpsSettings,
 ) -> RetentionReport:
     """Sweep the chosen tables (as the admin DSN). A table whose sweep fails carries the
     error in its report and the others still run; a claim-check sweep whose dead letters
     cannot be read deletes nothing."""
-    cfg = retention or RetentionSettings()
-    ops = ops or OpsSettings()
+    cfg = retention
     chosen = [t for t in Table if t in set(tables)]
     rules = _rules(cfg)
     with pg_errors():

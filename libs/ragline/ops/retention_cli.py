@@ -45,12 +45,14 @@ def _gc(args: argparse.Namespace) -> int:
     from ragline.config import Settings
     from ragline.ops.cli import _quiet
     from ragline.ops.retention import RetentionSettings, Table, run_gc
+    from ragline.ops.settings import OpsSettings
 
     _quiet()
     try:
         overrides = {"batch_size": args.batch_size} if args.batch_size is not None else {}
         cfg = RetentionSettings(**overrides)
         settings = Settings()
+        ops = OpsSettings()
     except ValidationError as exc:
         print(f"ragline gc: invalid settings: {exc}", file=sys.stderr)
         return 2
@@ -64,7 +66,12 @@ def _gc(args: argparse.Namespace) -> int:
         try:
             report = asyncio.run(
                 run_gc(
-                    settings, retention=cfg, tables=tables, dry_run=args.dry_run, progress=progress
+                    settings,
+                    retention=cfg,
+                    ops=ops,
+                    tables=tables,
+                    dry_run=args.dry_run,
+                    progress=progress,
                 )
             )
         except RaglineError as exc:

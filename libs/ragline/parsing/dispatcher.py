@@ -40,14 +40,11 @@ def _filename(meta: DocumentMeta) -> str:
     return meta.title or "document"
 
 
-def parse_document(
-    data: bytes, meta: DocumentMeta, settings: ParserSettings | None = None
-) -> ParsedDocument:
+def parse_document(data: bytes, meta: DocumentMeta, settings: ParserSettings) -> ParsedDocument:
     """Parse one document. Raises ``QuarantineError`` for every kind of bad input.
 
     Pure and synchronous (CPU-bound): callers run it in a worker (``ParseExecutor``).
     """
-    settings = settings or ParserSettings()
     check_size(len(data), settings)
     detected = detect_format(data, meta.mime_type, meta.uri)
     if detected.format is Format.PDF:

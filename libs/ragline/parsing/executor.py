@@ -62,8 +62,8 @@ class ParseExecutor:
     and the memory it took returns to the system.
     """
 
-    def __init__(self, settings: ParserSettings | None = None) -> None:
-        self.settings = settings or ParserSettings()
+    def __init__(self, settings: ParserSettings) -> None:
+        self.settings = settings
         self._pool: Pool | None = None
         self._pending: set[asyncio.Future[_Outcome]] = set()
 

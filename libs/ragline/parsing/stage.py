@@ -25,9 +25,9 @@ class ParserStage(Stage[DocFetched, DocParsed]):
     name: ClassVar[str] = "parser"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_FETCHED.value,)
 
-    def __init__(self, settings: Settings, parser: ParserSettings | None = None) -> None:
+    def __init__(self, settings: Settings, parser: ParserSettings) -> None:
         super().__init__(settings)
-        self.parser_settings = parser or ParserSettings()
+        self.parser_settings = parser
         self._executor = ParseExecutor(self.parser_settings)
 
     async def open(self) -> None:

@@ -36,9 +36,9 @@ def _load(path: Path) -> tuple[ParsedDocument, DocumentMeta]:
             obj = obj["document"]
         if isinstance(obj, dict) and "blocks" in obj:
             return ParsedDocument.model_validate(obj), meta
-    from ragline.parsing import parse_document
+    from ragline.parsing import ParserSettings, parse_document
 
-    return parse_document(data, meta), meta
+    return parse_document(data, meta, ParserSettings()), meta
 
 
 def _run(args: argparse.Namespace) -> int:

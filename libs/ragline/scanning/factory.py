@@ -9,9 +9,9 @@ from ragline.scanning.settings import ScannerSettings
 __all__ = ["build_scanner"]
 
 
-def build_scanner(settings: ScannerSettings | None = None) -> Scanner:
+def build_scanner(settings: ScannerSettings) -> Scanner:
     """Nothing is loaded here; ``await scanner.start()`` loads the engines once."""
-    s = settings or ScannerSettings()
+    s = settings
     policies = s.policies()
     runner = DetectionRunner(
         s.engine_config(preload_ner=policies.may_need_ner()),

@@ -35,7 +35,7 @@ class ScannerStage(Stage[DocParsed, DocScanned]):
     def __init__(
         self,
         settings: Settings,
-        scanner_settings: ScannerSettings | None = None,
+        scanner_settings: ScannerSettings,
         *,
         purge: Callable[[str, str], Awaitable[int]] | None = None,
     ) -> None:
@@ -54,7 +54,7 @@ class ScannerStage(Stage[DocParsed, DocScanned]):
         return self._scanner
 
     async def open(self) -> None:
-        self._scanner = build_scanner(self._scanner_settings or ScannerSettings())
+        self._scanner = build_scanner(self._scanner_settings)
         await self._scanner.start()
 
     async def close(self) -> None:

@@ -23,6 +23,7 @@ from ragline.events import BULK, DocFetched, DocumentMeta, Topics, dlq_topic, la
 from ragline.hashing import content_hash
 from ragline.ops.dlq import REPLAY_HEADER, REQUEUE_HEADER, Action, run_dlq
 from ragline.ops.dlq_select import Selector
+from ragline.ops.settings import OpsSettings
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.publisher import EventPublisher
 
@@ -112,14 +113,16 @@ def _pending(report) -> int:  # type: ignore[no-untyped-def]
 async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
     group = f"itest-dlq-{uuid.uuid4().hex[:8]}"
     # a fresh group starts at the log start: skip what other tests dead-lettered
-    await run_dlq(stack, Action.PURGE, group=group, progress=False)
+    await run_dlq(stack, Action.PURGE, group=group, progress=False, ops=OpsSettings())
     doc = f"fs:{tenant}/broken.md"  # one key: one partition, so order is defined
     a = await _dead_letter(stack, tenant, doc, 1, BackendUnavailable("postgres unreachable"))
     await _dead_letter(stack, tenant, doc, 2, PermanentError("unsupported layout"))
     c = await _dead_letter(stack, tenant, doc, 3, BackendUnavailable("postgres unreachable"))
     mine = Selector(tenants=frozenset({tenant}))
 
-    listed = await run_dlq(stack, Action.LIST, group=group, selector=mine, progress=False)
+    listed = await run_dlq(
+        stack, Action.LIST, group=group, selector=mine, progress=False, ops=OpsSettings()
+    )
     assert _pending(listed) == 3
     assert listed.total("pending") == 3
     (topic,) = [t for t in listed.topics if t.selected]
@@ -149,10 +152,16 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
         selector=Selector(
             tenants=frozenset({tenant}), error_classes=frozenset({"BackendUnavailable"})
         ),
+        ops=OpsSettings(),
     )
     assert (dry.total("handled"), dry.total("requeued")) == (2, 1)
     assert (
-        _pending(await run_dlq(stack, Action.LIST, group=group, selector=mine, progress=False)) == 3
+        _pending(
+            await run_dlq(
+                stack, Action.LIST, group=group, selector=mine, progress=False, ops=OpsSettings()
+            )
+        )
+        == 3
     )
 
     # replay the transient failures: A and C go back, B (kept, between them) is requeued
@@ -164,6 +173,7 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
         selector=Selector(
             tenants=frozenset({tenant}), error_classes=frozenset({"BackendUnavailable"})
         ),
+        ops=OpsSettings(),
     )
     assert (replayed.total("handled"), replayed.total("requeued")) == (2, 1)
     got = await _read_from(stack, before, doc)
@@ -174,7 +184,9 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
         assert headers.items() <= h.items()
         assert h[REPLAY_HEADER].startswith("doc.fetched.dlq:")
 
-    left = await run_dlq(stack, Action.LIST, group=group, selector=mine, progress=False)
+    left = await run_dlq(
+        stack, Action.LIST, group=group, selector=mine, progress=False, ops=OpsSettings()
+    )
     assert _pending(left) == 1
     assert left.records[0]["error_class"] == "PermanentError"
     # the same replay again finds nothing: the group committed past A and C
@@ -186,38 +198,51 @@ async def test_list_replay_requeue_purge(stack: Settings, tenant: str) -> None:
         selector=Selector(
             tenants=frozenset({tenant}), error_classes=frozenset({"BackendUnavailable"})
         ),
+        ops=OpsSettings(),
     )
     assert again.total("handled") == 0
     assert len(await _read_from(stack, before, doc)) == 2
 
     # purge by age keeps a fresh record; by class drops it
     old = Selector(tenants=frozenset({tenant}), older_than=timedelta(hours=1))
-    assert (await run_dlq(stack, Action.PURGE, group=group, selector=old, progress=False)).total(
-        "handled"
-    ) == 0
+    assert (
+        await run_dlq(
+            stack, Action.PURGE, group=group, selector=old, progress=False, ops=OpsSettings()
+        )
+    ).total("handled") == 0
     purged = await run_dlq(
         stack,
         Action.PURGE,
         group=group,
         progress=False,
         selector=Selector(tenants=frozenset({tenant}), error_classes=frozenset({"PermanentError"})),
+        ops=OpsSettings(),
     )
     assert purged.total("handled") == 1
     assert (
-        _pending(await run_dlq(stack, Action.LIST, group=group, selector=mine, progress=False)) == 0
+        _pending(
+            await run_dlq(
+                stack, Action.LIST, group=group, selector=mine, progress=False, ops=OpsSettings()
+            )
+        )
+        == 0
     )
 
 
 async def test_limit_replays_a_canary_first(stack: Settings, tenant: str) -> None:
     group = f"itest-dlq-{uuid.uuid4().hex[:8]}"
-    await run_dlq(stack, Action.PURGE, group=group, progress=False)
+    await run_dlq(stack, Action.PURGE, group=group, progress=False, ops=OpsSettings())
     doc = f"fs:{tenant}/many.md"
     for n in range(1, 5):
         await _dead_letter(stack, tenant, doc, n, BackendUnavailable("opensearch down"))
     mine = Selector(tenants=frozenset({tenant}))
-    first = await run_dlq(stack, Action.REPLAY, group=group, selector=mine, limit=1, progress=False)
+    first = await run_dlq(
+        stack, Action.REPLAY, group=group, selector=mine, limit=1, progress=False, ops=OpsSettings()
+    )
     assert (first.total("handled"), first.total("requeued")) == (1, 0)
-    rest = await run_dlq(stack, Action.REPLAY, group=group, selector=mine, progress=False)
+    rest = await run_dlq(
+        stack, Action.REPLAY, group=group, selector=mine, progress=False, ops=OpsSettings()
+    )
     assert rest.total("handled") == 3
 
 
@@ -234,7 +259,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def test_cli_list_and_replay_json(stack: Settings, tenant: str) -> None:
     group = f"itest-dlq-{uuid.uuid4().hex[:8]}"
-    await run_dlq(stack, Action.PURGE, group=group, progress=False)
+    await run_dlq(stack, Action.PURGE, group=group, progress=False, ops=OpsSettings())
     doc = f"fs:{tenant}/cli.md"
     await _dead_letter(stack, tenant, doc, 1, PermanentError("bad table"))
     proc = await asyncio.to_thread(_cli, "dlq", "list", "--group", group, "--tenant", tenant)
@@ -257,7 +282,7 @@ async def test_cli_list_and_replay_json(stack: Settings, tenant: str) -> None:
 async def test_requeued_copy_is_still_a_dead_letter(stack: Settings, tenant: str) -> None:
     """A kept record that had to be requeued keeps its content and says where it came from."""
     group = f"itest-dlq-{uuid.uuid4().hex[:8]}"
-    await run_dlq(stack, Action.PURGE, group=group, progress=False)
+    await run_dlq(stack, Action.PURGE, group=group, progress=False, ops=OpsSettings())
     doc = f"fs:{tenant}/requeue.md"
     await _dead_letter(stack, tenant, doc, 1, PermanentError("keep me"))
     await _dead_letter(stack, tenant, doc, 2, BackendUnavailable("drop me"))
@@ -270,6 +295,7 @@ async def test_requeued_copy_is_still_a_dead_letter(stack: Settings, tenant: str
         selector=Selector(
             tenants=frozenset({tenant}), error_classes=frozenset({"BackendUnavailable"})
         ),
+        ops=OpsSettings(),
     )
     assert (purged.total("handled"), purged.total("requeued")) == (1, 1)
     (copy,) = await _read_from(stack, start, doc)
@@ -282,6 +308,7 @@ async def test_requeued_copy_is_still_a_dead_letter(stack: Settings, tenant: str
         group=group,
         selector=Selector(tenants=frozenset({tenant})),
         progress=False,
+        ops=OpsSettings(),
     )
     assert [r["error_message"] for r in left.records] == ["keep me"]
 

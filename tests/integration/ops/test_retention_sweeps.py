@@ -29,6 +29,7 @@ from ragline.events import Topics, dlq_topic
 from ragline.hashing import sha256_hex
 from ragline.ops.dlq import Action, run_dlq
 from ragline.ops.retention import RetentionSettings, Table, run_gc
+from ragline.ops.settings import OpsSettings
 from ragline.runtime.deadletter import dead_letter
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
@@ -103,7 +104,7 @@ async def test_claim_checks_old_unreferenced_go(stack: Settings, conn: Conn, ten
     reput = await _claim(conn, f"{tag} old but stored again".encode(), 20)
     # a dead letter the dlq tool already purged does not protect its claim check
     await _publish_dead_letter(stack, tenant, original_claim=old_purged)
-    await run_dlq(stack, Action.PURGE, group=group, progress=False)
+    await run_dlq(stack, Action.PURGE, group=group, progress=False, ops=OpsSettings())
     await _publish_dead_letter(stack, tenant, original_claim=old_pending)
     # a big dead letter: its own body is a claim check (stored now), backdated below
     await _publish_dead_letter(stack, tenant, original_claim=old_pending, big=True)
@@ -124,7 +125,14 @@ async def test_claim_checks_old_unreferenced_go(stack: Settings, conn: Conn, ten
     await store.close()
 
     mine = [old_free, old_purged, old_pending, recent, reput, own]
-    dry = await run_gc(stack, tables=[Table.CLAIM_CHECKS], dry_run=True, dlq_group=group)
+    dry = await run_gc(
+        stack,
+        tables=[Table.CLAIM_CHECKS],
+        dry_run=True,
+        dlq_group=group,
+        retention=RetentionSettings(),
+        ops=OpsSettings(),
+    )
     (rep,) = dry.tables
     assert rep.error is None
     assert rep.eligible >= 2 and rep.deleted == 0 and rep.kept_referenced == 2
@@ -136,6 +144,7 @@ async def test_claim_checks_old_unreferenced_go(stack: Settings, conn: Conn, ten
         retention=RetentionSettings(batch_size=1),
         tables=[Table.CLAIM_CHECKS],
         dlq_group=group,
+        ops=OpsSettings(),
     )
     (rep,) = report.tables
     assert report.ok and rep.deleted == rep.eligible == dry.tables[0].eligible
@@ -146,7 +155,12 @@ async def test_claim_checks_old_unreferenced_go(stack: Settings, conn: Conn, ten
 async def test_unreadable_dead_letters_keep_every_claim_check(stack: Settings, conn: Conn) -> None:
     old = await _claim(conn, f"{uuid.uuid4().hex} old".encode(), 20)
     broken = stack.model_copy(update={"kafka_bootstrap": "127.0.0.1:9"})
-    report = await run_gc(broken, tables=[Table.CLAIM_CHECKS, Table.LEDGER])
+    report = await run_gc(
+        broken,
+        tables=[Table.CLAIM_CHECKS, Table.LEDGER],
+        retention=RetentionSettings(),
+        ops=OpsSettings(),
+    )
     claims, ledger = report.tables
     assert claims.error is not None and "kafka" in claims.error.lower()
     assert claims.deleted == 0 and ledger.error is None and not report.ok
@@ -174,9 +188,13 @@ async def test_ledger_rows_older_than_the_rule_go(stack: Settings, conn: Conn) -
         )
         return {str(r[0]) for r in await cur.fetchall()}
 
-    dry = await run_gc(stack, tables=[Table.LEDGER], dry_run=True)
+    dry = await run_gc(
+        stack, tables=[Table.LEDGER], dry_run=True, retention=RetentionSettings(), ops=OpsSettings()
+    )
     assert dry.tables[0].eligible >= 3 and await mine() == set(ages)
-    report = await run_gc(stack, tables=[Table.LEDGER], retention=RetentionSettings(batch_size=2))
+    report = await run_gc(
+        stack, tables=[Table.LEDGER], retention=RetentionSettings(batch_size=2), ops=OpsSettings()
+    )
     assert report.ok and report.tables[0].deleted >= 3
     assert report.dead_letters_scanned is None  # the claim-check sweep did not run
     assert await mine() == {"e29", "e0"}
@@ -207,9 +225,11 @@ async def test_embedding_cache_age_then_lru_cap(stack: Settings, conn: Conn) -> 
         c = await conn.execute("SELECT text_hash FROM embedding_cache WHERE model = %s", (model,))
         return {str(r[0]) for r in await c.fetchall()}
 
-    dry = await run_gc(stack, tables=[Table.EMBEDDING_CACHE], retention=cfg, dry_run=True)
+    dry = await run_gc(
+        stack, tables=[Table.EMBEDDING_CACHE], retention=cfg, dry_run=True, ops=OpsSettings()
+    )
     assert dry.tables[0].eligible == 3 and await mine() == set(ages)
-    report = await run_gc(stack, tables=[Table.EMBEDDING_CACHE], retention=cfg)
+    report = await run_gc(stack, tables=[Table.EMBEDDING_CACHE], retention=cfg, ops=OpsSettings())
     assert report.ok and report.tables[0].deleted == 3
     assert await mine() == {"h30", "h0"}
 

@@ -99,7 +99,7 @@ def _factories(settings: Settings, policy: Path) -> dict[str, Callable[[], AnySt
         "parser": lambda: ParserStage(settings, ParserSettings(workers=0)),
         # no rule asks for names: start() loads no spaCy model
         "scanner": lambda: ScannerStage(settings, ScannerSettings(policy_file=policy, workers=0)),
-        "chunker": lambda: ChunkerStage(settings),
+        "chunker": lambda: ChunkerStage(settings, ChunkerSettings()),
         "enricher": lambda: EnricherStage(settings, ChunkerSettings(), EnricherSettings()),
         "embedder": lambda: EmbedderStage(
             settings, EmbedderSettings(cache=False), embedder=_PseudoEmbedder()

@@ -122,12 +122,13 @@ def test_snippets_survive_parsing_and_chunking(any_golden: EvalDataset) -> None:
     golden = any_golden
     from ragline.chunking import Chunker, ChunkerSettings
     from ragline.parsing.dispatcher import parse_document
+    from ragline.parsing.settings import ParserSettings
     from ragline.text import load_token_counter
 
     chunker = Chunker(ChunkerSettings(), load_token_counter())
     children: dict[str, list[str]] = {}
     for d in golden.documents:
-        parsed = parse_document(d.content_text.encode(), d.meta)
+        parsed = parse_document(d.content_text.encode(), d.meta, ParserSettings())
         chunks = chunker.chunk(parsed, document_id=d.document_id, content_hash=d.content_hash)
         children[d.document_id] = [match_text(c.text) for c in chunks if c.level == "child"]
     missing = []
