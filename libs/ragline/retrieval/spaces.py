@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.auth import Forbidden
+from ragline.store.pg_errors import pg_errors
 from ragline.store.space_model import Space
 from ragline.store.spaces import SpaceNotFound, get_space, live_space
 
@@ -53,13 +54,16 @@ class SpaceResolver:
         self.pool = pool
 
     async def resolve(self, name: str | None) -> Space:
-        async with self.pool.connection() as conn:
-            try:
-                space = await (live_space(conn) if name is None else get_space(conn, name))
-            except SpaceNotFound:
-                raise Forbidden(f"no embedding space {name!r}") from None
-            finally:
-                await conn.rollback()
+        # pg_errors: a closed pool or a lost server is BackendUnavailable (503), as for
+        # every other read of the search
+        with pg_errors():
+            async with self.pool.connection() as conn:
+                try:
+                    space = await (live_space(conn) if name is None else get_space(conn, name))
+                except SpaceNotFound:
+                    raise Forbidden(f"no embedding space {name!r}") from None
+                finally:
+                    await conn.rollback()
         if space.state == "retired":
             raise Forbidden(f"embedding space {name!r} is retired")
         return space
