@@ -59,12 +59,15 @@ FEATURES: dict[str, str] = {
     "are dropped as unchanged (lifetest F10)",
     "reset_seq": "ragline documents reset-seq between changes, then redeliveries and new "
     "changes above and below the new seq",
+    "replay_after_reset": "a downstream topic (doc.fetched, doc.embedded, ...) replayed "
+    "after a reset-seq re-applies an old version over a newer ACL change: a revoked group "
+    "reads it again (lifetest F14)",
     "unchanged_restatement": "the indexed bytes and metadata stated again at a newer seq "
     "were dropped without holding the seq, and did not restate an ACL changed since "
     "(lifetest F13)",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
-FIXED: frozenset[str] = frozenset(FEATURES)
+FIXED: frozenset[str] = frozenset(FEATURES) - {"replay_after_reset"}
 
 
 def enabled_features() -> frozenset[str]:
@@ -138,6 +141,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.hashes: dict[str, str] = {}  # version word -> content hash
         self.steps: list[str] = []  # a readable log, printed with a failure
         self.poisoned: list[tuple[str, str]] = []
+        self.resets = 0  # reset-seq steps in this example
         # changes sent since the last settle: (lane, a quarantined version?, upsert seq)
         self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool, int | None]]] = {}
         self.lane: Lane = INTERACTIVE  # the lane of the next source change
@@ -316,6 +320,9 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def do_replay(self, topic: str) -> None:
         """Every record this example put on ``topic``, delivered again."""
+        downstream = topic != Topics.SOURCE_CHANGES.value
+        if self.resets and downstream and "replay_after_reset" not in self.features:
+            return  # lifetest F14, open: see test_lifecycle_known_defects
         self.steps.append(f"replay {topic}")
         self._count("replays")
         # a replay is bulk work (`ragline dlq replay` defaults to the bulk lane)
@@ -361,6 +368,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.settle()
         to = max(0, self.hi[key] - back)
         self.steps.append(f"reset-seq t{t} {d} --to {to}")
+        self.resets += 1
         self._count("seq resets")
         assert self.world.admin is not None
         self.world.run(

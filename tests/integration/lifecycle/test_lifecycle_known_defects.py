@@ -246,3 +246,19 @@ def test_an_unchanged_restatement_holds_its_seq_and_restates_its_acl(
     m.settle()
     m.do_upsert(1, A, "gap", "keep", "ok", G12, "keep")  # seq 7: the same version, g2 again
     m.settle()
+
+
+@known("replay_after_reset")
+def test_a_downstream_replay_after_a_reset_seq_keeps_a_revocation(
+    lifecycle_world: World,
+) -> None:
+    """lifetest F14 (open): reset-seq lowers the seqs and drops the ledger entries above
+    the new value, so a replay of doc.fetched afterwards re-indexes seq 1 with its own
+    ACL (g2) over the ACL change at seq 2 (g1) that revoked g2."""
+    m = machine(lifecycle_world, "replay_after_reset")
+    m.do_upsert(1, B, "next", "new", "ok", ("g2",), "new")  # seq 1
+    m.do_acl(1, B, "next", G1)  # seq 2: g2 revoked
+    m.settle()
+    m.do_reset_seq(1, B, 2)  # --to 0
+    m.do_replay(Topics.DOC_FETCHED.value)
+    m.settle()
