@@ -1,5 +1,8 @@
 """Helpers for connector integration tests: read a topic from the real broker, filtered
-to one tenant (tests share one stack and tell their events apart by tenant id)."""
+to one tenant (tests share one stack and tell their events apart by tenant id). A
+logical topic is read in both priority lanes (docs/lanes.md): ``ragline sync`` and a
+first watch poll publish in the bulk lane, edits in the interactive one; a test that
+cares which lane asserts the events' ``priority``."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from ragline.config import Settings
+from ragline.events import BULK, lane_topic
 
 Collector = Callable[..., Any]
 
@@ -26,10 +30,11 @@ async def collect(
     timeout_s: float = 30.0,
     settle_s: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """The first ``count`` events of ``tenant`` on ``topic`` (from the beginning), then
-    anything more that arrives within ``settle_s`` (to prove nothing extra was emitted)."""
+    """The first ``count`` events of ``tenant`` on ``topic``, either lane (from the
+    beginning), then anything more that arrives within ``settle_s`` (to prove nothing
+    extra was emitted)."""
     consumer = AIOKafkaConsumer(
-        topic,
+        *sorted({topic, lane_topic(topic, BULK)}),
         bootstrap_servers=settings.kafka_bootstrap,
         group_id=None,  # no group: all partitions at once, no rebalance wait
         auto_offset_reset="earliest",

@@ -110,6 +110,7 @@ async def test_sync_reemits_missing_and_stale_and_deletes_removed(
     assert real.returncode == 0, real.stderr
     assert "publish" in real.stderr  # the progress bar
     events = await collector("source.changes", tenant, count=4, settle_s=1.0)
+    assert {e.get("priority") for e in events} == {"bulk"}  # sync is bulk work by default
     got = sorted((e["event_type"], e["document_id"]) for e in events)
     assert got == [
         ("source.delete", "fs:removed.md"),
@@ -174,6 +175,12 @@ async def test_watch_cli_once_publishes_and_keeps_state(
     assert second.returncode == 0, second.stderr
     assert "delete       1" in second.stdout and "upsert" not in second.stdout
     events = await collector("source.changes", tenant, count=3, settle_s=1.0)
+    lanes = {(e["event_type"], e["document_id"]): e.get("priority", "interactive") for e in events}
+    assert lanes == {  # the first poll (no state yet) is a backfill: bulk; later edits are not
+        ("source.upsert", "team:one.md"): "bulk",
+        ("source.upsert", "team:two.txt"): "bulk",
+        ("source.delete", "team:two.txt"): "interactive",
+    }
     assert sorted((e["event_type"], e["document_id"]) for e in events) == [
         ("source.delete", "team:two.txt"),
         ("source.upsert", "team:one.md"),

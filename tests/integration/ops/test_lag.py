@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from ragline.config import Settings
-from ragline.events import Topics
+from ragline.events import BULK, INTERACTIVE, Topics, lane_topic
 from ragline.runtime.lag import group_lag, stage_lag
 from ragline.runtime.topics import ensure_topics
 
@@ -66,10 +66,9 @@ async def test_every_stage_is_reported_and_unknown_stages_refused(stack: Setting
     lags = await stage_lag(stack)
     assert [x.stage for x in lags][:2] == ["connector", "parser"]
     assert {x.stage for x in lags} >= {"indexer", "cache_invalidator"}
+    indexer_inputs = (Topics.DOC_EMBEDDED, Topics.DOC_CONTROL, Topics.DOC_QUARANTINED)
     assert set(next(x for x in lags if x.stage == "indexer").per_topic) == {
-        Topics.DOC_EMBEDDED.value,
-        Topics.DOC_CONTROL.value,
-        Topics.DOC_QUARANTINED.value,
+        lane_topic(t.value, lane) for t in indexer_inputs for lane in (INTERACTIVE, BULK)
     }
     with pytest.raises(ValueError, match="unknown stage"):
         await stage_lag(stack, ["nope"])

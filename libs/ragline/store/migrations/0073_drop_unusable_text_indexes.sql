@@ -6,5 +6,6 @@
 -- SciFact: sequential scans, EXPLAIN ANALYZE). They only cost writes. Nothing reads them
 -- (0070/0071 were never read by a released query service either). docs/evaluation.md
 -- "Session 2" has the measurement and what would serve these lookups instead.
+-- contract: no released query service reads these indexes (0070/0071 are unreleased)
 DROP INDEX IF EXISTS chunks_child_search_trgm;
 DROP INDEX IF EXISTS chunks_child_terms;
