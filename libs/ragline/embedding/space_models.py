@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from ragline.embedding.model import (
     DEFAULT_MODEL_NAME,
     Embedder,
+    EmbedderIdentity,
     default_model_path,
     load_embedder,
     model_revision,
@@ -62,7 +63,7 @@ def load_space_embedder(space: Space, cfg: EmbedderSettings) -> Embedder:
     return emb
 
 
-class LazySpaceEmbedder:
+class LazySpaceEmbedder(EmbedderIdentity):
     """The space's model, loaded on the first ``encode`` only: a backfill whose vectors
     all derive from stored ones (a truncated space) or come from the cache never pays
     the model load."""
@@ -83,15 +84,7 @@ class LazySpaceEmbedder:
         return self._inner
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def revision(self) -> str:
-        return self._revision
-
-    @property
-    def dim(self) -> int:
+    def dim(self) -> int:  # the space's model decides (loads it)
         return self._model().dim
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
