@@ -318,6 +318,17 @@ class EventBase(_Model):
         description="lane: interactive (served first) or bulk (sync, backfill, replay); "
         "carried to every stage's output",
     )
+    # written only when not 0: an event of a document never reset is byte-for-byte what
+    # releases before the reset generation wrote (docs/adr/0008, amendment 2026-12-01)
+    seq_epoch: int = Field(
+        default=0,
+        ge=0,
+        le=BIGINT_MAX,
+        exclude_if=lambda v: v == 0,
+        description="the document's reset generation when the connector accepted the "
+        "change (ragline documents reset-seq increments it); the indexer refuses an "
+        "event of an older generation as stale. Carried to every stage's output",
+    )
 
     @field_validator("schema_version")
     @classmethod
@@ -348,6 +359,7 @@ class EventBase(_Model):
             "source_seq": self.source_seq,
             "traceparent": self.traceparent,
             "priority": self.priority,
+            "seq_epoch": self.seq_epoch,
         }
 
 

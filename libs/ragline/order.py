@@ -19,6 +19,11 @@ iff its key is not smaller than the stored one, so an ACL change at the current 
 applies, a later ACL change at the same seq replaces an earlier one (the fast path keeps
 them in source order; an identical redelivery is a ledger hit), and an upsert never
 overwrites an ACL change stated at its own seq.
+
+Both keys hold within one *reset generation* of the document (``seq_epoch``): ``ragline
+documents reset-seq`` starts the next one, and a change accepted in an older generation
+is stale whatever its keys (``epoch_stale``: a replay of a pre-reset event never
+re-applies over what the reset forgot; docs/adr/0008, amendment 2026-12-01).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ __all__ = [
     "ContentKey",
     "acl_applies",
     "content_key",
+    "epoch_stale",
 ]
 
 ACL_FROM_UPSERT = 0
@@ -56,3 +62,8 @@ def content_key(seq: int, *, deleted: bool, content_hash: str | None = None) -> 
 def acl_applies(new: AclKey, stored: AclKey | None) -> bool:
     """An ACL statement replaces the stored one iff its key is not smaller."""
     return stored is None or new >= stored
+
+
+def epoch_stale(event_epoch: int, current_epoch: int) -> bool:
+    """Was the change accepted in an older reset generation than the document's?"""
+    return event_epoch < current_epoch

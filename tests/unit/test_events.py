@@ -23,6 +23,7 @@ from ragline.events import (
     Topics,
     dlq_topic,
     input_adapter,
+    read_event,
 )
 from ragline.hashing import chunk_id
 
@@ -180,3 +181,14 @@ def test_derived_envelope_is_deterministic_and_carries_the_source_fields() -> No
         src.traceparent,
     )
     assert out.occurred_at == src.occurred_at and out.content_hash == src.content_hash
+
+
+def test_the_reset_generation_is_carried_and_written_only_when_not_zero() -> None:
+    """lifetest F14: ``seq_epoch`` travels with every derived event; at 0 the event is
+    byte-for-byte what releases before it wrote (like ``priority``)."""
+    ev = SourceDelete(tenant_id="acme", document_id="wiki:a", source_seq=3)
+    assert "seq_epoch" not in ev.model_dump_json()
+    assert ev.derived("x")["seq_epoch"] == 0
+    later = ev.model_copy(update={"seq_epoch": 2})
+    assert later.derived("x")["seq_epoch"] == 2 and '"seq_epoch":2' in later.model_dump_json()
+    assert read_event(Topics.SOURCE_CHANGES, later.model_dump_json().encode()).seq_epoch == 2

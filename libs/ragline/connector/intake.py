@@ -73,6 +73,7 @@ class StoredState:
     pending_hash: str | None = None
     acl_groups: tuple[str, ...] | None = None  # documents.acl_groups (what readers have)
     classification: str | None = None
+    seq_epoch: int = 0  # document_status.seq_epoch: the reset generation (migration 0090)
 
     def newest_seq(self, *, include_acl: bool) -> int | None:
         """The highest source_seq seen for this document.

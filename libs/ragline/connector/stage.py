@@ -132,6 +132,11 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         except Exception as exc:  # the runtime retries the whole batch
             return [exc] * len(events)
         for i, ev in list(changes.items()):
+            # every change accepted carries the document's reset generation (whatever
+            # the source sent): one accepted before a reset-seq is stale downstream
+            epoch = st.seq_epoch if (st := stored.get(_key(ev))) is not None else 0
+            if ev.seq_epoch != epoch:
+                changes[i] = ev = ev.model_copy(update={"seq_epoch": epoch})
             why = seq_implausible(stored.get(_key(ev)), ev.source_seq, self.seq_rule)
             if why is not None:  # dead-lettered with the reason; nothing else happens
                 DECISIONS.labels(Decision.IMPLAUSIBLE_SEQ.value).inc()

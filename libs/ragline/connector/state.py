@@ -28,7 +28,8 @@ __all__ = ["StateStore"]
 
 _COLUMNS = sql.SQL(
     "d.source_seq, d.acl_seq, d.content_hash, d.meta_hash, d.status, "
-    "s.source_seq, s.status, s.content_hash, d.acl_groups, d.classification"
+    "s.source_seq, s.status, s.content_hash, d.acl_groups, d.classification, "
+    "coalesce(s.seq_epoch, 0)"
 )
 
 # one round trip for a whole batch of (tenant, document) keys
@@ -106,7 +107,7 @@ _REASON_MAX = 1000  # as the runtime's doc.quarantined
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
-    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls = row
+    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls, ep = row
     if d_status is None and s_status is None:
         return None
     return StoredState(
@@ -120,6 +121,7 @@ def _state(row: tuple[Any, ...]) -> StoredState | None:
         pending_hash=s_hash,
         acl_groups=tuple(d_groups) if d_groups is not None else None,
         classification=d_cls,
+        seq_epoch=ep,
     )
 
 

@@ -16,7 +16,7 @@ __all__ = [
 DOCUMENTS_APPLIED = Counter(
     "ragline_indexing_documents_total",
     "Events applied to Postgres by the indexer",
-    ["action", "result"],  # result: applied | skipped | replayed
+    ["action", "result"],  # result: applied | skipped | replayed | stale_epoch
 )
 CHUNKS_WRITTEN = Counter("ragline_indexing_chunks_written_total", "Chunk rows written to Postgres")
 PG_WRITE_SECONDS = Histogram(

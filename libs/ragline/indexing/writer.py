@@ -15,6 +15,7 @@ never-indexed (e.g. quarantined) document through it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
@@ -41,12 +42,14 @@ from ragline.order import (
     ContentKey,
     acl_applies,
     content_key,
+    epoch_stale,
 )
 from ragline.store import chunks as chunk_store
 from ragline.store import documents as doc_store
 from ragline.store.claimcheck import purge_document_bodies
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
+from ragline.store.seq_epoch import current_epoch
 from ragline.store.spaces import write_space_vectors
 from ragline.store.status import (
     StatusRow,
@@ -60,6 +63,8 @@ from ragline.store.status import (
 from ragline.store.supersession import refresh_supersession
 
 __all__ = ["IndexWriter", "ledger_identity", "stricter_classification"]
+
+_log = logging.getLogger(__name__)
 
 _CLASS_ORDER = [c.value for c in Classification]  # public < internal < ... < restricted
 
@@ -157,6 +162,10 @@ class IndexWriter:
         identity = ledger_identity(event)
         async with conn.transaction():
             await doc_store.lock_document(conn, t, d)
+            stale = await self._older_generation(conn, event)
+            if stale is not None:  # not ledgered: the change may come again, re-accepted
+                DOCUMENTS_APPLIED.labels(stale.action.value, "stale_epoch").inc()
+                return stale
             prior = await recorded_outcome(
                 conn, self.consumer, identity, tenant_id=t, document_id=d
             )
@@ -184,6 +193,43 @@ class IndexWriter:
         result = "skipped" if outcome.skipped else "applied"
         DOCUMENTS_APPLIED.labels(outcome.action.value, result).inc()
         return outcome
+
+    async def _older_generation(
+        self, conn: AsyncConnection, event: DocEmbedded | DocControl | DocQuarantined
+    ) -> Outcome | None:
+        """The outcome of an event accepted before the document's last ``reset-seq``
+        (an older ``seq_epoch``: a downstream or DLQ replay of a pre-reset change):
+        stale, nothing changes (lifetest F14, ragline.order.epoch_stale). None when the
+        event is of the current generation."""
+        t, d = event.tenant_id, event.document_id
+        current = await current_epoch(conn, t, d)
+        if not epoch_stale(event.seq_epoch, current):
+            return None
+        _log.info(
+            "stale generation",
+            extra={
+                "fields": {
+                    "tenant_id": t,
+                    "document_id": d,
+                    "event_type": event.event_type,
+                    "source_seq": event.source_seq,
+                    "seq_epoch": event.seq_epoch,
+                    "current_seq_epoch": current,
+                    "reason": "accepted before the document's reset-seq; re-send it from "
+                    "the source (ragline sync)",
+                }
+            },
+        )
+        if isinstance(event, DocEmbedded):
+            action = IndexAction.UPSERT
+        elif isinstance(event, DocControl) and event.action == "delete":
+            action = IndexAction.DELETE
+        else:
+            action = IndexAction.ACL
+        state = await doc_store.get_state(conn, t, d)
+        if state is None:
+            return Outcome(action=action, generation=0, chunk_count=0, skipped=True, touched=(d,))
+        return _unchanged(state, action)
 
     # ------------------------------------------------------------------ content
     async def _upsert(self, conn: AsyncConnection, ev: DocEmbedded) -> Outcome:
@@ -437,6 +483,11 @@ class IndexWriter:
         outcome: Outcome | None = None
         async with conn.transaction():
             await doc_store.lock_document(conn, t, d)
+            # a quarantine of a change accepted before a reset-seq records nothing; the
+            # connector's own (at intake, now) is of the current generation by nature
+            if ev.stage != "connector" and await self._older_generation(conn, ev) is not None:
+                DOCUMENTS_APPLIED.labels("quarantine", "stale_epoch").inc()
+                return None
             # the ACL the status is read through: the event's, unless an ACL change
             # already applied to the document row (or parked) is newer
             state = await doc_store.get_state(conn, t, d)

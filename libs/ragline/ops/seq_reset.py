@@ -6,6 +6,10 @@ the document interleaves): ``documents.source_seq``/``acl_seq``, ``document_stat
 ``pending_acl`` and the document's ledger entries above the new value are moved down to
 it, and a row in ``seq_resets`` records who did it, from what, and why. Content, ACL and
 chunks are untouched: the next change above the new value replaces them as usual.
+The document's reset generation (``document_status.seq_epoch``) goes up in the same
+transaction: events accepted before the reset (a downstream or DLQ replay) are refused
+as stale by the indexer; the source's changes accepted from now on are applied
+(lifetest F14, docs/adr/0008 amendment 2026-12-01).
 docs/operations.md, "Resetting a document's sequence".
 """
 
@@ -19,6 +23,7 @@ import psycopg
 from ragline.errors import ConfigError, RaglineError
 from ragline.store.documents import lock_document
 from ragline.store.pg_errors import pg_errors
+from ragline.store.seq_epoch import bump_epoch
 
 __all__ = ["SeqReset", "reset_seq"]
 
@@ -32,6 +37,7 @@ class SeqReset:
     old_status_seq: int | None
     new_seq: int
     ledger_entries_dropped: int
+    seq_epoch: int  # the document's reset generation from now on
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +95,7 @@ async def reset_seq(
                 p,
             )
             dropped = cur.rowcount
+            epoch = await bump_epoch(conn, tenant_id, document_id)
             await conn.execute(
                 "INSERT INTO seq_resets (tenant_id, document_id, old_source_seq, old_acl_seq,"
                 " old_status_seq, new_seq, actor, reason) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -102,4 +109,5 @@ async def reset_seq(
         old_status_seq=old_status,
         new_seq=to,
         ledger_entries_dropped=dropped,
+        seq_epoch=epoch,
     )

@@ -214,4 +214,5 @@ def quarantined_event(event: EventBase, exc: QuarantineError, *, stage: str) -> 
         reason=exc.reason[:1000],
         findings=findings or getattr(event, "findings", None),
         priority=event.priority,  # the input's lane (docs/lanes.md)
+        seq_epoch=event.seq_epoch,
     )

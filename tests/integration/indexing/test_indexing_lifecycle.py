@@ -238,7 +238,12 @@ async def test_d5_reset_seq_unpins_a_document_and_is_audited(apply, admin, query
         admin, tenant_id=tenant, document_id="wiki:pin", to=5, actor="ops", reason="bad seq"
     )
     assert report.old_source_seq == 2**63 - 1 and report.ledger_entries_dropped >= 1
-    assert not indexed((await apply([doc(tenant, "wiki:pin", 6, "real")]))[0]).skipped
+    assert report.seq_epoch == 1  # the document's next reset generation (lifetest F14)
+    # an event accepted before the reset (generation 0: a downstream replay) is stale
+    assert indexed((await apply([doc(tenant, "wiki:pin", 6, "real")]))[0]).skipped
+    # the source's change accepted after it carries generation 1 and applies
+    again = doc(tenant, "wiki:pin", 6, "real").model_copy(update={"seq_epoch": 1})
+    assert not indexed((await apply([again]))[0]).skipped
     cur = await admin.execute(
         "SELECT old_source_seq, new_seq, actor, reason FROM seq_resets"
         " WHERE tenant_id = %s AND document_id = 'wiki:pin'",

@@ -60,14 +60,14 @@ FEATURES: dict[str, str] = {
     "reset_seq": "ragline documents reset-seq between changes, then redeliveries and new "
     "changes above and below the new seq",
     "replay_after_reset": "a downstream topic (doc.fetched, doc.embedded, ...) replayed "
-    "after a reset-seq re-applies an old version over a newer ACL change: a revoked group "
-    "reads it again (lifetest F14)",
+    "after a reset-seq re-applied an old version over a newer ACL change: a revoked group "
+    "read it again (lifetest F14; fixed by the reset generation, seq_epoch)",
     "unchanged_restatement": "the indexed bytes and metadata stated again at a newer seq "
     "were dropped without holding the seq, and did not restate an ACL changed since "
     "(lifetest F13)",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
-FIXED: frozenset[str] = frozenset(FEATURES) - {"replay_after_reset"}
+FIXED: frozenset[str] = frozenset(FEATURES)
 
 
 def enabled_features() -> frozenset[str]:
@@ -322,7 +322,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Every record this example put on ``topic``, delivered again."""
         downstream = topic != Topics.SOURCE_CHANGES.value
         if self.resets and downstream and "replay_after_reset" not in self.features:
-            return  # lifetest F14, open: see test_lifecycle_known_defects
+            return  # lifetest F14 switched off: see test_lifecycle_known_defects
         self.steps.append(f"replay {topic}")
         self._count("replays")
         # a replay is bulk work (`ragline dlq replay` defaults to the bulk lane)

@@ -252,13 +252,21 @@ def test_an_unchanged_restatement_holds_its_seq_and_restates_its_acl(
 def test_a_downstream_replay_after_a_reset_seq_keeps_a_revocation(
     lifecycle_world: World,
 ) -> None:
-    """lifetest F14 (open): reset-seq lowers the seqs and drops the ledger entries above
-    the new value, so a replay of doc.fetched afterwards re-indexes seq 1 with its own
-    ACL (g2) over the ACL change at seq 2 (g1) that revoked g2."""
+    """lifetest F14: reset-seq lowers the seqs and drops the ledger entries above the new
+    value, so a replay of doc.fetched afterwards re-indexed seq 1 with its own ACL (g2)
+    over the ACL change at seq 2 (g1) that revoked g2. The reset starts the document's
+    next generation (seq_epoch): the replayed events are of the old one, refused as
+    stale; the source's changes accepted after the reset are applied."""
     m = machine(lifecycle_world, "replay_after_reset")
     m.do_upsert(1, B, "next", "new", "ok", ("g2",), "new")  # seq 1
     m.do_acl(1, B, "next", G1)  # seq 2: g2 revoked
     m.settle()
     m.do_reset_seq(1, B, 2)  # --to 0
-    m.do_replay(Topics.DOC_FETCHED.value)
+    m.do_replay(Topics.DOC_FETCHED.value)  # generation 0: refused, g2 reads nothing
+    m.do_replay(Topics.DOC_CONTROL.value)
+    m.settle()
+    # re-fed from the source (what the docs say to do): accepted in generation 1
+    m.do_replay(Topics.SOURCE_CHANGES.value)
+    m.settle()
+    m.do_replay(Topics.DOC_EMBEDDED.value)  # generations 0 and 1: nothing changes
     m.settle()

@@ -28,6 +28,7 @@ from ragline.events import (
     change_identity,
 )
 from ragline.hashing import content_hash, meta_hash
+from ragline.order import epoch_stale
 
 H1 = content_hash(b"version one\n")
 H2 = content_hash(b"version two\n")
@@ -272,3 +273,8 @@ def test_narrowing_is_any_group_removed_or_a_stricter_classification() -> None:
     assert not narrows(now, DocumentMeta(acl_groups=("eng", "sales"), classification="public"))
     assert not narrows(None, meta)  # nothing indexed: nothing to take away
     assert not narrows(StoredState(source_seq=1, status="deleted", acl_groups=("x",)), meta)
+
+
+def test_a_change_of_an_older_reset_generation_is_stale() -> None:
+    assert epoch_stale(0, 1) and epoch_stale(4, 2**63 - 1)
+    assert not epoch_stale(1, 1) and not epoch_stale(2, 1) and not epoch_stale(0, 0)

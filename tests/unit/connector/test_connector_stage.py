@@ -401,3 +401,22 @@ async def test_unchanged_bytes_restate_an_acl_changed_since(stage: ConnectorStag
     *_, out = await stage.handle(upsert(9), CTX)  # (after the fast-path narrowing of ops)
     assert isinstance(out.event, DocFetched) and out.event.change == "metadata"
     assert await stage.handle(upsert(6), CTX) == []  # older than the ACL change: unchanged
+
+
+async def test_every_accepted_change_carries_the_documents_reset_generation(
+    stage: ConnectorStage,
+) -> None:
+    """lifetest F14: the connector stamps the document's seq_epoch (whatever the source
+    sent) on what it passes on, so a pre-reset event replayed downstream is refused."""
+    indexed(stage, 5)
+    rows = stage.state.rows  # type: ignore[attr-defined]
+    rows[("acme", "wiki:rb")] = dataclasses.replace(rows[("acme", "wiki:rb")], seq_epoch=3)
+    lower = upsert(2, "the source restarted its counter").model_copy(update={"seq_epoch": 9})
+    assert await stage.handle(lower, CTX) == []  # stale by seq: the reset did not lower it
+    [out] = await stage.handle(upsert(6, "new bytes").model_copy(update={"seq_epoch": 9}), CTX)
+    assert isinstance(out.event, DocFetched) and out.event.seq_epoch == 3
+    [d] = await stage.handle(
+        SourceDelete(tenant_id="acme", document_id="wiki:new", source_seq=1), CTX
+    )
+    assert d.event.seq_epoch == 0  # a document never seen (or never reset)
+    assert '"seq_epoch"' not in d.event.model_dump_json()  # generation 0 is not written
