@@ -52,7 +52,8 @@ def _reset(args: argparse.Namespace) -> int:
             f"{report.tenant_id}/{report.document_id}: source_seq {report.old_source_seq} -> "
             f"{min(report.old_source_seq or 0, report.new_seq)}, acl_seq {report.old_acl_seq}, "
             f"status seq {report.old_status_seq}; {report.ledger_entries_dropped} ledger "
-            "entries dropped; audited in seq_resets"
+            f"entries dropped; reset generation {report.seq_epoch} (events accepted before "
+            "it are refused: re-feed the document with `ragline sync`); audited in seq_resets"
         )
     return 0
 
