@@ -29,7 +29,6 @@ from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, TransientError
 from ragline.events import (
     BULK,
-    DocQuarantined,
     EventBase,
     Topics,
     input_adapter,
@@ -37,7 +36,7 @@ from ragline.events import (
     lane_topic,
 )
 from ragline.runtime.lanes import demote, lane_inputs, with_lane
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 
 __all__ = ["DeadLetter", "Driver", "StageFactory"]
 
@@ -168,21 +167,7 @@ class Driver:
 
     def _fail(self, name: str, topic: str, event: Any, exc: BaseException) -> None:
         if isinstance(exc, QuarantineError):  # as runtime.consumer publishes it
-            self.publish(
-                Topics.DOC_QUARANTINED.value,
-                DocQuarantined(
-                    tenant_id=event.tenant_id,
-                    document_id=event.document_id,
-                    content_hash=getattr(event, "content_hash", None),
-                    source_seq=event.source_seq,
-                    meta=getattr(exc, "meta", None) or getattr(event, "meta", None),
-                    stage=name,
-                    reason_code=exc.reason_code,
-                    reason=exc.reason[:1000],
-                    findings=getattr(exc, "findings", None) or getattr(event, "findings", None),
-                    priority=event.priority,
-                ),
-            )
+            self.publish(Topics.DOC_QUARANTINED.value, quarantined_event(event, exc, stage=name))
         self.dead.append(
             DeadLetter(name, topic, getattr(event, "document_id", None), f"{type(exc).__name__}")
         )
