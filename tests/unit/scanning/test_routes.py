@@ -14,7 +14,7 @@ from .helpers import make_event
 
 TEXT_FREE_CONTROL_FIELDS = {
     "event_id", "event_type", "schema_version", "occurred_at", "tenant_id", "document_id",
-    "content_hash", "source_seq", "traceparent", "action", "acl", "priority",
+    "content_hash", "source_seq", "traceparent", "action", "acl", "priority", "seq_epoch",
 }  # fmt: skip
 
 
