@@ -10,7 +10,6 @@ events is asserted, never a duration.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import uuid
@@ -19,6 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 from aiokafka import AIOKafkaConsumer
+from runtime_helpers import markdown_fetched
 
 from ragline.config import Settings
 from ragline.events import (
@@ -26,11 +26,9 @@ from ragline.events import (
     INTERACTIVE,
     DocControl,
     DocFetched,
-    DocumentMeta,
     Topics,
     lane_topic,
 )
-from ragline.hashing import content_hash
 from ragline.runtime.consumer import StageRunner
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
@@ -61,20 +59,6 @@ class _SlowBulk(Stage[DocFetched, DocControl]):
             await asyncio.sleep(0.25)
         out = DocControl(**event.derived("lanetest"), action="delete")
         return [Output(topic=Topics.DOC_CONTROL.value, event=out)]
-
-
-def _fetched(tenant: str, doc: str, lane: str) -> DocFetched:
-    raw = f"# {doc}\n\nbody".encode()
-    return DocFetched(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=1,
-        content_hash=content_hash(raw),
-        meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
-        content_b64=base64.b64encode(raw).decode(),
-        size_bytes=len(raw),
-        priority=lane,  # type: ignore[arg-type]
-    )
 
 
 async def _read(settings: Settings, logical: str, n: int) -> list[dict[str, Any]]:
@@ -111,11 +95,13 @@ async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
     try:
         async with EventPublisher(settings, service="test") as pub:
             for i in range(BULK_DOCS):
-                await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/b{i}", BULK))
+                await pub.publish(
+                    Topics.DOC_FETCHED, markdown_fetched(tenant, f"fs:{tenant}/b{i}", lane=BULK)
+                )
             await asyncio.wait_for(stage.bulk_started.wait(), 120)
             before = sum(1 for lane, _ in stage.seen if lane == BULK)
             await pub.publish(
-                Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/edit", INTERACTIVE)
+                Topics.DOC_FETCHED, markdown_fetched(tenant, f"fs:{tenant}/edit", lane=INTERACTIVE)
             )
         lags = await wait_drained(settings, ["parser"], timeout_s=120)
         assert sum(x.total for x in lags) == 0, lags  # both groups committed everything

@@ -15,27 +15,14 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer
+from runtime_helpers import markdown_fetched
 
 from ragline.config import Settings
-from ragline.events import DeadLetter, DocFetched, DocParsed, DocumentMeta, Topics, dlq_topic
-from ragline.hashing import content_hash
+from ragline.events import DeadLetter, DocParsed, Topics, dlq_topic
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 
 pytestmark = pytest.mark.integration
-
-
-def _fetched(tenant: str, doc: str, text: str, seq: int = 1) -> DocFetched:
-    raw = text.encode()
-    return DocFetched(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=seq,
-        content_hash=content_hash(raw),
-        meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
-        content_b64=base64.b64encode(raw).decode(),
-        size_bytes=len(raw),
-    )
 
 
 async def _collect(
@@ -85,7 +72,7 @@ async def test_poison_goes_to_dlq_and_next_message_flows(
             headers={},
         )
         await pub.publish(
-            Topics.DOC_FETCHED, _fetched(tenant, f"fs:{tenant}/good.md", "# Hi\n\nok")
+            Topics.DOC_FETCHED, markdown_fetched(tenant, f"fs:{tenant}/good.md", "# Hi\n\nok")
         )
 
     def keep(topic: str, body: dict[str, Any]) -> bool:
@@ -132,7 +119,9 @@ async def test_sigkill_resumes_without_loss(
     ids = [f"fs:{tenant}/doc-{i}.md" for i in range(n)]
     async with EventPublisher(stack) as pub:
         for i, doc in enumerate(ids):
-            await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, doc, f"# Doc {i}\n\nbody {i}"))
+            await pub.publish(
+                Topics.DOC_FETCHED, markdown_fetched(tenant, doc, f"# Doc {i}\n\nbody {i}")
+            )
 
     def keep(topic: str, body: dict[str, Any]) -> bool:
         return body.get("tenant_id") == tenant

@@ -7,7 +7,6 @@ running consumer."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import urllib.request
 import uuid
@@ -17,29 +16,16 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from runtime_helpers import markdown_fetched
 
 from ragline.config import Settings
-from ragline.events import ALL_TOPICS, DocFetched, DocumentMeta, Topics
-from ragline.hashing import content_hash
+from ragline.events import ALL_TOPICS, Topics
 from ragline.runtime.lag import stage_lag
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.runtime.topology import physical_topic
 
 pytestmark = pytest.mark.integration
-
-
-def _fetched(tenant: str, doc: str) -> DocFetched:
-    raw = f"# {doc}\n\nbody".encode()
-    return DocFetched(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=1,
-        content_hash=content_hash(raw),
-        meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
-        content_b64=base64.b64encode(raw).decode(),
-        size_bytes=len(raw),
-    )
 
 
 async def _read_all(settings: Settings, topic: str, want: int, timeout_s: float = 90) -> list[str]:
@@ -115,7 +101,7 @@ async def test_two_prefixes_share_a_broker_without_cross_talk(
     for name, s in installs.items():
         async with EventPublisher(s) as pub:
             for doc in docs[name]:
-                await pub.publish(Topics.DOC_FETCHED, _fetched(tenant, doc))
+                await pub.publish(Topics.DOC_FETCHED, markdown_fetched(tenant, doc))
 
     for name, s in installs.items():
         parsed = await _read_all(s, physical_topic(Topics.DOC_PARSED, s.kafka_topic_prefix), 3)
