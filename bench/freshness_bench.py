@@ -17,7 +17,8 @@ production. Measured in one run:
 
 ``--baseline`` reproduces the code before the lanes: the backfill in the interactive
 lane (the same topics and consumer as before) and no heavy-document offload
-(``RAGLINE_CONNECTOR_HEAVY_BYTES=0``, ``RAGLINE_PARSER_HEAVY_BYTES=0``), so one
+(``RAGLINE_CONNECTOR_HEAVY_BYTES=0``, ``RAGLINE_PARSER_HEAVY_BYTES=0``, no tenant
+budget: ``RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE=0``), so one
 checkout measures before and after.
 
     .venv/bin/python bench/freshness_bench.py [--backfill 5000] [--probes 15] [--baseline]
@@ -421,7 +422,14 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")
     if args.baseline:
-        env.update({"RAGLINE_CONNECTOR_HEAVY_BYTES": "0", "RAGLINE_PARSER_HEAVY_BYTES": "0"})
+        env.update(
+            {
+                "RAGLINE_CONNECTOR_HEAVY_BYTES": "0",
+                "RAGLINE_PARSER_HEAVY_BYTES": "0",
+                # no tenant budget either: the interactive backfill stays interactive
+                "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE": "0",
+            }
+        )
     with patched_environ(env):
         os.environ.setdefault("RAGLINE_QUERY_JWT_SECRET", "bench-only-secret")
         manager = StackManager(Settings(), StackSettings(), detached=False)

@@ -10,6 +10,7 @@ __all__ = [
     "FETCH_SECONDS",
     "FS_CHANGES",
     "FS_SKIPPED",
+    "LANE_DEMOTIONS",
     "SYNC_ACTIONS",
     "WEBHOOK_REQUESTS",
 ]
@@ -45,4 +46,12 @@ SYNC_ACTIONS = Counter(
     "ragline_connector_sync_actions_total",
     "What `ragline sync` emitted (missing, stale, delete) or would have in --dry-run",
     ["action", "dry_run"],
+)
+LANE_DEMOTIONS = Counter(
+    "ragline_connector_lane_demotions_total",
+    "Interactive changes the connector sent on in the bulk lane, by reason (tenant_budget: "
+    "over its tenant's interactive budget; heavy: content over HEAVY_BYTES) and where it "
+    "decided (webhook, stage). Never per tenant: tenant ids are unbounded (the first "
+    "demotion of a run is logged with the tenant id instead)",
+    ["reason", "where"],
 )

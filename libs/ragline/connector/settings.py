@@ -35,6 +35,20 @@ class ConnectorSettings(BaseSettings):
         description="an upsert whose content is larger travels on in the bulk lane, so a "
         "heavy document never holds up interactive work (docs/adr/0012); 0 = never",
     )
+    # docs/lanes.md, "Tenant fairness": one tenant's flood cannot hold up another's edits
+    tenant_interactive_rate: float = Field(
+        default=2.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="interactive upserts per second each tenant may send (a token bucket "
+        "refilled at this rate); more travel on in the bulk lane, never dropped; 0 = off",
+    )
+    tenant_interactive_burst: int = Field(
+        default=20,
+        ge=1,
+        description="how many interactive upserts a tenant may send at once (the bucket's "
+        "size) before the rate applies",
+    )
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="file references must resolve under one of these directories"
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 from ragline.config import Settings
+from ragline.connector.fairness import InteractiveAdmission, TenantBudget
 from ragline.connector.fetch import ContentFetcher, Fetched
 from ragline.connector.intake import (
     Decision,
@@ -36,7 +37,6 @@ from ragline.connector.settings import ConnectorSettings
 from ragline.connector.state import StateStore
 from ragline.errors import PermanentError, QuarantineError
 from ragline.events import (
-    BULK,
     DocControl,
     DocFetched,
     DocumentMeta,
@@ -47,7 +47,6 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash, meta_hash
 from ragline.order import ContentKey, content_key
-from ragline.runtime.lanes import with_lane
 from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 
 if TYPE_CHECKING:
@@ -98,6 +97,11 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         self.fetcher = fetcher or ContentFetcher(self.cfg)
         self.seq_rule = SeqRule(
             max_source_seq=self.cfg.max_source_seq, max_seq_jump=self.cfg.max_seq_jump
+        )
+        # heavy documents and changes over their tenant's budget go bulk (docs/lanes.md)
+        self.admission = InteractiveAdmission(
+            TenantBudget(cfg.tenant_interactive_rate, cfg.tenant_interactive_burst),
+            heavy_bytes=cfg.heavy_bytes,
         )
 
     async def open(self) -> None:
@@ -213,8 +217,7 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             doc = fetched_event(
                 ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
             )
-            if 0 < self.cfg.heavy_bytes < len(got.data):
-                doc = with_lane(doc, BULK)  # never holds up the interactive lane (ADR 0012)
+            doc = self.admission.place(doc)  # heavy or over budget: bulk (ADR 0012)
             outs: list[_Out] = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
             if narrows(stored.get(key), meta):  # revocation never waits for the content
                 DECISIONS.labels(Decision.NARROWING.value).inc()

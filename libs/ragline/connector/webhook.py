@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
+from ragline.connector.fairness import InteractiveAdmission, TenantBudget
 from ragline.connector.metrics import WEBHOOK_REQUESTS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.source import EventSink
@@ -109,6 +110,7 @@ def _accepted(event: Any, *, duplicate: bool) -> JSONResponse:
             "event_type": event.event_type,
             "document_id": event.document_id,
             "topic": Topics.SOURCE_CHANGES.value,
+            "priority": event.priority,  # bulk: over the tenant's interactive budget
         },
         status_code=202,
     )
@@ -134,6 +136,12 @@ def create_app(
         legacy_signature=cfg.webhook_legacy_signature,
     )
     adapter: TypeAdapter[Any] = TypeAdapter(SourceChange)
+    # an upsert over its tenant's interactive budget is published in the bulk lane
+    # (docs/lanes.md, "Tenant fairness"): a flood never sits in front of others' edits
+    admission = InteractiveAdmission(
+        TenantBudget(cfg.tenant_interactive_rate, cfg.tenant_interactive_burst),
+        where="webhook",
+    )
     sink: dict[str, EventSink] = {}
 
     @asynccontextmanager
@@ -188,6 +196,7 @@ def create_app(
         if "pub" not in sink:
             return _problem(503, "unavailable", "publisher not ready")
         try:
+            event = admission.place(event)
             await sink["pub"].publish(Topics.SOURCE_CHANGES.value, event)
         except BackendUnavailable:
             return _problem(503, "unavailable", "the event broker is unreachable; retry")

@@ -105,7 +105,9 @@ class World:
         self._tmp = tempfile.TemporaryDirectory(prefix="lifecycle-")
         policy = Path(self._tmp.name) / "policy.yaml"
         policy.write_text(_POLICY)
-        cset = ConnectorSettings(max_document_bytes=OVERSIZE_BYTES)
+        # no tenant budget: a change's lane is the one the machine drew (a test that
+        # demotes by budget sets the connector's admission itself)
+        cset = ConnectorSettings(max_document_bytes=OVERSIZE_BYTES, tenant_interactive_rate=0)
         sset = ScannerSettings(policy_file=policy)
         iset = IndexerSettings(os_refresh="wait_for")
         self.chunker_refuses: set[tuple[str, str]] = set()  # see FaultyChunker

@@ -5,10 +5,14 @@ state machine (feature ``lanes``) explores random interleavings of the same."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from lifecycle_machine import FIXED, LifecycleMachine, fifo
 from lifecycle_world import World
 
+from ragline.connector.fairness import InteractiveAdmission, TenantBudget
+from ragline.connector.stage import ConnectorStage
 from ragline.events import BULK, INTERACTIVE, Topics, lane_topic
 
 pytestmark = pytest.mark.integration
@@ -69,3 +73,36 @@ def test_a_bulk_resend_never_overtakes_a_newer_interactive_edit(lifecycle_world:
     # flight is the connector's known window: docs/connector.md)
     m.do_upsert(1, B, "next", "new", "ok", G12, "keep")
     m.settle(intake_then_interactive)
+
+
+def test_a_change_demoted_by_its_tenants_budget_never_overtakes_a_newer_edit(
+    lifecycle_world: World,
+) -> None:
+    """Tenant fairness (docs/lanes.md): the connector sends an interactive upsert over its
+    tenant's budget on in the bulk lane. The older version, demoted, reaches every stage
+    after the newer one, which had a token again: it is stale at the indexer, and readers
+    keep the newer version and its narrower ACL (checked against the reference model)."""
+    m = machine(lifecycle_world)
+    stage = lifecycle_world.driver.stages["connector"]
+    assert isinstance(stage, ConnectorStage)
+    ticks = iter([0.0, 60.0])  # seq 1 charged at 0 s (no token), seq 2 at 60 s (one back)
+    budget = TenantBudget(rate=1 / 30, burst=1)
+    budget.charge(m.tenants[0], 0.0)  # the burst is spent
+    saved, stage.admission = (
+        stage.admission,
+        InteractiveAdmission(budget, clock=lambda: next(ticks, 60.0)),
+    )
+    try:
+        m.lane = INTERACTIVE
+        m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1: over budget, bulk
+        m.do_upsert(0, A, "next", "new", "ok", G1, "new")  # seq 2: g2 loses the document
+        m.settle()  # fifo: every interactive topic before any bulk one
+    finally:
+        stage.admission = saved
+    fetched = [json.loads(b) for b in lifecycle_world.driver.history[Topics.DOC_FETCHED.value]]
+    lanes = {
+        e["source_seq"]: e.get("priority", INTERACTIVE)
+        for e in fetched
+        if (e["tenant_id"], e["document_id"]) == (m.tenants[0], A)
+    }
+    assert lanes == {1: BULK, 2: INTERACTIVE}  # the older one was demoted, not dropped
