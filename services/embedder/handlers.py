@@ -7,10 +7,11 @@ from typing import Any
 from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
+from ragline.runtime.lanes import LaneSettings
 from ragline.runtime.stage import Stage
 
 __all__ = ["build"]
 
 
 def build(settings: Settings) -> Stage[Any, Any]:
-    return EmbedderStage(settings, EmbedderSettings())
+    return EmbedderStage(settings, EmbedderSettings(), lanes=LaneSettings())

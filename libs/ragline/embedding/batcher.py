@@ -3,7 +3,10 @@ embedded in model batches of ``batch_size``, each distinct text once, cached one
 
 Per input event the result is its ``doc.embedded`` or the exception that failed it, so
 one bad document never fails its batch neighbours. Model compute runs in a worker
-thread (``asyncio.to_thread``) behind a semaphore: bounded in-flight work.
+thread behind a semaphore: bounded in-flight work. With a ``LanePriority`` each lane has
+its own threads, semaphore and (optionally) model instance: an interactive call never
+waits behind a bulk call, and bulk calls run at a lower CPU priority
+(``runtime/priority.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from ragline.embedding.metrics import (
 from ragline.embedding.model import Embedder
 from ragline.embedding.texts import embed_text, text_key
 from ragline.errors import ContractError, RaglineError, TransientError
-from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
+from ragline.events import BULK, INTERACTIVE, ChunkLevel, DocEmbedded, DocEnriched, Lane
+from ragline.runtime.priority import LanePriority
 
 __all__ = ["BatchEmbedder", "EmbedStats", "round_vector"]
 
@@ -60,19 +64,53 @@ class BatchEmbedder:
         batch_size: int = 64,
         max_in_flight: int = 1,
         sizer: AdaptiveBatchSizer | None = None,
+        bulk_sizer: AdaptiveBatchSizer | None = None,
+        priority: LanePriority | None = None,
+        bulk_embedder: Embedder | None = None,
     ) -> None:
         """``sizer`` None: fixed calls of ``batch_size`` texts; else adaptive calls
-        (length-ordered, sized by pending work and measured speed: ``adaptive.py``)."""
+        (length-ordered, sized by pending work and measured speed: ``adaptive.py``).
+
+        ``priority``: run each lane's model calls in its own threads (bulk at a lower CPU
+        priority), ``bulk_embedder`` (same model and revision, built in a bulk thread) for
+        the bulk lane's calls, ``bulk_sizer`` its own measured speed. ``max_in_flight``
+        bounds the calls of each lane."""
+        if bulk_embedder is not None and (
+            bulk_embedder.name,
+            bulk_embedder.revision,
+            bulk_embedder.dim,
+        ) != (embedder.name, embedder.revision, embedder.dim):
+            raise ValueError("the bulk lane's embedder must be the same model and revision")
         self.embedder = embedder
         self.cache = cache
         self.batch_size = batch_size
         self.sizer = sizer
-        self._sem = asyncio.Semaphore(max_in_flight)
+        self.priority = priority
+        self._models: dict[Lane, Embedder] = {
+            INTERACTIVE: embedder,
+            BULK: bulk_embedder or embedder,
+        }
+        self._sizers: dict[Lane, AdaptiveBatchSizer | None] = {
+            INTERACTIVE: sizer,
+            BULK: bulk_sizer or sizer,
+        }
+        # one semaphore per lane when each lane has its own model instance (an interactive
+        # call never queues behind a bulk call); one shared otherwise: a model instance is
+        # called by one thread at a time (a fast tokenizer is not re-entrant)
+        shared = asyncio.Semaphore(max_in_flight)
+        twin = bulk_embedder is not None and bulk_embedder is not embedder
+        self._sems: dict[Lane, asyncio.Semaphore] = {
+            INTERACTIVE: shared,
+            BULK: asyncio.Semaphore(max_in_flight) if twin else shared,
+        }
         self.stats = EmbedStats()
 
     async def embed_events(
         self, events: Sequence[DocEnriched]
     ) -> list[DocEmbedded | BaseException]:
+        """One lane's batch (a consumer hands over one lane at a time): bulk when every
+        event says bulk."""
+        lane: Lane = BULK if events and all(e.priority == BULK for e in events) else INTERACTIVE
         texts: dict[str, str] = {}
         lengths: dict[str, int] = {}  # model tokens, from the chunker's counts (no tokenizing)
         wanted = 0
@@ -87,7 +125,7 @@ class BatchEmbedder:
                         header = c.enrichment.contextual_header.strip() if c.enrichment else ""
                         lengths[key] = estimate_tokens(c.token_count, header)
         try:
-            vectors = await self._vectors(texts, lengths)
+            vectors = await self._vectors(texts, lengths, lane)
         except RaglineError as exc:
             return [exc for _ in events]
         self.stats.deduplicated += wanted - len(texts)
@@ -95,7 +133,10 @@ class BatchEmbedder:
         return [self._embedded(ev, vectors) for ev in events]
 
     async def _vectors(
-        self, texts: dict[str, str], lengths: dict[str, int] | None = None
+        self,
+        texts: dict[str, str],
+        lengths: dict[str, int] | None = None,
+        lane: Lane = INTERACTIVE,
     ) -> dict[str, NDArray[np.float32]]:
         found: dict[str, NDArray[np.float32]] = {}
         if self.cache is not None and texts:
@@ -109,9 +150,9 @@ class BatchEmbedder:
         CHUNKS_EMBEDDED.labels("cache").inc(len(found))
         missing = sorted(k for k in texts if k not in found)
         computed: dict[str, NDArray[np.float32]] = {}
-        for keys in self._plan(missing, lengths or {}):
+        for keys in self._plan(missing, lengths or {}, lane):
             vecs = await self._encode(
-                [texts[k] for k in keys], [(lengths or {}).get(k, 0) for k in keys]
+                [texts[k] for k in keys], [(lengths or {}).get(k, 0) for k in keys], lane
             )
             computed.update(zip(keys, vecs, strict=True))
         self.stats.computed += len(computed)
@@ -124,25 +165,33 @@ class BatchEmbedder:
                 _log.warning("embedding cache write failed", extra={"fields": {"error": str(exc)}})
         return {**found, **computed}
 
-    def _plan(self, keys: list[str], lengths: dict[str, int]) -> list[list[str]]:
-        if self.sizer is None:
+    def _plan(
+        self, keys: list[str], lengths: dict[str, int], lane: Lane = INTERACTIVE
+    ) -> list[list[str]]:
+        sizer = self._sizers[lane]
+        if sizer is None:
             return [keys[i : i + self.batch_size] for i in range(0, len(keys), self.batch_size)]
-        plan = self.sizer.plan([lengths.get(k, 0) for k in keys])
+        plan = sizer.plan([lengths.get(k, 0) for k in keys])
         return [[keys[i] for i in batch] for batch in plan]
 
     async def _encode(
-        self, batch: list[str], lengths: list[int] | None = None
+        self, batch: list[str], lengths: list[int] | None = None, lane: Lane = INTERACTIVE
     ) -> NDArray[np.float32]:
-        async with self._sem:
+        model = self._models[lane]
+        sizer = self._sizers[lane]
+        async with self._sems[lane]:
             t0 = time.perf_counter()
             try:
-                vecs = await asyncio.to_thread(self.embedder.encode, batch)
+                if self.priority is None:
+                    vecs = await asyncio.to_thread(model.encode, batch)
+                else:
+                    vecs = await self.priority.run(lane, model.encode, batch)
             except (RuntimeError, MemoryError) as exc:  # torch errors are RuntimeErrors
                 raise TransientError(f"embedding model failed: {type(exc).__name__}") from exc
             took = time.perf_counter() - t0
             MODEL_SECONDS.observe(took)
-            if self.sizer is not None and lengths:
-                self.sizer.observe(len(batch) * max(lengths), took)
+            if sizer is not None and lengths:
+                sizer.observe(len(batch) * max(lengths), took)
         MODEL_BATCH_SIZE.observe(len(batch))
         self.stats.model_calls += 1
         if vecs.shape != (len(batch), self.embedder.dim):

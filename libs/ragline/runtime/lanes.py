@@ -50,6 +50,13 @@ class LaneSettings(BaseSettings):
     poll_s: float = Field(
         default=_DEFAULT_POLL_S, gt=0, description="how often a waiting bulk batch looks"
     )
+    bulk_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="nice increment of a stage's bulk worker threads (runtime/priority.py); "
+        "0: bulk work runs at the same CPU priority as interactive work",
+    )
 
 
 def lane_inputs(topics: tuple[str, ...]) -> dict[Lane, tuple[str, ...]]:
