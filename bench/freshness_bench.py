@@ -189,7 +189,10 @@ async def backfill_phase(
     *,
     lane: Lane,
     timeout_s: float,
+    edits_on: bool = True,
 ) -> dict[str, Any]:
+    """``edits_on`` False: throughput only (no interactive edits compete with the backfill,
+    so two modes' documents/s compare like for like)."""
     # the probe documents exist before the backfill starts: a probe is a content edit
     for i, d in enumerate(probes):
         await timed(pub, clock, upsert(tenant, d, suffix=f"-edit-{i}"))
@@ -209,11 +212,16 @@ async def backfill_phase(
     while done < len(backfill):
         if time.perf_counter() - t0 > timeout_s:
             raise TimeoutError(f"only {done} backfill documents indexed after {timeout_s} s")
-        d = probes[i % len(probes)]
-        i += 1
-        ev = upsert(tenant, d, seq=1 + i, suffix=f"-edit-{(i - 1) % len(probes)}", note=f" v{i}")
-        at = time.perf_counter() - t0
-        edits.append((at, await timed(pub, clock, ev)))
+        if edits_on:
+            d = probes[i % len(probes)]
+            i += 1
+            ev = upsert(
+                tenant, d, seq=1 + i, suffix=f"-edit-{(i - 1) % len(probes)}", note=f" v{i}"
+            )
+            at = time.perf_counter() - t0
+            edits.append((at, await timed(pub, clock, ev)))
+        else:
+            await asyncio.sleep(0.5)
         now = await clock.count(tenant) - base
         progress.append((time.perf_counter() - t0, now))
         bar.update(now - done)
@@ -334,7 +342,14 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
         report["idle"] = await idle_phase(pub, clock, tenant, idle_docs)
         save()
         report["under_backfill"] = await backfill_phase(
-            pub, clock, tenant, backfill, edit_docs, lane=lane, timeout_s=args.timeout
+            pub,
+            clock,
+            tenant,
+            backfill,
+            edit_docs,
+            lane=lane,
+            timeout_s=args.timeout,
+            edits_on=not args.no_edits,
         )
         save()
         plot(report, OUT / f"{args.stem}.png")
@@ -414,11 +429,17 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="large inputs at a tenth of their size")
     ap.add_argument("--skip-large", action="store_true", help="no large-document phase")
     ap.add_argument(
+        "--no-edits",
+        action="store_true",
+        help="throughput only: no interactive edits during the backfill (compare modes)",
+    )
+    ap.add_argument(
         "--large-timeout", type=float, default=900, help="seconds to wait per large document"
     )
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    stem = args.stem = "freshness_baseline" if args.baseline else "freshness"
+    stem = "freshness_baseline" if args.baseline else "freshness"
+    stem = args.stem = stem + ("_noedits" if args.no_edits else "")
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")
     if args.baseline:
