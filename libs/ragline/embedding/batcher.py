@@ -3,10 +3,10 @@ embedded in model batches of ``batch_size``, each distinct text once, cached one
 
 Per input event the result is its ``doc.embedded`` or the exception that failed it, so
 one bad document never fails its batch neighbours. Model compute runs in a worker
-thread behind a semaphore: bounded in-flight work. With a ``LanePriority`` each lane has
-its own threads, semaphore and (optionally) model instance: an interactive call never
-waits behind a bulk call, and bulk calls run at a lower CPU priority
-(``runtime/priority.py``).
+thread behind a semaphore: bounded in-flight work. A bulk batch's calls are marked bulk
+(``runtime/priority.py``: the service's executor runs them at a lower CPU priority); with
+a ``bulk_embedder`` (a second instance of the same model) each lane also has its own
+semaphore, so an interactive call never waits behind a bulk call.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ragline.embedding.model import Embedder
 from ragline.embedding.texts import embed_text, text_key
 from ragline.errors import ContractError, RaglineError, TransientError
 from ragline.events import BULK, INTERACTIVE, ChunkLevel, DocEmbedded, DocEnriched, Lane
-from ragline.runtime.priority import LanePriority
+from ragline.runtime.priority import lane_context
 
 __all__ = ["BatchEmbedder", "EmbedStats", "round_vector"]
 
@@ -65,15 +65,13 @@ class BatchEmbedder:
         max_in_flight: int = 1,
         sizer: AdaptiveBatchSizer | None = None,
         bulk_sizer: AdaptiveBatchSizer | None = None,
-        priority: LanePriority | None = None,
         bulk_embedder: Embedder | None = None,
     ) -> None:
         """``sizer`` None: fixed calls of ``batch_size`` texts; else adaptive calls
         (length-ordered, sized by pending work and measured speed: ``adaptive.py``).
 
-        ``priority``: run each lane's model calls in its own threads (bulk at a lower CPU
-        priority), ``bulk_embedder`` (same model and revision, built in a bulk thread) for
-        the bulk lane's calls, ``bulk_sizer`` its own measured speed. ``max_in_flight``
+        ``bulk_embedder`` (same model and revision, built in a bulk thread) serves the
+        bulk lane's calls, ``bulk_sizer`` measures its own speed; ``max_in_flight`` then
         bounds the calls of each lane."""
         if bulk_embedder is not None and (
             bulk_embedder.name,
@@ -85,7 +83,6 @@ class BatchEmbedder:
         self.cache = cache
         self.batch_size = batch_size
         self.sizer = sizer
-        self.priority = priority
         self._models: dict[Lane, Embedder] = {
             INTERACTIVE: embedder,
             BULK: bulk_embedder or embedder,
@@ -182,10 +179,8 @@ class BatchEmbedder:
         async with self._sems[lane]:
             t0 = time.perf_counter()
             try:
-                if self.priority is None:
+                with lane_context(lane):  # bulk: the executor's lower-priority threads
                     vecs = await asyncio.to_thread(model.encode, batch)
-                else:
-                    vecs = await self.priority.run(lane, model.encode, batch)
             except (RuntimeError, MemoryError) as exc:  # torch errors are RuntimeErrors
                 raise TransientError(f"embedding model failed: {type(exc).__name__}") from exc
             took = time.perf_counter() - t0

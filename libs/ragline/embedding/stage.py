@@ -24,7 +24,7 @@ from ragline.embedding.space_feed import SpaceFeeder
 from ragline.errors import NotBuiltError
 from ragline.events import BULK, DocEmbedded, DocEnriched, Topics
 from ragline.runtime.lanes import LaneSettings
-from ragline.runtime.priority import LanePriority
+from ragline.runtime.priority import lane_context
 from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.store.pool import open_pool
 
@@ -50,9 +50,9 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
         self.config = config
         self._embedder = embedder
         self._bulk_embedder: Embedder | None = None
-        nice = lanes.bulk_nice if lanes is not None else 0
-        # bulk model calls in threads of a lower CPU priority (runtime/priority.py)
-        self.priority = LanePriority(nice, name="embedder") if nice > 0 else None
+        # bulk model calls run at a lower CPU priority (runtime/priority.py): with ONNX
+        # Runtime the bulk lane gets its own session, built in a bulk thread
+        self.bulk_twin = lanes is not None and lanes.bulk_nice > 0
         self._pool: AsyncConnectionPool | None = None
         self._batcher: BatchEmbedder | None = None
         self.feeder: SpaceFeeder | None = None  # shadow spaces of another recipe (ADR 0013)
@@ -63,12 +63,13 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
             self._embedder = await asyncio.to_thread(
                 load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
             )
-            if self.priority is not None and backend_of(self._embedder) != "torch":
+            if self.bulk_twin and backend_of(self._embedder) != "torch":
                 # a twin ONNX Runtime session built in a bulk thread: its worker threads
                 # inherit the bulk priority (torch's pool is process-wide: no twin)
-                self._bulk_embedder = await self.priority.run(
-                    BULK, load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
-                )
+                with lane_context(BULK):
+                    self._bulk_embedder = await asyncio.to_thread(
+                        load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
+                    )
         BACKEND_INFO.info({"backend": backend_of(self._embedder)})
         cache = None
         if self.config.cache:
@@ -86,7 +87,6 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
             max_in_flight=self.config.max_in_flight_batches,
             sizer=batch_sizer(self.config),
             bulk_sizer=batch_sizer(self.config),
-            priority=self.priority,
             bulk_embedder=self._bulk_embedder,
         )
 
@@ -94,8 +94,6 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
-        if self.priority is not None:
-            self.priority.close()
 
     @property
     def batcher(self) -> BatchEmbedder:

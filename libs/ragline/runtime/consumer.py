@@ -54,6 +54,7 @@ from ragline.runtime.metrics import (
     QUARANTINED,
     RETRIES,
 )
+from ragline.runtime.priority import lane_context
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
@@ -244,7 +245,8 @@ class StageRunner:
         self.gate.consumer = getattr(self._subscriber, "consumer", None)
         if lane == BULK:
             await self.gate.wait_turn()  # interactive first
-        with self.gate.interactive() if lane == INTERACTIVE else nullcontext():
+        # the lane also decides the CPU priority of the blocking work (runtime/priority.py)
+        with self.gate.interactive() if lane == INTERACTIVE else nullcontext(), lane_context(lane):
             await self._on_message(msg)
 
     async def _on_message(self, msg: Any) -> None:

@@ -1,51 +1,79 @@
 """CPU priority per lane: bulk work runs in threads the kernel schedules after
-interactive work (docs/adr/0012-priority-lanes.md, amendment 2).
+interactive work (docs/adr/0012-priority-lanes.md, session-3 amendment).
 
 The lane gate (``runtime/lanes.py``) only decides which *batch* starts; once a bulk batch
-runs, its CPU work competes as an equal with every interactive step of every service on
-the machine. Under a backfill the embedder's bulk model calls take all cores, and an
-interactive edit's parse, chunk, enrich, embed and index steps each get a fraction of a
-core. ``LanePriority`` runs a lane's blocking work in that lane's own worker threads and
-raises the *nice value* of the bulk threads (Linux: per thread, inherited by threads
-they create, so a model runtime's worker pool built from a bulk thread is bulk too).
-The scheduler is work-conserving: bulk still gets every cycle interactive work does not
-want, so backfill throughput is unchanged on an otherwise idle machine, while an
-interactive step preempts it at once. Raising one's own nice value needs no privilege.
+runs, its CPU work competes as an equal with every interactive step. Under a backfill
+the embedder's bulk model calls take all cores, and an interactive edit's parse, scan,
+chunk, enrich, embed and index steps each get a fraction of a core.
+
+The runtime therefore marks the lane of the work in hand (``lane_context``: the consumer
+sets it around each record batch, a contextvar, so it follows the task and everything it
+awaits) and installs a ``LaneExecutor`` as the event loop's default executor: every
+``asyncio.to_thread`` / ``run_in_executor(None, ...)`` a stage makes for bulk work runs
+in the bulk thread pool, whose threads raise their *nice value* by ``bulk_nice`` (Linux
+keeps it per thread; threads they start inherit it, so a model runtime's worker pool
+built from a bulk thread is bulk too). Stages need no change beyond doing their CPU
+work off the event loop, which they already do. The scheduler is work-conserving: bulk
+gets every cycle interactive work does not want, so a backfill on an otherwise idle
+machine loses nothing, while an interactive step preempts it. Raising one's own nice
+value needs no privilege.
 
 ``bulk_nice`` 0 turns it off; on a platform without per-thread priorities (not Linux)
-the bulk threads run at normal priority and ``applied`` says so.
+the bulk threads run at normal priority.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from ragline.events import BULK, INTERACTIVE, Lane
 
-__all__ = ["LanePriority", "lower_thread_priority"]
+__all__ = [
+    "MAX_NICE",
+    "LaneExecutor",
+    "current_lane",
+    "install_lane_executor",
+    "lane_context",
+    "lower_thread_priority",
+]
 
 _log = logging.getLogger(__name__)
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 MAX_NICE = 19
 
+_LANE: ContextVar[Lane] = ContextVar("ragline_lane", default=INTERACTIVE)
+
+
+def current_lane() -> Lane:
+    """The lane of the work this task is doing (interactive unless marked)."""
+    return _LANE.get()
+
+
+@contextmanager
+def lane_context(lane: Lane) -> Iterator[None]:
+    """Mark the work done inside (and the threads it hands work to) as ``lane``'s."""
+    token = _LANE.set(BULK if lane == BULK else INTERACTIVE)
+    try:
+        yield
+    finally:
+        _LANE.reset(token)
+
 
 def lower_thread_priority(increment: int) -> bool:
     """Raise the calling thread's nice value by ``increment`` (capped at 19). True when
-    the kernel applied it; False on platforms without per-thread priorities."""
-    if increment <= 0:
-        return False
-    if not sys.platform.startswith("linux"):
+    the kernel applied it; False when off or on platforms without per-thread priorities."""
+    if increment <= 0 or not sys.platform.startswith("linux"):
         return False
     tid = threading.get_native_id()
     try:
@@ -57,35 +85,36 @@ def lower_thread_priority(increment: int) -> bool:
     return True
 
 
-class LanePriority:
-    """One small thread pool per lane; the bulk pool's threads run ``bulk_nice`` lower.
+class LaneExecutor(ThreadPoolExecutor):
+    """A default executor with a second pool for bulk work: ``submit`` from a task
+    marked bulk (``lane_context``) runs in threads ``bulk_nice`` lower."""
 
-    ``run(lane, fn, *args)`` awaits ``fn(*args)`` in that lane's pool. Use it for the
-    CPU-heavy blocking calls of a stage (model calls, parsing); build anything that
-    spawns its own worker threads (an ONNX Runtime session) inside ``run(BULK, ...)`` so
-    its workers inherit the bulk priority."""
-
-    def __init__(self, bulk_nice: int = 10, *, workers: int = 1, name: str = "stage") -> None:
+    def __init__(self, bulk_nice: int = 10, max_workers: int | None = None) -> None:
         if not 0 <= bulk_nice <= MAX_NICE:
             raise ValueError(f"bulk_nice must be within 0..{MAX_NICE}, not {bulk_nice}")
+        super().__init__(max_workers, thread_name_prefix="interactive")
         self.bulk_nice = bulk_nice
-        self.applied = False  # set by the first bulk thread: the kernel took the nice value
-        self._pools: dict[Lane, ThreadPoolExecutor] = {
-            INTERACTIVE: ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-interactive"),
-            BULK: ThreadPoolExecutor(
-                workers, thread_name_prefix=f"{name}-bulk", initializer=self._init_bulk
-            ),
-        }
+        self.bulk = ThreadPoolExecutor(
+            max_workers,
+            thread_name_prefix="bulk",
+            initializer=lower_thread_priority,
+            initargs=(bulk_nice,),
+        )
 
-    def _init_bulk(self) -> None:
-        if lower_thread_priority(self.bulk_nice):
-            self.applied = True
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if _LANE.get() == BULK:
+            return self.bulk.submit(fn, *args, **kwargs)
+        return super().submit(fn, *args, **kwargs)
 
-    async def run(self, lane: Lane, fn: Callable[P, T], *args: P.args, **kw: P.kwargs) -> T:
-        pool = self._pools[BULK if lane == BULK else INTERACTIVE]
-        call = functools.partial(fn, *args, **kw)
-        return await asyncio.get_running_loop().run_in_executor(pool, call)
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.bulk.shutdown(wait, cancel_futures=cancel_futures)
+        super().shutdown(wait, cancel_futures=cancel_futures)
 
-    def close(self) -> None:
-        for pool in self._pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
+
+def install_lane_executor(loop: asyncio.AbstractEventLoop, bulk_nice: int) -> LaneExecutor | None:
+    """Make ``loop``'s default executor lane-aware (None when ``bulk_nice`` is 0)."""
+    if bulk_nice <= 0:
+        return None
+    executor = LaneExecutor(bulk_nice)
+    loop.set_default_executor(executor)
+    return executor

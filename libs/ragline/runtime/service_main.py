@@ -15,6 +15,7 @@ from ragline.runtime.http import HttpService, make_server
 from ragline.runtime.lanes import LaneSettings
 from ragline.runtime.logs import configure_logging
 from ragline.runtime.metrics import SERVICE_UP, serve_metrics
+from ragline.runtime.priority import install_lane_executor
 from ragline.runtime.stage import Stage
 from ragline.tracing import configure_tracing, trace_asgi
 
@@ -48,6 +49,8 @@ async def _run_stage(
     configure_tracing(stage.name, tracing)
     runner = StageRunner(stage, settings, log, lanes=lanes)
     loop = asyncio.get_running_loop()
+    # bulk work handed to threads runs at a lower CPU priority (runtime/priority.py)
+    install_lane_executor(loop, lanes.bulk_nice if lanes is not None else 0)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, runner.stopping.set)
     serve_metrics(metrics_port(stage.name, settings), settings.metrics_host, runner.health)

@@ -19,7 +19,14 @@ from ragline.embedding.batcher import BatchEmbedder
 from ragline.events import BULK, INTERACTIVE
 from ragline.indexing.samples import enriched_event, pseudo_embedding
 from ragline.runtime.lanes import LaneSettings, with_lane
-from ragline.runtime.priority import MAX_NICE, LanePriority, lower_thread_priority
+from ragline.runtime.priority import (
+    MAX_NICE,
+    LaneExecutor,
+    current_lane,
+    install_lane_executor,
+    lane_context,
+    lower_thread_priority,
+)
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice")
 
@@ -37,32 +44,48 @@ def _nice_of_child_thread() -> int:
     return seen[0]
 
 
+async def _in_lane(lane: str, fn):  # type: ignore[no-untyped-def]
+    with lane_context(lane):  # type: ignore[arg-type]
+        return await asyncio.to_thread(fn)
+
+
 @linux
 async def test_bulk_threads_run_lower_and_pass_it_on_interactive_untouched() -> None:
     caller = _nice()
-    prio = LanePriority(7, name="t")
+    loop = asyncio.get_running_loop()
+    executor = install_lane_executor(loop, 7)
+    assert executor is not None
     try:
-        bulk = await prio.run(BULK, _nice)
-        inherited = await prio.run(BULK, _nice_of_child_thread)
-        interactive = await prio.run(INTERACTIVE, _nice)
+        bulk = await _in_lane(BULK, _nice)
+        inherited = await _in_lane(BULK, _nice_of_child_thread)
+        interactive = await _in_lane(INTERACTIVE, _nice)
+        unmarked = await asyncio.to_thread(_nice)
+        # the mark follows the task into what it awaits, and ends with the block
+        with lane_context(BULK):
+            assert current_lane() == BULK
+            nested = await asyncio.gather(asyncio.to_thread(_nice), asyncio.to_thread(_nice))
+        assert current_lane() == INTERACTIVE
     finally:
-        prio.close()
+        loop.set_default_executor(LaneExecutor(0))  # a fresh one: the test's loop goes on
+        executor.shutdown(wait=True)
     assert bulk == min(MAX_NICE, caller + 7)
     assert inherited == bulk
-    assert interactive == caller
+    assert nested == [bulk, bulk]
+    assert interactive == unmarked == caller
     assert _nice() == caller  # the event loop's thread is never touched
-    assert prio.applied
 
 
 @linux
 async def test_nice_zero_is_off() -> None:
     caller = _nice()
-    prio = LanePriority(0)
+    assert install_lane_executor(asyncio.get_running_loop(), 0) is None
+    executor = LaneExecutor(0)
     try:
-        assert await prio.run(BULK, _nice) == caller
+        with lane_context(BULK):
+            got = await asyncio.get_running_loop().run_in_executor(executor, _nice)
     finally:
-        prio.close()
-    assert not prio.applied
+        executor.shutdown()
+    assert got == caller
 
 
 @linux
@@ -84,7 +107,7 @@ def test_lowering_caps_at_19_and_only_the_calling_thread() -> None:
 @given(st.integers().filter(lambda n: not 0 <= n <= MAX_NICE))
 def test_out_of_range_nice_is_refused(n: int) -> None:
     with pytest.raises(ValueError, match="bulk_nice"):
-        LanePriority(n)
+        LaneExecutor(n)
 
 
 def test_lane_setting_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,8 +147,7 @@ def _event(doc: str, lane: str = INTERACTIVE):  # type: ignore[no-untyped-def]
 async def test_an_interactive_call_does_not_wait_for_a_running_bulk_call() -> None:
     main, twin = GateModel(), GateModel()
     twin.release.clear()  # the bulk call holds until released
-    prio = LanePriority(5)
-    batcher = BatchEmbedder(main, cache=None, priority=prio, bulk_embedder=twin)
+    batcher = BatchEmbedder(main, cache=None, bulk_embedder=twin)
     try:
         bulk = asyncio.create_task(batcher.embed_events([_event("b1", BULK), _event("b2", BULK)]))
         assert await asyncio.to_thread(twin.entered.wait, 30)
@@ -137,20 +159,19 @@ async def test_an_interactive_call_does_not_wait_for_a_running_bulk_call() -> No
         assert all(not isinstance(r, BaseException) for r in out)
     finally:
         twin.release.set()
-        prio.close()
     assert (main.calls, twin.calls) == (1, 1)
     # both lanes give the same vector for the same text (one model, one revision)
     (a,) = await BatchEmbedder(main, cache=None).embed_events([_event("same")])
-    (b,) = await BatchEmbedder(
-        main, cache=None, priority=LanePriority(5), bulk_embedder=twin
-    ).embed_events([_event("same", BULK)])
+    (b,) = await BatchEmbedder(main, cache=None, bulk_embedder=twin).embed_events(
+        [_event("same", BULK)]
+    )
     assert not isinstance(a, BaseException) and not isinstance(b, BaseException)
     assert [c.embedding for c in a.chunks] == [c.embedding for c in b.chunks]
 
 
 async def test_a_mixed_batch_is_interactive_and_a_shared_model_takes_turns() -> None:
     model = GateModel()
-    batcher = BatchEmbedder(model, cache=None, priority=LanePriority(5))
+    batcher = BatchEmbedder(model, cache=None)
     out = await batcher.embed_events([_event("x", BULK), _event("y")])
     assert all(not isinstance(r, BaseException) for r in out)
     # without a twin both lanes share one semaphore: one call at a time on one model
