@@ -7,6 +7,7 @@ level, ordinal)``, so the same input under the same settings always yields the s
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from ragline.chunking.config import ChunkerSettings
@@ -31,36 +32,54 @@ def merge_flags(blocks: Iterable[Block]) -> BlockFlags:
     )
 
 
-def _lines_consistent(block: Block) -> bool:
-    if block.line_start is None:
-        return False
-    return block.line_end is None or block.line_end - block.line_start == block.text.count("\n")
+class _Lines:
+    """Newline positions of each block, found once per document: locating a chunk is then
+    a binary search, not a scan of its block (per chunk, that was quadratic: minutes on a
+    multi-megabyte single block)."""
 
+    def __init__(self) -> None:
+        self._of: dict[int, tuple[Block, list[int]]] = {}  # the block is held: stable id
 
-def _line_at(piece: Piece, pos: int) -> int | None:
-    """Source line of ``piece.text[pos]`` (exact when the block's line range is)."""
-    block = piece.block
-    if block.line_start is None:
-        return None
-    if not _lines_consistent(block):
-        return block.line_start
-    return block.line_start + block.text.count("\n", 0, piece.offset + pos)
+    def newlines(self, block: Block) -> list[int]:
+        hit = self._of.get(id(block))
+        if hit is None:
+            text, found, at = block.text, [], block.text.find("\n")
+            while at >= 0:
+                found.append(at)
+                at = text.find("\n", at + 1)
+            hit = self._of[id(block)] = (block, found)
+        return hit[1]
 
+    def consistent(self, block: Block) -> bool:
+        if block.line_start is None:
+            return False
+        return block.line_end is None or block.line_end - block.line_start == len(
+            self.newlines(block)
+        )
 
-def _locate(parts: tuple[tuple[Piece, int, int], ...]) -> dict[str, int | None]:
-    pages = [p.block.page for p, _, _ in parts if p.block.page is not None]
-    first, start, _ = parts[0]
-    last, _, end = parts[-1]
-    line_start = _line_at(first, start)
-    line_end = _line_at(last, max(start if last is first else 0, end - 1))
-    if last.block.line_end is not None and not _lines_consistent(last.block):
-        line_end = last.block.line_end
-    return {
-        "page_start": min(pages) if pages else None,
-        "page_end": max(pages) if pages else None,
-        "line_start": line_start,
-        "line_end": line_end,
-    }
+    def line_at(self, piece: Piece, pos: int) -> int | None:
+        """Source line of ``piece.text[pos]`` (exact when the block's line range is)."""
+        block = piece.block
+        if block.line_start is None:
+            return None
+        if not self.consistent(block):
+            return block.line_start
+        return block.line_start + bisect_left(self.newlines(block), piece.offset + pos)
+
+    def locate(self, parts: tuple[tuple[Piece, int, int], ...]) -> dict[str, int | None]:
+        pages = [p.block.page for p, _, _ in parts if p.block.page is not None]
+        first, start, _ = parts[0]
+        last, _, end = parts[-1]
+        line_start = self.line_at(first, start)
+        line_end = self.line_at(last, max(start if last is first else 0, end - 1))
+        if last.block.line_end is not None and not self.consistent(last.block):
+            line_end = last.block.line_end
+        return {
+            "page_start": min(pages) if pages else None,
+            "page_end": max(pages) if pages else None,
+            "line_start": line_start,
+            "line_end": line_end,
+        }
 
 
 class Chunker:
@@ -83,6 +102,7 @@ class Chunker:
         out: list[Chunk] = []
         n_parents = n_children = 0
         common: Extra = {"doc_title": doc.title} if doc.title else {}
+        lines = _Lines()
         for section in sections_of(doc):
             windows = windows_of(
                 section,
@@ -91,7 +111,7 @@ class Chunker:
                 self.settings.child_max_tokens,
             )
             for window in windows:
-                parent = self._parent(window, document_id, content_hash, n_parents, common)
+                parent = self._parent(window, document_id, content_hash, n_parents, common, lines)
                 out.append(parent)
                 n_parents += 1
                 for draft in self._segments.children(window, file_path=file_path):
@@ -104,6 +124,7 @@ class Chunker:
                             content_hash,
                             n_children,
                             common,
+                            lines,
                         )
                     )
                     n_children += 1
@@ -113,7 +134,13 @@ class Chunker:
         return chunk_id(document_id, content_hash, self.strategy_version, level.value, ordinal)
 
     def _parent(
-        self, window: Window, document_id: str, content_hash: str, ordinal: int, common: Extra
+        self,
+        window: Window,
+        document_id: str,
+        content_hash: str,
+        ordinal: int,
+        common: Extra,
+        lines: _Lines,
     ) -> Chunk:
         text = join_pieces(window.pieces)
         parts = tuple((p, 0, len(p.text)) for p in window.pieces)
@@ -129,7 +156,7 @@ class Chunker:
             strategy_version=self.strategy_version,
             flags=merge_flags(p.block for p in window.pieces),
             extra={**common, "window": window.number + 1, "windows": window.of},
-            **_locate(parts),
+            **lines.locate(parts),
         )
 
     def _child(
@@ -141,6 +168,7 @@ class Chunker:
         content_hash: str,
         ordinal: int,
         common: Extra,
+        lines: _Lines,
     ) -> Chunk:
         return Chunk(
             chunk_id=self._id(document_id, content_hash, ChunkLevel.CHILD, ordinal),
@@ -155,5 +183,5 @@ class Chunker:
             strategy_version=self.strategy_version,
             flags=merge_flags(p.block for p, _, _ in draft.parts),
             extra={**common, **draft.extra, "overlap_chars": draft.overlap_chars},
-            **_locate(draft.parts),
+            **lines.locate(draft.parts),
         )

@@ -51,6 +51,36 @@ class ChunkerSettings(TokenizerSettings):
         description="table header repeated in each child; capped at half the child budget",
     )
 
+    # heavy documents (chunking/heavy.py, docs/lanes.md); none of these shape chunks
+    heavy_chars: int = Field(
+        default=1_000_000, ge=0, description="heavy above this many characters; 0 = off"
+    )
+    heavy_blocks: int = Field(default=5_000, ge=0, description="heavy above this many blocks")
+    heavy_lines: int = Field(default=50_000, ge=0, description="heavy above this many lines")
+    heavy_cells: int = Field(default=100_000, ge=0, description="heavy above this many table cells")
+    heavy_children: int = Field(
+        default=128,
+        ge=0,
+        description="an output with more child chunks than this goes to the bulk lane",
+    )
+    heavy_process: bool = Field(
+        default=True,
+        description="chunk a heavy document in a process of its own that exits afterwards "
+        "(false: in the service's worker thread, without a time bound)",
+    )
+    heavy_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="the longest a heavy document may take (process start included); "
+        "past it the document is quarantined (chunk_timeout)",
+    )
+    heavy_memory_mb: int = Field(
+        default=3072,
+        ge=0,
+        description="address-space limit of a heavy document's process; past it the "
+        "document is quarantined (resource_limit); 0 = none",
+    )
+
     @model_validator(mode="after")
     def _fits_model(self) -> ChunkerSettings:
         need = self.child_max_tokens + self.header_budget_tokens + _SPECIAL_TOKENS

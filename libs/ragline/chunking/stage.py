@@ -1,8 +1,16 @@
 """The chunker Stage: ``doc.scanned`` in, ``doc.chunked`` out.
 
-Chunking is CPU-bound, so it runs in a worker thread (``asyncio.to_thread``) and the
-event loop stays free for heartbeats and commits. The output event id is derived from
-the input event id, so a redelivered message yields the identical event.
+Chunking is CPU-bound, so it runs off the event loop and the loop stays free for
+heartbeats and commits: in a worker thread, or, for a heavy document
+(``chunking/heavy.py``), in a process of its own that exits afterwards
+(``runtime.oneshot.run_once``): its CPU work never slows the interactive work of this
+process, its memory is given back with the process, and it takes at most
+``heavy_timeout_s`` (then it is quarantined: ``chunk_timeout``). A heavy document that
+arrives on the interactive lane is first sent on to this stage's bulk lane
+(``doc.scanned.bulk``) unchanged, so it never holds the interactive lane; the output of
+one with more than ``heavy_children`` children goes to the bulk lane too
+(docs/lanes.md). The output event id is derived from the input event id, so a
+redelivered message yields the identical event.
 """
 
 from __future__ import annotations
@@ -10,30 +18,39 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import ClassVar
 
 from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
-from ragline.chunking.metrics import CHILD_TOKENS, CHUNK_SECONDS, CHUNKS
+from ragline.chunking.heavy import weigh
+from ragline.chunking.metrics import (
+    CHILD_TOKENS,
+    CHUNK_SECONDS,
+    CHUNKS,
+    HEAVY_DOCUMENTS,
+    QUARANTINED,
+    REROUTED,
+)
 from ragline.config import Settings
-from ragline.events import Chunk, ChunkLevel, DocChunked, DocScanned, Topics
+from ragline.errors import QuarantineError
+from ragline.events import BULK, INTERACTIVE, Chunk, ChunkLevel, DocChunked, DocScanned, Topics
+from ragline.runtime.lanes import with_lane
+from ragline.runtime.oneshot import WorkLimit, run_once
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.text.tokenizer import load_token_counter
 
 __all__ = ["ChunkerStage", "chunk_event"]
 
 
-def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
-    """Pure: the same event under the same settings gives the same chunks and ids."""
-    started = time.perf_counter()
+def _chunked(event: DocScanned, chunker: Chunker) -> DocChunked:
     chunks = chunker.chunk(
         event.document,
         document_id=event.document_id,
         content_hash=event.content_hash,
         file_path=event.meta.uri,
     )
-    CHUNK_SECONDS.observe(time.perf_counter() - started)
-    _observe(chunks)
     return DocChunked(
         **event.derived("chunker"),
         meta=event.meta,
@@ -43,6 +60,25 @@ def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
     )
 
 
+def chunk_event(event: DocScanned, chunker: Chunker) -> DocChunked:
+    """Pure: the same event under the same settings gives the same chunks and ids."""
+    started = time.perf_counter()
+    out = _chunked(event, chunker)
+    CHUNK_SECONDS.observe(time.perf_counter() - started)
+    _observe(out.chunks)
+    return out
+
+
+@cache
+def _process_chunker(settings: ChunkerSettings, tokenizer: Path | None) -> Chunker:
+    return Chunker(settings, load_token_counter(tokenizer))
+
+
+def chunk_heavy(event: DocScanned, settings: ChunkerSettings) -> DocChunked:
+    """The job of a heavy document's own process (module level: pickled by name)."""
+    return _chunked(event, _process_chunker(settings, settings.tokenizer_path))
+
+
 def _observe(chunks: Sequence[Chunk]) -> None:
     for c in chunks:
         CHUNKS.labels(c.level.value, c.content_type).inc()
@@ -50,7 +86,11 @@ def _observe(chunks: Sequence[Chunk]) -> None:
             CHILD_TOKENS.observe(c.token_count)
 
 
-class ChunkerStage(Stage[DocScanned, DocChunked]):
+def _children(chunks: Sequence[Chunk]) -> int:
+    return sum(1 for c in chunks if c.level is ChunkLevel.CHILD)
+
+
+class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
     name: ClassVar[str] = "chunker"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
 
@@ -64,7 +104,47 @@ class ChunkerStage(Stage[DocScanned, DocChunked]):
         counter = await asyncio.to_thread(load_token_counter, conf.tokenizer_path)
         self._chunker = Chunker(conf, counter)
 
-    async def process(self, event: DocScanned, ctx: StageContext) -> Sequence[Output[DocChunked]]:
+    async def process(
+        self, event: DocScanned, ctx: StageContext
+    ) -> Sequence[Output[DocChunked | DocScanned]]:
         assert self._chunker is not None  # opened: the base refuses before start()
-        out = await asyncio.to_thread(chunk_event, event, self._chunker)
+        conf = self._chunker_settings
+        over = weigh(event.document).over(conf)
+        if over and event.priority == INTERACTIVE:
+            # the interactive lane is never held by a heavy document: it goes back to
+            # this stage's bulk lane, where it is chunked (a lane only goes down)
+            REROUTED.inc()
+            return [Output(topic=Topics.DOC_SCANNED.value, event=with_lane(event, BULK))]
+        if over and conf.heavy_process:
+            out = await self._heavy(event, over, ctx)
+        else:
+            out = await asyncio.to_thread(chunk_event, event, self._chunker)
+        if over or 0 < conf.heavy_children < _children(out.chunks):
+            out = with_lane(out, BULK)  # a lane only goes down (docs/lanes.md)
         return [Output(topic=Topics.DOC_CHUNKED.value, event=out)]
+
+    async def _heavy(
+        self, event: DocScanned, over: tuple[str, ...], ctx: StageContext
+    ) -> DocChunked:
+        conf = self._chunker_settings
+        HEAVY_DOCUMENTS.inc()
+        ctx.logger.info(
+            "heavy document: chunked in a process of its own",
+            extra={"fields": {"document_id": event.document_id, "over": ",".join(over)}},
+        )
+        started = time.perf_counter()
+        try:
+            out = await run_once(
+                chunk_heavy,
+                event,
+                conf,
+                timeout_s=conf.heavy_timeout_s,
+                memory_mb=conf.heavy_memory_mb,
+            )
+        except WorkLimit as exc:
+            code = "chunk_timeout" if exc.limit == "timeout" else "resource_limit"
+            QUARANTINED.labels(reason_code=code).inc()
+            raise QuarantineError(code, f"heavy document ({', '.join(over)}): {exc}") from None
+        CHUNK_SECONDS.observe(time.perf_counter() - started)
+        _observe(out.chunks)
+        return out

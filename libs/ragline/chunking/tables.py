@@ -185,7 +185,9 @@ def split_table(
     h_tokens = max(h_tokens, _MIN_HEADER_TOKENS)
     h_chars = max_chars // 2 if header_chars is None else min(header_chars, max_chars // 2)
     whole = render_table(table)
-    tokens = counter.count(whole)
+    # characters first: a table far over the budget is never tokenized whole (a
+    # multi-megabyte single-line CSV: tens of seconds per count)
+    tokens = counter.count(whole) if len(whole) <= max_chars else budget + 1
     names = tuple(table.header)
     if tokens <= budget and len(whole) <= max_chars:
         width = len(_names(table)) if (table.header or table.rows) else 0
@@ -208,7 +210,7 @@ def split_table(
         ]
     head = "\n".join(_head_lines(table))
     all_names = _names(table)
-    if counter.count(head) <= h_tokens and len(head) <= h_chars:
+    if len(head) <= h_chars and counter.count(head) <= h_tokens:
         return _pack_rows(
             counter,
             [_row_line(r) for r in table.rows],

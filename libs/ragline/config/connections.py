@@ -84,6 +84,12 @@ class Settings(BaseSettings):
     )
     max_attempts: int = Field(default=4, ge=1, description="tries before the DLQ")
     retry_backoff_s: float = Field(default=0.5, ge=0)
+    release_memory_bytes: int = Field(
+        default=1_000_000,
+        ge=0,
+        description="after a message this large (its body), a consumer collects garbage "
+        "and returns free heap pages to the system (malloc_trim); 0 = never",
+    )
     log_level: str = "INFO"
 
     @property

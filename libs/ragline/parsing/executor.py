@@ -5,13 +5,13 @@ a per-document timeout and a memory cap (a runaway PDF cannot stall the consumer
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import time
 from multiprocessing.pool import Pool
 from typing import Any
 
 from ragline.errors import QuarantineError, TransientError
 from ragline.events import DocumentMeta, ParsedDocument
+from ragline.runtime.oneshot import WorkLimit, run_once, shutdown, spawn_pool, submit
 
 from .dispatcher import parse_document
 from .metrics import (
@@ -29,14 +29,11 @@ __all__ = ["ParseExecutor"]
 # what a worker sends back: exceptions with custom __init__ (QuarantineError) do not
 # survive pickling, so outcomes travel as plain tuples
 _Outcome = tuple[str, Any, Any]
-
-
-def _init_worker(memory_mb: int) -> None:
-    if memory_mb > 0:
-        import resource
-
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+_OVER_MEMORY: _Outcome = (
+    "quarantine",
+    "resource_limit",
+    "parsing exceeded the worker memory limit",
+)
 
 
 def _job(data: bytes, meta: DocumentMeta, settings: ParserSettings) -> _Outcome:
@@ -45,7 +42,7 @@ def _job(data: bytes, meta: DocumentMeta, settings: ParserSettings) -> _Outcome:
     except QuarantineError as exc:
         return ("quarantine", exc.reason_code, exc.reason)
     except MemoryError:
-        return ("quarantine", "resource_limit", "parsing exceeded the worker memory limit")
+        return _OVER_MEMORY
 
 
 class ParseExecutor:
@@ -75,15 +72,13 @@ class ParseExecutor:
         pool, self._pool = self._pool, None
         if pool is not None:
             self._fail_pending()
-            await asyncio.to_thread(_shutdown, pool)
+            await asyncio.to_thread(shutdown, pool)
 
-    def _new_pool(self, workers: int | None = None) -> Pool:
-        ctx = multiprocessing.get_context("spawn")
-        return ctx.Pool(
-            workers or self.settings.workers,
-            initializer=_init_worker,
-            initargs=(self.settings.worker_memory_mb,),
-            maxtasksperchild=self.settings.worker_max_tasks,
+    def _new_pool(self) -> Pool:
+        return spawn_pool(
+            self.settings.workers,
+            memory_mb=self.settings.worker_memory_mb,
+            max_tasks=self.settings.worker_max_tasks,
         )
 
     def _fail_pending(self) -> None:
@@ -92,30 +87,8 @@ class ParseExecutor:
                 fut.set_exception(TransientError("parser worker pool restarted"))
         self._pending.clear()
 
-    def _submit(self, pool: Pool, data: bytes, meta: DocumentMeta) -> asyncio.Future[_Outcome]:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[_Outcome] = loop.create_future()
-
-        # settled on the loop; the future may already have failed (pool restarted)
-        def ok(result: _Outcome) -> None:
-            if not fut.done():
-                fut.set_result(result)
-
-        def err(exc: BaseException) -> None:
-            if not fut.done():
-                fut.set_exception(exc)
-
-        def done(result: _Outcome) -> None:  # called in the pool's result thread
-            loop.call_soon_threadsafe(ok, result)
-
-        def failed(exc: BaseException) -> None:
-            loop.call_soon_threadsafe(err, exc)
-
-        pool.apply_async(_job, (data, meta, self.settings), callback=done, error_callback=failed)
-        return fut
-
     async def _in_pool(self, pool: Pool, data: bytes, meta: DocumentMeta) -> _Outcome:
-        fut = self._submit(pool, data, meta)
+        fut = submit(pool, _job, (data, meta, self.settings))
         self._pending.add(fut)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), self.settings.timeout_s)
@@ -125,7 +98,7 @@ class ParseExecutor:
             self._fail_pending()
             if self._pool is pool:
                 self._pool = await asyncio.to_thread(self._new_pool)
-            await asyncio.to_thread(_shutdown, pool)
+            await asyncio.to_thread(shutdown, pool)
             raise self._timed_out() from None
         finally:
             self._pending.discard(fut)
@@ -137,17 +110,24 @@ class ParseExecutor:
         )
 
     async def _in_own_process(self, data: bytes, meta: DocumentMeta) -> _Outcome:
-        """A heavy document in a process of its own, ended afterwards: the pool's workers
-        stay free for the documents behind it, and the memory it took is given back."""
-        pool = await asyncio.to_thread(self._new_pool, 1)
+        """A heavy document in a process of its own, ended afterwards
+        (``runtime.oneshot.run_once``): the pool's workers stay free for the documents
+        behind it, and the memory it took is given back."""
+        HEAVY_DOCUMENTS.inc()
         try:
-            return await asyncio.wait_for(self._submit(pool, data, meta), self.settings.timeout_s)
-        except TimeoutError:
+            return await run_once(
+                _job,
+                data,
+                meta,
+                self.settings,
+                timeout_s=self.settings.timeout_s,
+                memory_mb=self.settings.worker_memory_mb,
+            )
+        except WorkLimit as exc:
+            if exc.limit == "memory":
+                return _OVER_MEMORY
             PARSE_WORKER_RESTARTS.inc()
             raise self._timed_out() from None
-        finally:
-            HEAVY_DOCUMENTS.inc()
-            await asyncio.to_thread(_shutdown, pool)
 
     async def parse(self, data: bytes, meta: DocumentMeta) -> ParsedDocument:
         started = time.perf_counter()
@@ -166,8 +146,3 @@ class ParseExecutor:
         PARSE_BYTES.labels(format=doc.format).inc(len(data))
         PARSE_SECONDS.labels(format=doc.format).observe(time.perf_counter() - started)
         return doc
-
-
-def _shutdown(pool: Pool) -> None:
-    pool.terminate()
-    pool.join()

@@ -54,6 +54,7 @@ from ragline.runtime.metrics import (
     QUARANTINED,
     RETRIES,
 )
+from ragline.runtime.oneshot import release_memory
 from ragline.runtime.priority import lane_context
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
@@ -258,7 +259,7 @@ class StageRunner:
         INFLIGHT.labels(self.stage.name).inc(len(records))
         token = self.health.handling()
         try:
-            await self.process(records)
+            size = await self.process(records)
         except FatalError as exc:
             self.fatal = exc
             self.log.error(
@@ -272,6 +273,10 @@ class StageRunner:
             INFLIGHT.labels(self.stage.name).dec(len(records))
         await msg.ack()
         HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)
+        if 0 < self.settings.release_memory_bytes <= size:
+            # a large message is gone: hand its memory back (the RSS stays at the peak
+            # otherwise; runtime/oneshot.py)
+            await asyncio.to_thread(release_memory)
 
     # ------------------------------------------------------------------ processing
     def _consume_span(self, rec: Record) -> Any:
@@ -295,22 +300,25 @@ class StageRunner:
             },
         )
 
-    async def process(self, records: Sequence[Record]) -> None:
+    async def process(self, records: Sequence[Record]) -> int:
+        """Handles the records; returns the bytes of their bodies."""
         spans = {id(rec): self._consume_span(rec) for rec in records}
         try:
-            await self._process(records, spans)
+            return await self._process(records, spans)
         finally:
             for s in spans.values():
                 end_span(s)
 
-    async def _process(self, records: Sequence[Record], spans: dict[int, Any]) -> None:
+    async def _process(self, records: Sequence[Record], spans: dict[int, Any]) -> int:
         valid: list[tuple[Record, Any]] = []
+        size = 0
         for rec in records:
             CONSUMED.labels(self.stage.name, rec.topic).inc()
             try:
                 body = await self._with_retries(
                     lambda rec=rec: self.publisher.resolve(rec.value, rec.headers)
                 )
+                size += len(body)
                 # the lane is the record's topic's, or lower (an event that says bulk)
                 event = (
                     with_lane(read_event(rec.topic, body), BULK)
@@ -326,13 +334,14 @@ class StageRunner:
                 s.set_attribute("ragline.document_id", event.document_id)
             valid.append((rec, event))
         if not valid:
-            return
+            return size
         results = await self._handle(valid, [spans[id(rec)] for rec, _ in valid])
         # publish concurrently across documents, in order within one document (its key)
         by_key: dict[bytes | None, list[tuple[Record, Any, Any]]] = {}
         for (rec, event), result in zip(valid, results, strict=True):
             by_key.setdefault(rec.key, []).append((rec, event, result))
         await asyncio.gather(*(self._emit(items, spans) for items in by_key.values()))
+        return size
 
     async def _emit(self, items: Sequence[tuple[Record, Any, Any]], spans: dict[int, Any]) -> None:
         for rec, event, result in items:

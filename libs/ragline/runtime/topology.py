@@ -62,7 +62,8 @@ TOPOLOGY: tuple[ServiceTopology, ...] = (
     ServiceTopology(
         name="chunker",
         consumes=(Topics.DOC_SCANNED,),
-        produces=(Topics.DOC_CHUNKED,),
+        # doc.scanned: a heavy document is sent on to its bulk lane (docs/lanes.md)
+        produces=(Topics.DOC_CHUNKED, Topics.DOC_SCANNED),
         description="structure-first parent/child chunks with deterministic ids",
     ),
     ServiceTopology(
