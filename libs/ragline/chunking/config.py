@@ -63,6 +63,12 @@ class ChunkerSettings(TokenizerSettings):
         ge=0,
         description="an output with more child chunks than this goes to the bulk lane",
     )
+    max_children: int = Field(
+        default=20_000,
+        ge=0,
+        description="a document with more child chunks is quarantined (too_heavy): what "
+        "the stages after the chunker spend on one document is bounded; 0 = no cap",
+    )
     heavy_process: bool = Field(
         default=True,
         description="chunk a heavy document in a process of its own that exits afterwards "

@@ -23,7 +23,7 @@ HEAVY_DOCUMENTS = Counter(
 )
 QUARANTINED = Counter(
     "ragline_chunking_quarantined_total",
-    "Heavy documents the chunker gave up on (chunk_timeout, resource_limit)",
+    "Heavy documents the chunker gave up on (chunk_timeout, resource_limit, too_heavy)",
     ["reason_code"],
 )
 REROUTED = Counter(

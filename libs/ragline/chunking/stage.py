@@ -119,7 +119,13 @@ class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
             out = await self._heavy(event, over, ctx)
         else:
             out = await asyncio.to_thread(chunk_event, event, self._chunker)
-        if over or 0 < conf.heavy_children < _children(out.chunks):
+        children = _children(out.chunks)
+        if 0 < conf.max_children < children:
+            QUARANTINED.labels(reason_code="too_heavy").inc()
+            raise QuarantineError(
+                "too_heavy", f"{children} child chunks, more than {conf.max_children}"
+            )
+        if over or 0 < conf.heavy_children < children:
             out = with_lane(out, BULK)  # a lane only goes down (docs/lanes.md)
         return [Output(topic=Topics.DOC_CHUNKED.value, event=out)]
 

@@ -209,3 +209,14 @@ async def test_a_document_over_the_time_bound_is_quarantined(ctx: StageContext) 
         await stage.stop()
     assert info.value.reason_code == "chunk_timeout"
     assert "chars" in info.value.reason and "0.05s" in info.value.reason
+
+
+async def test_a_document_with_too_many_children_is_quarantined(ctx: StageContext) -> None:
+    stage = ChunkerStage(Settings(), ChunkerSettings(max_children=1))
+    await stage.start()
+    try:
+        with pytest.raises(QuarantineError) as info:
+            await stage.handle(_scanned(doc(para(prose(60)))), ctx)
+    finally:
+        await stage.stop()
+    assert info.value.reason_code == "too_heavy"

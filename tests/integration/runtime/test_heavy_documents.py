@@ -1,0 +1,152 @@
+"""A heavy document in the chunker, on the real stack (issue 18; docs/lanes.md): the real
+chunker and indexer stages run through the real runtime (``StageRunner``) under their own
+topic prefix, with one partition per topic (every document shares it).
+
+* It never holds the interactive lane: a heavy document of one tenant, published on the
+  interactive lane right before a one-line document of another tenant, is sent on to
+  ``doc.scanned.bulk``; the one-line document's chunks come out on the interactive lane.
+* It holds the bulk lane for at most ``RAGLINE_CHUNKER_HEAVY_TIMEOUT_S``: past it the
+  document's status is ``quarantined`` with reason ``chunk_timeout`` (a bound far below a
+  process start, so it is always exceeded: no timing is asserted).
+* A consumer hands memory back after a large message (``RAGLINE_RELEASE_MEMORY_BYTES``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+import ragline.runtime.consumer as consumer_module
+from ragline.chunking.config import ChunkerSettings
+from ragline.chunking.stage import ChunkerStage
+from ragline.config import Settings
+from ragline.events import (
+    BULK,
+    Block,
+    BlockKind,
+    DocScanned,
+    DocumentMeta,
+    FindingsSummary,
+    ParsedDocument,
+    Topics,
+    lane_topic,
+)
+from ragline.hashing import content_hash
+from ragline.runtime.consumer import StageRunner
+from ragline.runtime.lag import wait_drained
+from ragline.runtime.publisher import EventPublisher
+from ragline.runtime.service_main import load_service
+from ragline.runtime.stage import Stage
+from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
+from ragline.runtime.topology import physical_topic
+
+pytestmark = pytest.mark.integration
+
+
+def _scanned(tenant: str, doc: str, text: str) -> DocScanned:
+    return DocScanned(
+        tenant_id=tenant,
+        document_id=doc,
+        source_seq=1,
+        content_hash=content_hash(text.encode()),
+        meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
+        document=ParsedDocument(
+            format="markdown",
+            blocks=(Block(kind=BlockKind.LIST, text=text, section_path=(doc,)),),
+        ),
+        findings=FindingsSummary(),
+        scanner_version="1",
+    )
+
+
+async def _ids(settings: Settings, logical: str, want: set[str]) -> list[str]:
+    """Document ids of the records on ``logical`` until ``want`` are all seen (60 s)."""
+    consumer = AIOKafkaConsumer(
+        physical_topic(logical, settings.kafka_topic_prefix),
+        bootstrap_servers=settings.kafka_bootstrap,
+        group_id=f"read-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    seen: list[str] = []
+    try:
+        deadline = asyncio.get_running_loop().time() + 60
+        while not want <= set(seen) and asyncio.get_running_loop().time() < deadline:
+            for msgs in (await consumer.getmany(timeout_ms=500)).values():
+                seen += [json.loads(m.value)["document_id"] for m in msgs]
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def _status(settings: Settings, tenant: str, doc: str) -> tuple[Any, ...] | None:
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
+        cur = await conn.execute(
+            "SELECT status, reason_code, stage FROM document_status"
+            " WHERE tenant_id = %s AND document_id = %s",
+            (tenant, doc),
+        )
+        return await cur.fetchone()
+
+
+async def test_a_heavy_document_leaves_the_interactive_lane_and_ends_within_its_bound(
+    stack: Settings, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = stack.model_copy(
+        update={"kafka_topic_prefix": f"hv{uuid.uuid4().hex[:6]}.", "release_memory_bytes": 4096}
+    )
+    await ensure_pipeline_topics(
+        settings, partitions=1, replication_factor=1, topic_settings=TopicSettings()
+    )
+    releases: list[int] = []
+    real_release = consumer_module.release_memory
+
+    def counted() -> bool:
+        releases.append(1)
+        return real_release()
+
+    monkeypatch.setattr(consumer_module, "release_memory", counted)
+    chunker = ChunkerStage(settings, ChunkerSettings(heavy_lines=1000, heavy_timeout_s=0.01))
+    indexer = load_service("indexer")(settings)
+    stages: list[Stage[Any, Any]] = [chunker, indexer]
+    runners = [StageRunner(s, settings, logging.getLogger(f"test.{s.name}")) for s in stages]
+    heavy_tenant, other_tenant = f"{tenant}-heavy", f"{tenant}-other"
+    heavy = _scanned(heavy_tenant, "fs:big.md", "".join(f"- item {i}\n" for i in range(5000)))
+    small = _scanned(other_tenant, "fs:one-line.md", "One line.")
+    try:
+        for stage, runner in zip(stages, runners, strict=True):
+            await stage.start()
+            await runner.broker.start()
+        async with EventPublisher(settings, service="test") as pub:
+            # the same partition, the heavy one first, both interactive
+            await pub.publish(Topics.DOC_SCANNED, heavy)
+            await pub.publish(Topics.DOC_SCANNED, small)
+        # the interactive lane: the one-line document's chunks, never the heavy one's
+        assert await _ids(settings, Topics.DOC_CHUNKED, {small.document_id}) == [small.document_id]
+        assert await _ids(settings, lane_topic(Topics.DOC_SCANNED, BULK), {heavy.document_id}) == [
+            heavy.document_id
+        ]
+        lags = await wait_drained(settings, ["chunker", "indexer"], timeout_s=180)
+        assert sum(x.total for x in lags) == 0, lags
+    finally:
+        for stage, runner in zip(stages, runners, strict=True):
+            await runner.broker.stop()
+            await stage.stop()
+    # past its bound: a visible terminal status with its reason, and the lane moved on
+    assert await _status(settings, heavy_tenant, heavy.document_id) == (
+        "quarantined",
+        "chunk_timeout",
+        "chunker",
+    )
+    assert await _ids(settings, lane_topic(Topics.DOC_QUARANTINED, BULK), {heavy.document_id}) == [
+        heavy.document_id
+    ]
+    assert releases  # the heavy document's messages (~60 KB) were over the test's 4 KB
