@@ -18,14 +18,19 @@ production. Measured in one run:
 ``--baseline`` reproduces the code before the lanes: the backfill in the interactive
 lane (the same topics and consumer as before) and no heavy-document offload
 (``RAGLINE_CONNECTOR_HEAVY_BYTES=0``, ``RAGLINE_PARSER_HEAVY_BYTES=0``, no tenant
-budget: ``RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE=0``), so one
-checkout measures before and after.
+budget: ``RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE=0``, the chunker's heaviness rule
+off: ``RAGLINE_CHUNKER_HEAVY_{CHARS,BLOCKS,LINES,CELLS,CHILDREN}=0``, no memory release
+after large messages: ``RAGLINE_RELEASE_MEMORY_BYTES=0``), so one checkout measures
+before and after (the chunker's line-locator and wide-header speed-ups stay in both). A
+large document the pipeline gives up on (over a stage's time bound, docs/lanes.md) ends
+quarantined: its status and reason code are in the report.
 
     .venv/bin/python bench/freshness_bench.py [--backfill 5000] [--probes 15] [--baseline]
+    .venv/bin/python bench/freshness_bench.py --large-only [--quick]  # the large documents only
 
 Writes bench/out/freshness.json and bench/out/freshness.png (``freshness_baseline.*``
-with ``--baseline``): latency of each interactive edit over the backfill's duration,
-with the backfill's progress.
+with ``--baseline``; ``*_large.json`` only with ``--large-only``): latency of each
+interactive edit over the backfill's duration, with the backfill's progress.
 """
 
 from __future__ import annotations
@@ -109,6 +114,15 @@ class Clock:
                 return time.perf_counter() - t0
             await asyncio.sleep(0.05)
         raise TimeoutError(f"{doc_id} not indexed after {timeout_s} s")
+
+    async def reason(self, tenant: str, doc_id: str) -> str | None:
+        cur = await self.conn.execute(
+            "SELECT reason_code FROM document_status WHERE tenant_id = %s AND document_id = %s",
+            (tenant, doc_id),
+        )
+        row = await cur.fetchone()
+        await self.conn.commit()
+        return row[0] if row else None
 
     async def count(self, tenant: str) -> int:
         cur = await self.conn.execute(
@@ -296,12 +310,14 @@ async def large_phase(
         await asyncio.sleep(5)
         after = await asyncio.to_thread(rss_mb, procs)
         status, _ = await clock.status("heavy", heavy.document_id)
+        reason = await clock.reason("heavy", heavy.document_id)
         out[name] = {
             "bytes": len(text.encode()),
             # None: not indexed within --large-timeout
             "one_line_other_tenant_s": None if one_line is None else round(one_line, 3),
             "large_document_s": None if heavy_s is None else round(heavy_s, 3),
             "large_document_status": status,
+            "large_document_reason": reason,  # the reason code of a quarantine
             "rss_mb": {
                 k: {"before": before.get(k), "peak": peak.peak.get(k), "after": after.get(k)}
                 for k in procs
@@ -315,7 +331,7 @@ async def large_phase(
 async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dict[str, Any]:
     settings = Settings()
     tenant = "bench"
-    docs = load_docs(args.backfill + 2 * args.probes)
+    docs = load_docs(1 if args.large_only else args.backfill + 2 * args.probes)
     backfill = docs[: args.backfill]
     idle_docs = docs[args.backfill : args.backfill + args.probes]
     edit_docs = docs[args.backfill + args.probes :]
@@ -339,20 +355,21 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
         # warm-up: the first document through each lane loads models and opens pools
         for lane_ in (INTERACTIVE, BULK):
             await timed(pub, clock, with_lane(upsert("warmup", docs[0], suffix=lane_), lane_))
-        report["idle"] = await idle_phase(pub, clock, tenant, idle_docs)
-        save()
-        report["under_backfill"] = await backfill_phase(
-            pub,
-            clock,
-            tenant,
-            backfill,
-            edit_docs,
-            lane=lane,
-            timeout_s=args.timeout,
-            edits_on=not args.no_edits,
-        )
-        save()
-        plot(report, OUT / f"{args.stem}.png")
+        if not args.large_only:
+            report["idle"] = await idle_phase(pub, clock, tenant, idle_docs)
+            save()
+            report["under_backfill"] = await backfill_phase(
+                pub,
+                clock,
+                tenant,
+                backfill,
+                edit_docs,
+                lane=lane,
+                timeout_s=args.timeout,
+                edits_on=not args.no_edits,
+            )
+            save()
+            plot(report, OUT / f"{args.stem}.png")
         if not args.skip_large:
             report["large_documents"] = {}
             await large_phase(
@@ -434,12 +451,17 @@ def main() -> int:
         help="throughput only: no interactive edits during the backfill (compare modes)",
     )
     ap.add_argument(
+        "--large-only", action="store_true", help="only the large-document phase (no backfill)"
+    )
+    ap.add_argument(
         "--large-timeout", type=float, default=900, help="seconds to wait per large document"
     )
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     stem = "freshness_baseline" if args.baseline else "freshness"
-    stem = args.stem = stem + ("_noedits" if args.no_edits else "")
+    stem = args.stem = (
+        stem + ("_noedits" if args.no_edits else "") + ("_large" if args.large_only else "")
+    )
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")
     if args.baseline:
@@ -449,6 +471,12 @@ def main() -> int:
                 "RAGLINE_PARSER_HEAVY_BYTES": "0",
                 # no tenant budget either: the interactive backfill stays interactive
                 "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE": "0",
+                # nor the chunker's heaviness rule, nor the memory release
+                "RAGLINE_RELEASE_MEMORY_BYTES": "0",
+                **{
+                    f"RAGLINE_CHUNKER_HEAVY_{k}": "0"
+                    for k in ("CHARS", "BLOCKS", "LINES", "CELLS", "CHILDREN")
+                },
             }
         )
     with patched_environ(env):
@@ -464,11 +492,12 @@ def main() -> int:
                 p.cleanup()
             asyncio.run(manager.down())
     (OUT / f"{stem}.json").write_text(json.dumps(report, indent=2))
-    plot(report, OUT / f"{stem}.png")
     summary = {k: v for k, v in report.items() if k != "under_backfill"}
-    summary["under_backfill"] = {
-        k: v for k, v in report["under_backfill"].items() if k not in ("edits", "progress")
-    }
+    if not args.large_only:
+        plot(report, OUT / f"{stem}.png")
+        summary["under_backfill"] = {
+            k: v for k, v in report["under_backfill"].items() if k not in ("edits", "progress")
+        }
     print(json.dumps(summary, indent=2))
     return 0
 
