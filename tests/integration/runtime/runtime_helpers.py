@@ -1,11 +1,20 @@
-"""Events the runtime's integration tests publish (one builder, not a copy per test)."""
+"""Events the runtime's integration tests publish and read (one builder, one reader, not
+a copy per test)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
+import uuid
+from typing import Any
 
+from aiokafka import AIOKafkaConsumer
+
+from ragline.config import Settings
 from ragline.events import INTERACTIVE, DocFetched, DocumentMeta, Lane
 from ragline.hashing import content_hash
+from ragline.runtime.topology import physical_topic
 
 
 def markdown_fetched(
@@ -23,3 +32,24 @@ def markdown_fetched(
         size_bytes=len(raw),
         priority=lane,
     )
+
+
+async def read_events(settings: Settings, logical: str, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` records of ``logical`` (JSON), from the beginning (60 s at most)."""
+    consumer = AIOKafkaConsumer(
+        physical_topic(logical, settings.kafka_topic_prefix),
+        bootstrap_servers=settings.kafka_bootstrap,
+        group_id=f"read-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    out: list[dict[str, Any]] = []
+    try:
+        deadline = asyncio.get_running_loop().time() + 60
+        while len(out) < n and asyncio.get_running_loop().time() < deadline:
+            for msgs in (await consumer.getmany(timeout_ms=500)).values():
+                out += [json.loads(m.value) for m in msgs]
+    finally:
+        await consumer.stop()
+    return out

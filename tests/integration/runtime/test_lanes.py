@@ -10,15 +10,13 @@ events is asserted, never a duration.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
-from aiokafka import AIOKafkaConsumer
-from runtime_helpers import markdown_fetched
+from runtime_helpers import markdown_fetched, read_events
 
 from ragline.config import Settings
 from ragline.events import (
@@ -34,7 +32,6 @@ from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
-from ragline.runtime.topology import physical_topic
 
 pytestmark = pytest.mark.integration
 
@@ -59,26 +56,6 @@ class _SlowBulk(Stage[DocFetched, DocControl]):
             await asyncio.sleep(0.25)
         out = DocControl(**event.derived("lanetest"), action="delete")
         return [Output(topic=Topics.DOC_CONTROL.value, event=out)]
-
-
-async def _read(settings: Settings, logical: str, n: int) -> list[dict[str, Any]]:
-    consumer = AIOKafkaConsumer(
-        physical_topic(logical, settings.kafka_topic_prefix),
-        bootstrap_servers=settings.kafka_bootstrap,
-        group_id=f"read-{uuid.uuid4().hex[:8]}",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    await consumer.start()
-    out: list[dict[str, Any]] = []
-    try:
-        deadline = asyncio.get_running_loop().time() + 60
-        while len(out) < n and asyncio.get_running_loop().time() < deadline:
-            for msgs in (await consumer.getmany(timeout_ms=500)).values():
-                out += [json.loads(m.value) for m in msgs]
-    finally:
-        await consumer.stop()
-    return out
 
 
 async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
@@ -123,8 +100,8 @@ async def test_interactive_overtakes_the_bulk_backlog_and_lanes_are_kept(
     assert runner.gate.waited_s > 0  # bulk did yield
 
     # outputs stay in their input's lane: bulk on doc.control.bulk, the edit on doc.control
-    bulk_out = await _read(settings, lane_topic(Topics.DOC_CONTROL.value, BULK), BULK_DOCS)
-    inter_out = await _read(settings, Topics.DOC_CONTROL.value, 1)
+    bulk_out = await read_events(settings, lane_topic(Topics.DOC_CONTROL.value, BULK), BULK_DOCS)
+    inter_out = await read_events(settings, Topics.DOC_CONTROL.value, 1)
     assert sorted(e["document_id"] for e in bulk_out) == sorted(
         f"fs:{tenant}/b{i}" for i in range(BULK_DOCS)
     )
