@@ -64,7 +64,7 @@ class ChunkerSettings(TokenizerSettings):
         description="an output with more child chunks than this goes to the bulk lane",
     )
     max_children: int = Field(
-        default=20_000,
+        default=10_000,
         ge=0,
         description="a document with more child chunks is quarantined (too_heavy): what "
         "the stages after the chunker spend on one document is bounded; 0 = no cap",
