@@ -10,8 +10,9 @@ Every event passed on carries an id minted from what the change is
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import NamedTuple
 
 from ragline.errors import PermanentError
 from ragline.events import (
@@ -26,13 +27,15 @@ from ragline.events import (
     acl_digest,
     change_identity,
 )
-from ragline.order import ContentKey, content_key
+from ragline.order import ACL_FROM_CHANGE, ACL_FROM_UPSERT, AclKey, ContentKey, content_key
 
 __all__ = [
     "Decision",
     "ImplausibleSequence",
     "SeqRule",
+    "StatedAcl",
     "StoredState",
+    "acl_statement",
     "control_event",
     "decide_before_fetch",
     "decide_control",
@@ -59,6 +62,37 @@ class Decision(StrEnum):
     NARROWING = "narrowing"  # (metric label of an upsert's ACL narrowing on the fast path)
 
 
+class StatedAcl(NamedTuple):
+    """An ACL statement intake accepted: its ACL key (ragline.order) and its digest
+    (``events.acl_digest`` of the groups and classification)."""
+
+    seq: int
+    rank: int  # ACL_FROM_UPSERT | ACL_FROM_CHANGE
+    digest: str
+
+    @property
+    def key(self) -> AclKey:
+        return AclKey(self.seq, self.rank)
+
+
+def acl_statement(
+    event: SourceUpsert | SourceAclChange,
+    meta: DocumentMeta | None = None,
+    *,
+    kept: str | None = None,
+) -> StatedAcl:
+    """The ACL statement a change makes: an upsert's full ACL (``meta``: its effective
+    metadata) at (seq, 0), an ACL change's at (seq, 1); an ACL change that states no
+    classification keeps the document's (``kept``: the indexed one, if known)."""
+    if isinstance(event, SourceAclChange):
+        cls = event.classification.value if event.classification is not None else kept
+        digest = acl_digest(event.acl_groups, cls)
+        return StatedAcl(event.source_seq, ACL_FROM_CHANGE, digest)
+    m = meta or event.meta
+    digest = acl_digest(m.acl_groups, m.classification.value)
+    return StatedAcl(event.source_seq, ACL_FROM_UPSERT, digest)
+
+
 @dataclass(frozen=True, kw_only=True)
 class StoredState:
     """What Postgres holds about one document (``documents`` + ``document_status``)."""
@@ -74,6 +108,9 @@ class StoredState:
     acl_groups: tuple[str, ...] | None = None  # documents.acl_groups (what readers have)
     classification: str | None = None
     seq_epoch: int = 0  # document_status.seq_epoch: the reset generation (migration 0090)
+    # document_status.stated_acl_*: the newest ACL statement intake accepted (an upsert's
+    # or an ACL change's), applied or still in flight (migration 0130)
+    stated_acl: StatedAcl | None = None
 
     def newest_seq(self, *, include_acl: bool) -> int | None:
         """The highest source_seq seen for this document.
@@ -114,11 +151,34 @@ class StoredState:
     def indexed(self) -> bool:
         return self.status == "indexed"
 
+    def with_statement(self, stated: StatedAcl) -> StoredState:
+        """This state after intake accepted ``stated`` (kept if not older)."""
+        if self.stated_acl is not None and self.stated_acl.key > stated.key:
+            return self
+        return replace(self, stated_acl=stated)
+
+    def statement_differs(self, stated: StatedAcl) -> bool:
+        """Is the newest ACL statement intake accepted older than ``stated`` and another
+        ACL? (An ACL change still in flight, lifetest ACL-1: the upsert restates an ACL
+        the document will not have once that change is applied.)"""
+        held = self.stated_acl
+        return held is not None and held.key < stated.key and held.digest != stated.digest
+
     def acl_restated(self, source_seq: int, meta: DocumentMeta) -> bool:
-        """Would an upsert at ``source_seq`` carrying ``meta`` change what readers have?
-        Its ACL (the full ACL, ACL key (seq, 0)) is newer than the ACL statement held and
-        differs from it (an ACL change applied since the indexed version): then the same
-        bytes and metadata are not "unchanged" (lifetest F13)."""
+        """Would an upsert at ``source_seq`` carrying ``meta`` change what readers have
+        (now, or once the changes already accepted are applied)? Its ACL (the full ACL,
+        ACL key (seq, 0)) is newer than an ACL statement held and differs from it: an ACL
+        change applied since the indexed version (lifetest F13), or one accepted and still
+        in flight (lifetest ACL-1: compared with what was last *accepted*, not only what
+        was last indexed). Then the same bytes and metadata are not "unchanged"."""
+        if self.statement_differs(
+            StatedAcl(
+                source_seq,
+                ACL_FROM_UPSERT,
+                acl_digest(meta.acl_groups, meta.classification.value),
+            )
+        ):
+            return True
         if self.acl_groups is None or (self.acl_seq is not None and source_seq <= self.acl_seq):
             return False
         groups = tuple(sorted(self.acl_groups))
@@ -270,11 +330,25 @@ def decide_control(stored: StoredState | None, event: SourceDelete | SourceAclCh
     return Decision.STALE if newest is not None and newest > event.source_seq else Decision.FORWARD
 
 
-def narrows(stored: StoredState | None, meta: DocumentMeta) -> bool:
+def narrows(
+    stored: StoredState | None, meta: DocumentMeta, stated: StatedAcl | None = None
+) -> bool:
     """Does the upsert's ACL or classification take something away from what readers
-    of the indexed version have now? (then it also takes the fast path, ADR 0007)"""
+    of the indexed version have now, or will have once an accepted ACL change still in
+    flight is applied (``stated``: the upsert's own statement; then any other ACL counts:
+    a narrowing is an intersection, harmless when it takes nothing away)? Then it also
+    takes the fast path (ADR 0007)."""
     if stored is None or not stored.indexed or stored.acl_groups is None:
         return False
+    held = stored.stated_acl
+    if (
+        stated is not None
+        and held is not None
+        and stored.statement_differs(stated)
+        # the statement held is not what readers have: accepted, not applied yet
+        and held.digest != acl_digest(stored.acl_groups, stored.classification)
+    ):
+        return True
     if not set(stored.acl_groups) <= set(meta.acl_groups):
         return True
     order = [c.value for c in Classification]

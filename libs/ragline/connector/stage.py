@@ -21,7 +21,9 @@ from ragline.connector.intake import (
     Decision,
     ImplausibleSequence,
     SeqRule,
+    StatedAcl,
     StoredState,
+    acl_statement,
     control_event,
     decide_before_fetch,
     decide_control,
@@ -157,8 +159,14 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         view = dict(stored)  # the stored state as this batch's earlier events left it
         accepts: dict[_Key, _Intake] = {}
         acls: dict[_Key, tuple[tuple[str, ...], int]] = {}  # the status row's ACL (0007)
-        # unchanged restatements at a newer seq: (seq, the batch indices) per document
-        advances: dict[_Key, tuple[int, list[int]]] = {}
+        # unchanged restatements at a newer seq: (statement, the batch indices) per document
+        advances: dict[_Key, tuple[StatedAcl, list[int]]] = {}
+        # the newest ACL statement accepted per document (lifetest ACL-1): an upsert's
+        # (its digest, at the seq in ``acls``), an ACL change's (with the batch indices)
+        stated: dict[_Key, str] = {}
+        acl_changes: dict[_Key, tuple[StatedAcl, list[int]]] = {}
+        # the generation each document's changes were stamped with (0090)
+        epochs = {k: st.seq_epoch for k, st in stored.items()}
         # (index, key, decision, outputs or the version's failure) awaiting the write
         waiting: list[tuple[int, _Key, Decision, list[_Out] | BaseException]] = []
         for i, ev in changes.items():
@@ -172,7 +180,10 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                 control = Output(topic=Topics.DOC_CONTROL.value, event=control_event(ev))
                 if isinstance(ev, SourceAclChange):
                     DECISIONS.labels("acl").inc()
-                    view[key] = _seen(st, ev.source_seq, acl=True)
+                    statement = acl_statement(ev, kept=st.classification if st else None)
+                    view[key] = _seen(st, ev.source_seq, acl=True).with_statement(statement)
+                    held, idx = acl_changes.get(key, (statement, []))
+                    acl_changes[key] = (_newest(held, statement), [*idx, i])
                     results[i] = [control]
                 else:  # a delete is a content change: recorded like one (no hash)
                     _note(accepts, key, _Intake(ev.source_seq, None))
@@ -185,7 +196,7 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             if early is not None or got is None:
                 results[i] = self._nothing(ev, early or Decision.STALE, ctx)
                 if early is Decision.UNCHANGED:
-                    _restated(view, key, ev.source_seq, advances, i)
+                    _restated(view, key, acl_statement(ev, meta), advances, i)
                 continue
             if isinstance(got, BaseException):
                 results[i] = got
@@ -199,7 +210,8 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                     final = _final_failure(got, ctx.attempt, self.settings.max_attempts)
                     if final is not None:
                         _note(accepts, key, _Intake(ev.source_seq, ev.content_hash, final))
-                        _acl(acls, key, meta.acl_groups, ev.source_seq)
+                        _acl(acls, stated, key, ev, meta)
+                        view[key] = view[key].with_statement(acl_statement(ev, meta))
                         waiting.append((i, key, Decision.CONTENT, got))
                 continue
             chash = content_hash(got.data)
@@ -209,29 +221,54 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             if decision not in (Decision.CONTENT, Decision.METADATA):
                 results[i] = self._nothing(ev, decision, ctx)
                 if decision is Decision.UNCHANGED:
-                    _restated(view, key, ev.source_seq, advances, i)
+                    _restated(view, key, acl_statement(ev, meta), advances, i)
                 continue
             _note(accepts, key, _Intake(ev.source_seq, chash))
-            _acl(acls, key, meta.acl_groups, ev.source_seq)
-            view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash)
+            _acl(acls, stated, key, ev, meta)
+            statement = acl_statement(ev, meta)
+            view[key] = _seen(st, ev.source_seq, acl=False, content_hash=chash).with_statement(
+                statement
+            )
             doc = fetched_event(
                 ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
             )
             doc = self.admission.place(doc)  # heavy or over budget: bulk (ADR 0012)
             outs: list[_Out] = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
-            if narrows(stored.get(key), meta):  # revocation never waits for the content
+            if narrows(st, meta, statement):  # revocation never waits for the content
                 DECISIONS.labels(Decision.NARROWING.value).inc()
                 outs.insert(
                     0, Output(topic=Topics.DOC_CONTROL.value, event=narrowing_event(ev, meta))
                 )
             waiting.append((i, key, decision, outs))
         if advances:  # the restated seq is held too: an older version after it is stale
+            refused: dict[_Key, BaseException] = {}
             try:
-                await self.state.record_restated({k: s for k, (s, _) in advances.items()})
+                refused.update(
+                    await self.state.record_restated(
+                        {k: (s, epochs.get(k, 0)) for k, (s, _) in advances.items()}
+                    )
+                )
             except Exception as exc:
-                for _, idx in advances.values():
-                    for i in idx:
-                        results[i] = exc
+                refused = dict.fromkeys(advances, exc)
+            for k, err in refused.items():  # decided again (the runtime retries them)
+                for i in advances[k][1]:
+                    results[i] = err
+        if acl_changes:  # recorded as accepted statements (ACL-1), or stale meanwhile
+            recorded: dict[_Key, bool | BaseException] = {}
+            try:
+                recorded.update(
+                    await self.state.record_acl_stated(
+                        {k: (s, epochs.get(k, 0)) for k, (s, _) in acl_changes.items()}
+                    )
+                )
+            except Exception as exc:
+                recorded = dict.fromkeys(acl_changes, exc)
+            for k, ok in recorded.items():
+                for i in acl_changes[k][1]:
+                    if isinstance(ok, BaseException):
+                        results[i] = ok
+                    elif not ok:
+                        results[i] = self._nothing(changes[i], Decision.STALE, ctx)
         if waiting:
             try:
                 written = await self.state.record_accepted_each(
@@ -242,6 +279,8 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                         for k, a in accepts.items()
                         if a.quarantine is not None
                     },
+                    stated=stated,
+                    epochs={k: epochs.get(k, 0) for k in accepts},
                 )
             except Exception as exc:
                 for i, *_ in waiting:
@@ -323,19 +362,20 @@ def _final_failure(exc: BaseException, attempt: int, max_attempts: int) -> Quara
 def _restated(
     view: dict[_Key, StoredState],
     key: _Key,
-    seq: int,
-    advances: dict[_Key, tuple[int, list[int]]],
+    statement: StatedAcl,
+    advances: dict[_Key, tuple[StatedAcl, list[int]]],
     i: int,
 ) -> None:
     """An unchanged upsert (the indexed bytes, metadata and ACL again) at a newer seq:
     noted for the batch's status write (the status row's seq moves up to it, lifetest
-    F13) and in ``view`` for later events of the batch."""
+    F13, with its ACL statement) and in ``view`` for later events of the batch."""
     st = view.get(key)
+    seq = statement.seq
     if st is None or st.pending_seq is None or seq <= st.pending_seq:
         return
-    held, idx = advances.get(key, (seq, []))
-    advances[key] = (max(held, seq), [*idx, i])
-    view[key] = replace(st, pending_seq=seq)
+    held, idx = advances.get(key, (statement, []))
+    advances[key] = (_newest(held, statement), [*idx, i])
+    view[key] = replace(st, pending_seq=seq).with_statement(statement)
 
 
 class _Intake(NamedTuple):
@@ -383,10 +423,18 @@ def _note(accepts: dict[_Key, _Intake], key: _Key, change: _Intake) -> None:
 
 def _acl(
     acls: dict[_Key, tuple[tuple[str, ...], int]],
+    stated: dict[_Key, str],
     key: _Key,
-    groups: tuple[str, ...],
-    seq: int,
+    ev: SourceUpsert,
+    meta: DocumentMeta,
 ) -> None:
-    """The status row's ACL (ADR 0007): the newest upsert's of the batch."""
-    if key not in acls or acls[key][1] <= seq:
-        acls[key] = (groups, seq)
+    """The status row's ACL (ADR 0007) and the accepted statement (its digest, lifetest
+    ACL-1): the newest upsert's of the batch."""
+    if key not in acls or acls[key][1] <= ev.source_seq:
+        acls[key] = (meta.acl_groups, ev.source_seq)
+        stated[key] = acl_statement(ev, meta).digest
+
+
+def _newest(held: StatedAcl, new: StatedAcl) -> StatedAcl:
+    """The newer of two statements by ACL key; on a tie the later one (source order)."""
+    return new if new.key >= held.key else held

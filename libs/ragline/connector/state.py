@@ -11,25 +11,35 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.connector.intake import StoredState
-from ragline.errors import NotBuiltError, PermanentError, RaglineError
+from ragline.connector.intake import StatedAcl, StoredState
+from ragline.errors import NotBuiltError, PermanentError, RaglineError, TransientError
 from ragline.store.pg_errors import pg_errors
 from ragline.store.pool import open_pool
+from ragline.store.seq_epoch import REFUSED_REASON_CODE
 from ragline.store.status import status_acl_update_sql, status_key_sql
 
-__all__ = ["StateStore"]
+__all__ = ["ChangedMeanwhile", "StateStore"]
+
+
+class ChangedMeanwhile(TransientError):
+    """The document changed between a batch's read and its write in a way that changes
+    the decision (a ``reset-seq`` started a newer generation, or the other lane's batch
+    accepted an ACL statement): nothing was written; the change is decided again (the
+    runtime retries it, and the retry reads the new state)."""
+
 
 _COLUMNS = sql.SQL(
     "d.source_seq, d.acl_seq, d.content_hash, d.meta_hash, d.status, "
     "s.source_seq, s.status, s.content_hash, d.acl_groups, d.classification, "
-    "coalesce(s.seq_epoch, 0)"
+    "coalesce(s.seq_epoch, 0), s.stated_acl_seq, s.stated_acl_rank, "
+    "s.stated_acl_digest"
 )
 
 # one round trip for a whole batch of (tenant, document) keys
@@ -51,8 +61,27 @@ _LIST_SOURCE = sql.SQL(
     "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
 ).format(cols=_COLUMNS)
 
+# the newest ACL statement intake accepted (migration 0130): replaced only by one whose
+# ACL key (seq, rank) is not smaller
+_NEWER_STATED = sql.SQL(
+    "(ds.stated_acl_seq IS NULL OR (ds.stated_acl_seq, ds.stated_acl_rank) <= ({q}, {r}))"
+)
+
+
+def _stated_set(q: str, r: str, g: str, cond: sql.Composable) -> sql.Composed:
+    """SET clauses writing the statement (q, r, g) when ``cond`` holds, else keeping it."""
+    return sql.SQL(", ").join(
+        sql.SQL("{c} = CASE WHEN {cond} THEN {v} ELSE ds.{c} END").format(
+            c=sql.Identifier(c), cond=cond, v=sql.SQL(v)
+        )
+        for c, v in (("stated_acl_seq", q), ("stated_acl_rank", r), ("stated_acl_digest", g))
+    )
+
+
 # a row is only overwritten by a change whose content key (ragline.order) is >= the
-# stored one. The row's ACL (read by the query role, migration 0007) is the one with the
+# stored one, and never by a change stamped with an older reset generation (seq_epoch:
+# a reset-seq committed after the batch read it; the change is decided again).
+# The row's ACL (read by the query role, migration 0007) is the one with the
 # greatest ACL key (acl_seq, rank: 0 upsert, 1 ACL change) of: the upsert's meta ACL at
 # its seq, the documents row's, a parked ACL change's; never older than the stored one.
 # A delete brings no ACL and keeps the last known. A version quarantined at intake (the
@@ -61,12 +90,15 @@ _LIST_SOURCE = sql.SQL(
 _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
     "  (tenant_id, document_id, source_seq, content_hash, stage, status, reason_code, "
-    "   reason, acl_groups, acl_seq, acl_rank, updated_at) "
+    "   reason, acl_groups, acl_seq, acl_rank, updated_at, seq_epoch, "
+    "   stated_acl_seq, stated_acl_rank, stated_acl_digest) "
     "SELECT x.t, x.d, x.q, x.h, 'connector', coalesce(x.st, 'accepted'), x.rc, x.rs, "
-    "  a.g, a.s, coalesce(a.r, 0), now() "
+    "  a.g, a.s, coalesce(a.r, 0), now(), coalesce(x.e, cur.seq_epoch, 0), "
+    "  CASE WHEN x.sd IS NOT NULL THEN x.gs END, CASE WHEN x.sd IS NOT NULL THEN 0 END, x.sd "
     "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[], "
-    "            %s::text[], %s::text[], %s::text[]) "
-    "  AS x(t, d, q, h, g, gs, st, rc, rs) "
+    "            %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[]) "
+    "  AS x(t, d, q, h, g, gs, st, rc, rs, sd, e) "
+    "LEFT JOIN document_status cur ON cur.tenant_id = x.t AND cur.document_id = x.d "
     "LEFT JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
     "LEFT JOIN pending_acl p ON p.tenant_id = x.t AND p.document_id = x.d "
     "LEFT JOIN LATERAL ("
@@ -81,35 +113,109 @@ _ACCEPT = sql.SQL(
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = EXCLUDED.reason_code, "
     "  reason = EXCLUDED.reason, "
-    "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl} "
-    "WHERE {old} <= {new} "
+    "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl}, {stated} "
+    "WHERE {old} <= {new} AND ds.seq_epoch <= EXCLUDED.seq_epoch "
     "RETURNING ds.tenant_id, ds.document_id"
 ).format(
     old=status_key_sql("ds"),
     new=status_key_sql("EXCLUDED"),
     acl=status_acl_update_sql("ds"),
+    stated=_stated_set(
+        "EXCLUDED.stated_acl_seq",
+        "EXCLUDED.stated_acl_rank",
+        "EXCLUDED.stated_acl_digest",
+        sql.SQL("EXCLUDED.stated_acl_seq IS NOT NULL AND {n}").format(
+            n=_NEWER_STATED.format(
+                q=sql.SQL("EXCLUDED.stated_acl_seq"), r=sql.SQL("EXCLUDED.stated_acl_rank")
+            )
+        ),
+    ),
 )
+
+# the keys of a batch whose status row a reset-seq moved to a newer generation than the
+# one their changes were stamped with (after the batch read it)
+_NEWER_GENERATION = sql.SQL(
+    "SELECT ds.tenant_id, ds.document_id FROM document_status ds "
+    "JOIN unnest(%s::text[], %s::text[], %s::bigint[]) AS x(t, d, e) "
+    "  ON ds.tenant_id = x.t AND ds.document_id = x.d WHERE ds.seq_epoch > x.e"
+)
+
+# an ACL change intake forwards (lifetest ACL-1): the status row, if any, records it as
+# the newest accepted statement, unless a newer statement is held (an upsert at a newer
+# seq accepted or restated meanwhile, perhaps by the other lane's batch: the change is
+# stale) or the row is of a newer generation (decided again). Every row of the batch is
+# touched and reports both, so a refusal is never mistaken for "no row".
+_ACL_OK = sql.SQL("ds.seq_epoch <= x.e AND {n}").format(
+    n=_NEWER_STATED.format(q=sql.SQL("x.q"), r=sql.SQL("1"))
+)
+_ACL_STATED = sql.SQL(
+    "UPDATE document_status AS ds SET {stated} "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::bigint[]) "
+    "  AS x(t, d, q, g, e) "
+    "WHERE ds.tenant_id = x.t AND ds.document_id = x.d "
+    "RETURNING ds.tenant_id, ds.document_id, ds.seq_epoch > x.e, "
+    "  (ds.stated_acl_seq, ds.stated_acl_rank, ds.stated_acl_digest) "
+    "  IS NOT DISTINCT FROM (x.q, 1::smallint, x.g)"
+).format(stated=_stated_set("x.q", "1", "x.g", _ACL_OK))
 
 # an unchanged restatement at a newer seq (the indexed bytes, metadata and ACL again):
 # the status row of the indexed version takes the seq, so an older upsert or delete after
 # it is stale (lifetest F13); the documents row keeps the seq its version was indexed at
+# and its ACL statement (seq, 0) is recorded. Refused (the row reports it, nothing
+# changes) when the row is of a newer generation, or holds an older accepted ACL
+# statement that differs (an ACL change accepted meanwhile, perhaps by the other lane's
+# batch: the upsert then restates an ACL and is decided again; lifetest ACL-1)
+_RESTATE_OK = sql.SQL(
+    "ds.seq_epoch <= x.e AND NOT (ds.stated_acl_seq IS NOT NULL "
+    "  AND (ds.stated_acl_seq, ds.stated_acl_rank) < (x.q, 0) AND ds.stated_acl_digest <> x.g)"
+)
+# A row a reset-seq marked 'failed' (the change it refused is older than this upsert,
+# which restates the indexed version) says 'indexed' again.
 _RESTATED = sql.SQL(
-    "UPDATE document_status AS ds SET source_seq = x.q, updated_at = now() "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS x(t, d, q) "
-    "WHERE ds.tenant_id = x.t AND ds.document_id = x.d AND ds.status = 'indexed' "
-    "  AND ds.source_seq < x.q"
+    "UPDATE document_status AS ds SET "
+    "  source_seq = CASE WHEN {ok} THEN x.q ELSE ds.source_seq END, "
+    "  status = CASE WHEN {ok} THEN 'indexed' ELSE ds.status END, "
+    "  content_hash = CASE WHEN {ok} THEN doc.content_hash ELSE ds.content_hash END, "
+    "  stage = CASE WHEN {ok} AND ds.status = 'failed' THEN 'connector' ELSE ds.stage END, "
+    "  reason_code = CASE WHEN {ok} THEN NULL ELSE ds.reason_code END, "
+    "  reason = CASE WHEN {ok} THEN NULL ELSE ds.reason END, "
+    "  updated_at = CASE WHEN {ok} THEN now() ELSE ds.updated_at END, {stated} "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::bigint[]) "
+    "  AS x(t, d, q, g, e) "
+    "JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
+    "WHERE ds.tenant_id = x.t AND ds.document_id = x.d AND doc.status = 'indexed' "
+    "  AND (ds.status = 'indexed' OR (ds.status = 'failed' AND ds.reason_code = {refused})) "
+    "  AND ds.source_seq < x.q "
+    "RETURNING ds.tenant_id, ds.document_id, ds.seq_epoch > x.e, ds.source_seq = x.q"
+).format(
+    refused=sql.Literal(REFUSED_REASON_CODE),
+    ok=_RESTATE_OK,
+    stated=_stated_set(
+        "x.q",
+        "0",
+        "x.g",
+        sql.SQL("{ok} AND {n}").format(
+            ok=_RESTATE_OK, n=_NEWER_STATED.format(q=sql.SQL("x.q"), r=sql.SQL("0"))
+        ),
+    ),
 )
 
 Key = tuple[str, str]  # (tenant_id, document_id)
 Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
+Stated = tuple[StatedAcl, int]  # (an ACL statement, the generation it was stamped with)
+_NEWER_GEN = "a reset-seq started a newer generation of the document meanwhile"
 Reason = tuple[str, str]  # (reason_code, reason) of a version quarantined at intake
 _REASON_MAX = 1000  # as the runtime's doc.quarantined
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
-    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls, ep = row
+    d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls, ep = row[:11]
+    st_seq, st_rank, st_digest = row[11:]
     if d_status is None and s_status is None:
         return None
+    stated = None
+    if st_seq is not None and st_rank is not None and st_digest is not None:
+        stated = StatedAcl(st_seq, st_rank, st_digest)
     return StoredState(
         source_seq=d_seq,
         acl_seq=d_acl,
@@ -122,6 +228,7 @@ def _state(row: tuple[Any, ...]) -> StoredState | None:
         acl_groups=tuple(d_groups) if d_groups is not None else None,
         classification=d_cls,
         seq_epoch=ep,
+        stated_acl=stated,
     )
 
 
@@ -227,15 +334,41 @@ class StateStore:
                 raise result
         return {k for k, ok in each.items() if ok is True}
 
-    async def record_restated(self, restated: Mapping[Key, int]) -> None:
+    async def record_restated(self, restated: Mapping[Key, Stated]) -> dict[Key, RaglineError]:
         """Move the status row of an indexed document up to the seq an unchanged
-        upsert restated it at (never down, never another status)."""
+        upsert restated it at (never down, never another status), recording its ACL
+        statement. Returns the keys refused (``ChangedMeanwhile``: nothing written): the
+        row is of a newer generation, or an ACL change that differs from the upsert's ACL
+        was accepted since the batch read it."""
         if not restated:
-            return
-        keys = sorted(restated)
-        params = ([k[0] for k in keys], [k[1] for k in keys], [restated[k] for k in keys])
+            return {}
         async with self._conn() as conn:
-            await conn.execute(_RESTATED, params)
+            cur = await conn.execute(_RESTATED, _stated_params(restated))
+            rows = await cur.fetchall()
+        return {
+            (t, d): ChangedMeanwhile(
+                _NEWER_GEN if newer else "an ACL change was accepted meanwhile"
+            )
+            for t, d, newer, moved in rows
+            if newer or not moved
+        }
+
+    async def record_acl_stated(
+        self, stated: Mapping[Key, Stated]
+    ) -> dict[Key, bool | RaglineError]:
+        """Record ACL changes intake forwards as the newest accepted statement of their
+        document's status row (documents without one: nothing to record). Per key: True
+        (recorded, or no row), False (a newer statement is held: the change is stale),
+        or ``ChangedMeanwhile`` (the row is of a newer generation than the one stamped)."""
+        if not stated:
+            return {}
+        async with self._conn() as conn:
+            cur = await conn.execute(_ACL_STATED, _stated_params(stated))
+            rows = await cur.fetchall()
+        out: dict[Key, bool | RaglineError] = dict.fromkeys(stated, True)
+        for t, d, newer, written in rows:
+            out[(t, d)] = ChangedMeanwhile(_NEWER_GEN) if newer else bool(written)
+        return out
 
     async def record_accepted_each(
         self,
@@ -243,36 +376,61 @@ class StateStore:
         *,
         acls: Mapping[Key, Acl] | None = None,
         quarantined: Mapping[Key, Reason] | None = None,
+        stated: Mapping[Key, str] | None = None,
+        epochs: Mapping[Key, int] | None = None,
     ) -> dict[Key, bool | RaglineError]:
-        """Per key: True written, False a newer change holds the row, or the permanent
-        error of that key alone. One statement for the batch; when Postgres refuses it
-        for good, one statement per key, so a poison item never fails its neighbours.
-        A key in ``quarantined`` is written as 'quarantined' with that reason (its
-        content hash may be None: it is still an upsert's key, not a delete's)."""
+        """Per key: True written, False a newer change holds the row, or the error of
+        that key alone (permanent: Postgres refuses it; ``ChangedMeanwhile``: a reset-seq
+        started a newer generation than ``epochs`` names, decided again). One statement
+        for the batch; when Postgres refuses it for good, one statement per key, so a
+        poison item never fails its neighbours. A key in ``quarantined`` is written as
+        'quarantined' with that reason (its content hash may be None: it is still an
+        upsert's key, not a delete's). ``stated``: the digest of the upsert's ACL (at the
+        seq in ``acls``), recorded as the newest accepted statement (migration 0130).
+        ``epochs``: the generation each key's change was stamped with (absent: the
+        current one)."""
         if not accepted:
             return {}
         acls, quarantined = acls or {}, quarantined or {}
+        stated, epochs = stated or {}, epochs or {}
+        out: dict[Key, bool | RaglineError] = {}
         try:
-            written = await self._accept(accepted, acls, quarantined)
-            return {k: k in written for k in accepted}
+            written = await self._accept(accepted, acls, quarantined, stated, epochs)
+            out = {k: k in written for k in accepted}
         except PermanentError as exc:
             if len(accepted) == 1:
                 return {k: exc for k in accepted}
-        out: dict[Key, bool | RaglineError] = {}
-        for k in sorted(accepted):
-            one = {k: acls[k]} if k in acls else {}
-            why = {k: quarantined[k]} if k in quarantined else {}
-            try:
-                out[k] = k in await self._accept({k: accepted[k]}, one, why)
-            except PermanentError as exc:
-                out[k] = exc
+            for k in sorted(accepted):
+                try:
+                    out[k] = k in await self._accept(
+                        {k: accepted[k]},
+                        _one(acls, k),
+                        _one(quarantined, k),
+                        _one(stated, k),
+                        _one(epochs, k),
+                    )
+                except PermanentError as exc:
+                    out[k] = exc
+        refused = [k for k, ok in out.items() if ok is False and k in epochs]
+        if refused:  # refused by a newer generation, not by a newer change: decide again
+            for k in await self._newer_generation({k: epochs[k] for k in refused}):
+                out[k] = ChangedMeanwhile(_NEWER_GEN)
         return out
+
+    async def _newer_generation(self, epochs: Mapping[Key, int]) -> set[Key]:
+        keys = sorted(epochs)
+        params = ([k[0] for k in keys], [k[1] for k in keys], [epochs[k] for k in keys])
+        async with self._conn() as conn:
+            cur = await conn.execute(_NEWER_GENERATION, params)
+            return {(r[0], r[1]) for r in await cur.fetchall()}
 
     async def _accept(
         self,
         accepted: Mapping[Key, tuple[int, str | None]],
         acls: Mapping[Key, Acl],
         quarantined: Mapping[Key, Reason],
+        stated: Mapping[Key, str],
+        epochs: Mapping[Key, int],
     ) -> set[Key]:
         keys = sorted(accepted)
         acl = [acls.get(k) for k in keys]
@@ -287,7 +445,28 @@ class StateStore:
             ["quarantined" if w is not None else None for w in why],
             [w[0] if w is not None else None for w in why],
             [w[1][:_REASON_MAX] if w is not None else None for w in why],
+            [stated.get(k) if acls.get(k) is not None else None for k in keys],
+            [epochs.get(k) for k in keys],
         )
         async with self._conn() as conn:
             cur = await conn.execute(_ACCEPT, params)
             return {(r[0], r[1]) for r in await cur.fetchall()}
+
+
+def _stated_params(stated: Mapping[Key, Stated]) -> tuple[list[Any], ...]:
+    """The unnest() arrays (tenant, document, seq, digest, generation) of statements."""
+    keys = sorted(stated)
+    return (
+        [k[0] for k in keys],
+        [k[1] for k in keys],
+        [stated[k][0].seq for k in keys],
+        [stated[k][0].digest for k in keys],
+        [stated[k][1] for k in keys],
+    )
+
+
+_V = TypeVar("_V")
+
+
+def _one(mapping: Mapping[Key, _V], key: Key) -> dict[Key, _V]:
+    return {key: mapping[key]} if key in mapping else {}

@@ -55,6 +55,17 @@ def _reset(args: argparse.Namespace) -> int:
             f"entries dropped; reset generation {report.seq_epoch} (events accepted before "
             "it are refused: re-feed the document with `ragline sync`); audited in seq_resets"
         )
+        if report.refused_in_flight:
+            print(
+                f"refused in flight (accepted before the reset, not applied): "
+                f"{', '.join(report.refused_in_flight)}; re-send the document with "
+                "`ragline sync`"
+                + (
+                    " (its status says 'failed', reason_code reset_seq, until then)"
+                    if set(report.refused_in_flight) & {"content", "delete"}
+                    else ""
+                )
+            )
     return 0
 
 

@@ -16,7 +16,11 @@ from psycopg import AsyncConnection
 
 from ragline.store.pg_errors import pg_errors
 
-__all__ = ["bump_epoch", "current_epoch"]
+__all__ = ["REFUSED_REASON_CODE", "bump_epoch", "current_epoch"]
+
+# the status reason code of a change accepted before a reset-seq and refused since (its
+# status row says 'failed' until a newer change of the document is accepted or indexed)
+REFUSED_REASON_CODE = "reset_seq"
 
 
 async def current_epoch(conn: AsyncConnection[Any], tenant_id: str, document_id: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from ragline.connector.intake import (
     Decision,
     SeqRule,
     StoredState,
+    acl_statement,
     control_event,
     decide_before_fetch,
     decide_control,
@@ -278,3 +280,64 @@ def test_narrowing_is_any_group_removed_or_a_stricter_classification() -> None:
 def test_a_change_of_an_older_reset_generation_is_stale() -> None:
     assert epoch_stale(0, 1) and epoch_stale(4, 2**63 - 1)
     assert not epoch_stale(1, 1) and not epoch_stale(2, 1) and not epoch_stale(0, 0)
+
+
+def _acl_change(seq: int, groups: tuple[str, ...]) -> SourceAclChange:
+    return SourceAclChange(
+        tenant_id="acme", document_id="wiki:a", source_seq=seq, acl_groups=groups
+    )
+
+
+@pytest.mark.parametrize("change", [("eng", "ops"), ()])  # grant ops / revoke eng
+def test_an_upsert_restating_the_acl_an_accepted_acl_change_replaces_is_not_unchanged(
+    change: tuple[str, ...],
+) -> None:
+    """lifetest ACL-1: seq 10 indexed (eng); the ACL change at 11 is accepted, still in
+    flight (the documents row still says eng); seq 12 states the same bytes, metadata
+    and ACL as seq 10: it restates eng over the change, so it is never 'unchanged'
+    (compared with what was last accepted, not only with what was last indexed)."""
+    st_ = indexed().with_statement(acl_statement(_acl_change(11, change)))
+    assert decide_upsert(st_, source_seq=12, content_hash=H1, meta_hash=M1, meta=META) is (
+        Decision.METADATA
+    )
+    assert decide_before_fetch(st_, upsert(12, content_hash=H1), M1) is None  # fetched
+    # older than the ACL change: its ACL loses anyway, nothing to restate
+    assert decide_upsert(st_, source_seq=11, content_hash=H1, meta_hash=M1, meta=META) is (
+        Decision.UNCHANGED
+    )
+    # the same ACL as the accepted change (which keeps the classification): unchanged
+    same = indexed().with_statement(acl_statement(_acl_change(11, ("eng",)), kept="internal"))
+    assert decide_upsert(same, source_seq=12, content_hash=H1, meta_hash=M1, meta=META) is (
+        Decision.UNCHANGED
+    )
+    unknown = indexed().with_statement(acl_statement(_acl_change(11, ("eng",))))
+    assert decide_upsert(unknown, source_seq=12, content_hash=H1, meta_hash=M1, meta=META) is (
+        Decision.METADATA  # no classification known: compared as another statement
+    )
+    own = indexed().with_statement(acl_statement(upsert(10)))
+    assert decide_upsert(own, source_seq=12, content_hash=H1, meta_hash=M1, meta=META) is (
+        Decision.UNCHANGED
+    )
+
+
+def test_an_upsert_narrowing_an_accepted_acl_change_takes_the_fast_path() -> None:
+    """lifetest ACL-1: the revocation by the restating upsert does not wait for the
+    content when the ACL change it replaces is still in flight (readers will have it)."""
+    now = indexed(acl_groups=("eng",), classification="internal")
+    grant = now.with_statement(acl_statement(_acl_change(11, ("eng", "ops"))))
+    assert narrows(grant, META, acl_statement(upsert(12)))
+    applied = dataclasses.replace(grant, acl_groups=("eng", "ops"), acl_seq=11)
+    assert narrows(applied, META)  # applied: the documents row says so, as before
+    assert not narrows(now, META, acl_statement(upsert(12)))
+    own = now.with_statement(acl_statement(upsert(10)))  # the indexed version's own
+    assert not narrows(own, META, acl_statement(upsert(12)))
+
+
+def test_accepted_statements_keep_the_newest_key() -> None:
+    a = acl_statement(_acl_change(11, ("ops",)))
+    b = acl_statement(upsert(12))
+    assert (a.rank, b.rank) == (1, 0)
+    assert indexed().with_statement(b).with_statement(a).stated_acl == b
+    assert indexed().with_statement(a).with_statement(b).stated_acl == b
+    same_seq = acl_statement(_acl_change(12, ("ops",)))
+    assert indexed().with_statement(b).with_statement(same_seq).stated_acl == same_seq

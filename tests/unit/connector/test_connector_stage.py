@@ -12,9 +12,10 @@ import pytest
 
 from ragline.config import Settings
 from ragline.connector.fetch import ContentFetcher
-from ragline.connector.intake import StoredState
+from ragline.connector.intake import StatedAcl, StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage, effective_meta
+from ragline.connector.state import ChangedMeanwhile
 from ragline.errors import BackendUnavailable, PermanentError, QuarantineError, TransientError
 from ragline.events import (
     ContentRef,
@@ -43,6 +44,7 @@ class MemoryState:
         self.newer_meanwhile: set[str] = set()  # documents a concurrent writer moved on
         self.poison: set[str] = set()  # documents whose status write Postgres refuses
         self.acls: dict[tuple[str, str], tuple[tuple[str, ...], int]] = {}
+        self.refuse_restated = False
 
     async def open(self) -> None: ...
 
@@ -57,10 +59,30 @@ class MemoryState:
         self.lookups += 1
         return {k: self.rows[k] for k in keys if k in self.rows}
 
-    async def record_restated(self, restated: dict[Key, int]) -> None:
-        self.restated.update(restated)
-        for key, seq in restated.items():
-            self.rows[key] = dataclasses.replace(self.rows[key], pending_seq=seq)
+    async def record_restated(self, restated: dict[Key, tuple[StatedAcl, int]]) -> dict[Key, Any]:
+        if self.refuse_restated:  # an ACL change accepted meanwhile (the other lane)
+            return {k: ChangedMeanwhile("an ACL change was accepted meanwhile") for k in restated}
+        for key, (statement, _) in restated.items():
+            self.restated[key] = statement.seq
+            self.rows[key] = dataclasses.replace(
+                self.rows[key], pending_seq=statement.seq
+            ).with_statement(statement)
+        return {}
+
+    async def record_acl_stated(
+        self, stated: dict[Key, tuple[StatedAcl, int]]
+    ) -> dict[Key, bool | Exception]:
+        out: dict[Key, bool | Exception] = {}
+        for key, (statement, _) in stated.items():
+            old = self.rows.get(key)
+            if old is None or old.pending_status is None:
+                out[key] = True
+            elif old.stated_acl is not None and old.stated_acl.key > statement.key:
+                out[key] = False
+            else:
+                self.rows[key] = old.with_statement(statement)
+                out[key] = True
+        return out
 
     async def record_accepted_each(
         self,
@@ -68,6 +90,8 @@ class MemoryState:
         *,
         acls: dict[Key, tuple[tuple[str, ...], int]] | None = None,
         quarantined: dict[Key, tuple[str, str]] | None = None,
+        stated: dict[Key, str] | None = None,
+        epochs: dict[Key, int] | None = None,
     ) -> dict[Key, bool | Exception]:
         self.acls.update(acls or {})
         written: dict[Key, bool | Exception] = {}
@@ -420,3 +444,58 @@ async def test_every_accepted_change_carries_the_documents_reset_generation(
     )
     assert d.event.seq_epoch == 0  # a document never seen (or never reset)
     assert '"seq_epoch"' not in d.event.model_dump_json()  # generation 0 is not written
+
+
+def _acl(seq: int, groups: tuple[str, ...]) -> SourceAclChange:
+    return SourceAclChange(
+        tenant_id="acme", document_id="wiki:rb", source_seq=seq, acl_groups=groups
+    )
+
+
+@pytest.mark.parametrize("one_batch", [True, False])
+async def test_an_upsert_restating_the_acl_before_an_accepted_acl_change_is_passed_on(
+    stage: ConnectorStage, one_batch: bool
+) -> None:
+    """lifetest ACL-1: seq 5 indexed (eng); the ACL change at 6 grants ops and is on its
+    way to the indexer; seq 7 states seq 5's bytes, metadata and ACL again (revoking
+    ops). It was dropped as unchanged, and ops kept reading; now it is a metadata change
+    (its full ACL applies over the change) and takes the fast path as a narrowing."""
+    indexed(stage, 5)
+    rows = stage.state.rows  # type: ignore[attr-defined]
+    rows[("acme", "wiki:rb")] = dataclasses.replace(
+        rows[("acme", "wiki:rb")], acl_groups=("eng",), classification="internal"
+    )
+    if one_batch:
+        [grant], outs = await stage.handle_batch([_acl(6, ("eng", "ops")), upsert(7)], CTX)
+    else:
+        [grant] = await stage.handle(_acl(6, ("eng", "ops")), CTX)
+        outs = await stage.handle(upsert(7), CTX)
+    assert isinstance(grant.event, DocControl) and grant.event.acl is not None
+    narrowing, fetched = outs
+    assert isinstance(narrowing.event, DocControl) and narrowing.event.acl is not None
+    assert narrowing.event.acl.narrowing and narrowing.event.acl.acl_groups == ("eng",)
+    assert isinstance(fetched.event, DocFetched) and fetched.event.change == "metadata"
+    assert stage.state.restated == {}  # type: ignore[attr-defined]
+
+
+async def test_a_restatement_refused_by_the_write_is_decided_again(
+    stage: ConnectorStage,
+) -> None:
+    """lifetest ACL-1 across lanes: the other lane's batch accepted an ACL change after
+    this batch read the state; the status write refuses the restatement (nothing is
+    written) and the upsert fails transiently: the runtime retries it with a new read."""
+    indexed(stage, 5)
+    stage.state.refuse_restated = True  # type: ignore[attr-defined]
+    [out] = await stage.handle_batch([upsert(7)], CTX)
+    assert isinstance(out, ChangedMeanwhile) and isinstance(out, TransientError)
+
+
+async def test_an_acl_change_a_newer_statement_overtook_is_stale(stage: ConnectorStage) -> None:
+    """lifetest ACL-1 across lanes: the restatement at seq 7 was recorded (by the other
+    lane's batch) after this batch read the state: the ACL change at 6 is stale."""
+    indexed(stage, 5)
+    rows = stage.state.rows  # type: ignore[attr-defined]
+    rows[("acme", "wiki:rb")] = rows[("acme", "wiki:rb")].with_statement(
+        StatedAcl(7, 0, "whatever")
+    )
+    assert await stage.handle(_acl(6, ("eng", "ops")), CTX) == []
