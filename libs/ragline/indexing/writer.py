@@ -49,6 +49,12 @@ from ragline.store import documents as doc_store
 from ragline.store.claimcheck import purge_document_bodies
 from ragline.store.ledger import record_outcome, recorded_outcome
 from ragline.store.pending_acl import delete_pending_acl, get_pending_acl, put_pending_acl
+from ragline.store.quarantine_acls import (
+    QuarantineAcl,
+    add_quarantine_acl,
+    prune_quarantine_acls,
+    quarantine_acls_above,
+)
 from ragline.store.seq_epoch import current_epoch
 from ragline.store.spaces import write_space_vectors
 from ragline.store.status import (
@@ -138,6 +144,25 @@ def _newer_statement(
     return groups
 
 
+def _log_stale_generation(
+    event: DocEmbedded | DocControl | DocQuarantined, current: int, reason: str
+) -> None:
+    _log.info(
+        "stale generation",
+        extra={
+            "fields": {
+                "tenant_id": event.tenant_id,
+                "document_id": event.document_id,
+                "event_type": event.event_type,
+                "source_seq": event.source_seq,
+                "seq_epoch": event.seq_epoch,
+                "current_seq_epoch": current,
+                "reason": reason,
+            }
+        },
+    )
+
+
 class IndexWriter:
     """The Postgres half of the indexer. Each ``apply_*`` is one transaction."""
 
@@ -205,20 +230,10 @@ class IndexWriter:
         current = await current_epoch(conn, t, d)
         if not epoch_stale(event.seq_epoch, current):
             return None
-        _log.info(
-            "stale generation",
-            extra={
-                "fields": {
-                    "tenant_id": t,
-                    "document_id": d,
-                    "event_type": event.event_type,
-                    "source_seq": event.source_seq,
-                    "seq_epoch": event.seq_epoch,
-                    "current_seq_epoch": current,
-                    "reason": "accepted before the document's reset-seq; re-send it from "
-                    "the source (ragline sync)",
-                }
-            },
+        _log_stale_generation(
+            event,
+            current,
+            "accepted before the document's reset-seq; re-send it from the source (ragline sync)",
         )
         if isinstance(event, DocEmbedded):
             action = IndexAction.UPSERT
@@ -230,6 +245,26 @@ class IndexWriter:
         if state is None:
             return Outcome(action=action, generation=0, chunk_count=0, skipped=True, touched=(d,))
         return _unchanged(state, action)
+
+    async def _recorded_before_reset(
+        self, conn: AsyncConnection, ev: DocQuarantined, key: ContentKey
+    ) -> bool:
+        """Is a quarantine the connector recorded at intake (in the same batch write as
+        its accepted changes) of an older generation? Then a ``reset-seq`` since lowered
+        the status row it wrote below the version's key (a document never reset: never;
+        lifetest ACL-2: applied, it raised the seq the reset had lowered and pinned the
+        document again)."""
+        t, d = ev.tenant_id, ev.document_id
+        current = await current_epoch(conn, t, d)
+        if current == 0:
+            return False
+        status = await read_status(conn, t, d)
+        if status is None or status.key >= key:
+            return False
+        _log_stale_generation(
+            ev, current, "quarantined by the connector before the document's reset-seq"
+        )
+        return True
 
     # ------------------------------------------------------------------ content
     async def _upsert(self, conn: AsyncConnection, ev: DocEmbedded) -> Outcome:
@@ -266,7 +301,8 @@ class IndexWriter:
                 kept = pending.classification
             classification = kept or classification
         status = await read_status(conn, t, d)
-        newer = _newer_statement(status, key, AclKey(acl_seq, acl_rank))
+        base = AclKey(acl_seq, acl_rank)
+        newer = _newer_statement(status, key, base)
         if newer is not None and status is not None and status.acl is not None:
             acl = tuple(sorted(set(acl) & set(newer)))
             acl_seq, acl_rank = status.acl[1], status.acl[2]
@@ -274,6 +310,17 @@ class IndexWriter:
                 classification = (
                     stricter_classification(classification, state.classification) or classification
                 )
+        # and every newer version quarantined before this one got here, not only the
+        # newest statement (lifetest ACL-3); a full statement newer than one makes it moot
+        for q in await quarantine_acls_above(conn, t, d, key):
+            q_key = AclKey(q.key.seq, ACL_FROM_UPSERT)
+            if q_key <= base:
+                continue
+            acl = tuple(sorted(set(acl) & set(q.groups)))
+            classification = stricter_classification(classification, q.classification) or (
+                classification
+            )
+            acl_seq, acl_rank = max(AclKey(acl_seq, acl_rank), q_key)
         fields = DocumentFields(
             acl_groups=acl,
             classification=classification,
@@ -292,6 +339,7 @@ class IndexWriter:
         CHUNKS_WRITTEN.inc(len(rows))
         if pending is not None:
             await delete_pending_acl(conn, t, d)
+        await prune_quarantine_acls(conn, t, d, key)
         touched = {d}
         touched.update(await refresh_supersession(conn, t, [d]))
         await write_status(
@@ -368,6 +416,7 @@ class IndexWriter:
             generation=generation,
             revision=(state.revision if state else 0) + 1,
         )
+        await prune_quarantine_acls(conn, t, d, key)
         touched = {d}
         touched.update(await refresh_supersession(conn, t, [d]))
         await write_status(conn, t, d, source_seq=ev.source_seq, status="deleted", stage="indexer")
@@ -483,9 +532,15 @@ class IndexWriter:
         outcome: Outcome | None = None
         async with conn.transaction():
             await doc_store.lock_document(conn, t, d)
-            # a quarantine of a change accepted before a reset-seq records nothing; the
-            # connector's own (at intake, now) is of the current generation by nature
-            if ev.stage != "connector" and await self._older_generation(conn, ev) is not None:
+            # a quarantine of a change accepted before a reset-seq records nothing. The
+            # connector's own carries the source's envelope (not the stamped generation):
+            # it is of the old generation when a reset lowered the status row it recorded
+            key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
+            if ev.stage != "connector":
+                stale = await self._older_generation(conn, ev) is not None
+            else:
+                stale = await self._recorded_before_reset(conn, ev, key)
+            if stale:
                 DOCUMENTS_APPLIED.labels("quarantine", "stale_epoch").inc()
                 return None
             # the ACL the status is read through: the event's, unless an ACL change
@@ -497,7 +552,6 @@ class IndexWriter:
                 (state.acl_groups, state.acl_seq, state.acl_rank) if state else None,
                 (pending.acl_groups, pending.acl_seq, ACL_FROM_CHANGE) if pending else None,
             )
-            key = content_key(ev.source_seq, deleted=False, content_hash=ev.content_hash)
             await write_status(
                 conn,
                 t,
@@ -511,6 +565,13 @@ class IndexWriter:
                 findings=ev.findings.model_dump(mode="json") if ev.findings else None,
                 acl=acl,
             )
+            # and an older version indexed later (it may still be on its way): kept with
+            # every other newer quarantine until a version or delete as new applies
+            if ev.meta and (state is None or key > _stored_key(state)):
+                entry = QuarantineAcl(
+                    key, tuple(sorted(set(ev.meta.acl_groups))), ev.meta.classification.value
+                )
+                await add_quarantine_acl(conn, t, d, entry)
             # a version newer than the indexed one narrows it, whatever the status row
             # says since (intake may have recorded this quarantine, or a newer change,
             # already: lifetest F9/F12)
