@@ -65,6 +65,13 @@ FEATURES: dict[str, str] = {
     "unchanged_restatement": "the indexed bytes and metadata stated again at a newer seq "
     "were dropped without holding the seq, and did not restate an ACL changed since "
     "(lifetest F13)",
+    "acl_revert_in_flight": "an ACL change, then the last upsert (same bytes, title and "
+    "ACL) again before the change reached the indexer: the upsert was dropped as unchanged "
+    "and the change won (a granted group kept reading, a revoked one came back; "
+    "lifetest ACL-1)",
+    "reset_in_flight": "ragline documents reset-seq while changes the connector accepted "
+    "are still on their way to the indexer: refused as of the old generation, the status "
+    "stayed 'accepted' for ever (lifetest ACL-2)",
 }
 # the features whose fix is on main (every other one is exercised by a strict xfail)
 FIXED: frozenset[str] = frozenset(FEATURES)
@@ -145,6 +152,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         # changes sent since the last settle: (lane, a quarantined version?, upsert seq)
         self.unsettled: dict[tuple[str, str], list[tuple[Lane, bool, int | None]]] = {}
         self.lane: Lane = INTERACTIVE  # the lane of the next source change
+        # documents with changes past the connector and not settled (reset in flight)
+        self.past_intake: set[tuple[Any, Any]] = set()
         self.world.driver.history.clear()
         self._count("examples")
 
@@ -366,8 +375,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         if self.model[key].status is None:
             return  # no such document: the command refuses
         self.settle()
+        self._reset(key, back)
+
+    def _reset(self, key: tuple[str, str], back: int, note: str = "") -> None:
+        d = key[1]
         to = max(0, self.hi[key] - back)
-        self.steps.append(f"reset-seq t{t} {d} --to {to}")
+        self.steps.append(f"reset-seq {key[0][:5]} {d} --to {to} {note}".rstrip())
         self.resets += 1
         self._count("seq resets")
         assert self.world.admin is not None
@@ -378,6 +391,47 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
         self.model[key].reset_seq(to)
 
+    def do_revert(self, t: int, d: str, acl: tuple[str, ...], lanes: tuple[Lane, Lane]) -> None:
+        """An ACL change, then the document's last upsert stated again (same bytes, title
+        and ACL, a new seq), as a source that reverts permissions with a full upsert does;
+        each in its own lane (lifetest ACL-1)."""
+        key = self._key(t, d)
+        prev = self.last_up.get(key)
+        if prev is None or prev.version.kind != "ok":
+            return
+        self._count("ACL reverts")
+        self.lane = lanes[0]
+        self.do_acl(t, d, "next", acl)
+        self.lane = lanes[1]
+        self.do_upsert(t, d, "next", "keep", "ok", prev.acl, "keep")
+
+    def do_reset_in_flight(self, t: int, d: str, back: int) -> None:
+        """``reset-seq`` after the connector accepted this settle's changes and before any
+        later stage ran: what it accepted for the document is of the old generation and
+        refused downstream; the status must not stay 'accepted' (lifetest ACL-2). Which of
+        the changes still took effect (a quarantine the connector recorded itself does) is
+        not modelled: the stores must agree until a newer change decides again."""
+        key = self._key(t, d)
+        if self.model[key].status is None:
+            return
+        intake = (Topics.SOURCE_CHANGES.value, lane_topic(Topics.SOURCE_CHANGES.value, BULK))
+        driver = self.world.driver
+        for topic in intake:  # the documents whose changes the connector takes now
+            for body in driver.queues.get(topic, ()):
+                try:
+                    raw = json.loads(body)
+                except ValueError:
+                    continue
+                self.past_intake.add((raw.get("tenant_id"), raw.get("document_id")))
+            while driver.queues.get(topic):
+                self.world.run(driver.deliver(topic, 64))
+        self.steps.append("connector only")
+        self._count("seq resets in flight")
+        if key in self.past_intake:
+            self.model[key].exact = False
+            self.model[key].unsure = True
+        self._reset(key, back, note="(changes in flight)")
+
     def do_restart(self, stage: str) -> None:
         self.steps.append(f"restart {stage}")
         self._count("stage restarts")
@@ -386,6 +440,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def settle(self, choose: Chooser = fifo) -> None:
         self.steps.append("settle")
         self.unsettled.clear()
+        self.past_intake.clear()
         before = (self.world.driver.delivered, self.world.driver.crashes)
         self.world.run(self.world.driver.drain(choose))
         self._count("settles")
@@ -477,8 +532,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         ops = ["upsert"] * 4 + ["acl"] * 2 + ["delete"]
         if "poison" in self.features:
             ops.append("poison")
+        if "acl_revert_in_flight" in self.features:
+            ops.append("revert")
         what = data.draw(st.sampled_from(ops), label="op")
-        if what == "poison":
+        if what == "revert":
+            lanes = (self.lane, self.lane)
+            if "lanes" in self.features:
+                lanes = (self.lane, data.draw(st.sampled_from([INTERACTIVE, BULK]), label="lane"))
+            self.do_revert(t, d, data.draw(st.sampled_from(ACLS), label="acl"), lanes)
+        elif what == "poison":
             self.do_poison(t, data.draw(st.sampled_from(POISONS), label="poison"))
         elif what == "upsert":
             self._upsert(data, t, d)
@@ -514,7 +576,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         if "reset_seq" in self.features:
             t = data.draw(st.integers(0, 1), label="tenant")
             d = data.draw(st.sampled_from(DOCS), label="document")
-            self.do_reset_seq(t, d, data.draw(st.integers(0, 6), label="back"))
+            back = data.draw(st.integers(0, 6), label="back")
+            flight = "reset_in_flight" in self.features and data.draw(st.booleans(), label="flight")
+            if flight:
+                self.do_reset_in_flight(t, d, back)
+            else:
+                self.do_reset_seq(t, d, back)
 
     @rule(data=st.data())
     def settle_random(self, data: Any) -> None:

@@ -17,7 +17,7 @@ from lifecycle_machine import FEATURES, FIXED, Chooser, LifecycleMachine, fifo
 from lifecycle_model import VersionKind
 from lifecycle_world import World
 
-from ragline.events import BULK, Topics, lane_topic
+from ragline.events import BULK, INTERACTIVE, Topics, lane_topic
 
 pytestmark = pytest.mark.integration
 
@@ -270,3 +270,102 @@ def test_a_downstream_replay_after_a_reset_seq_keeps_a_revocation(
     m.settle()
     m.do_replay(Topics.DOC_EMBEDDED.value)  # generations 0 and 1: nothing changes
     m.settle()
+
+
+def intake_bulk_first(pending: list[str]) -> tuple[str, int, bool]:
+    """Pipeline order, except that the connector takes the bulk lane first."""
+    bulk_intake = lane_topic(Topics.SOURCE_CHANGES.value, BULK)
+    return (bulk_intake, 64, False) if bulk_intake in pending else fifo(pending)
+
+
+REVERT_LANES = {
+    "one_lane": ((INTERACTIVE, INTERACTIVE), fifo),
+    # the ACL change in bulk, the upsert interactive: the connector sees the upsert
+    # first (the ACL change is then stale) or the ACL change first (in flight)
+    "upsert_first": ((BULK, INTERACTIVE), fifo),
+    "acl_first": ((BULK, INTERACTIVE), intake_bulk_first),
+}
+
+
+@known("acl_revert_in_flight")
+@pytest.mark.parametrize("lanes", sorted(REVERT_LANES))
+@pytest.mark.parametrize("what", ["grant_then_revert", "revoke_then_revert"])
+def test_an_upsert_restating_the_acl_of_an_acl_change_in_flight_is_applied(
+    lifecycle_world: World, what: str, lanes: str
+) -> None:
+    """lifetest ACL-1: seq 1 indexed; the ACL change at seq 2 is accepted and on its way
+    to the indexer; seq 3 states seq 1's bytes, title and ACL again. The connector
+    compared it with what was indexed (seq 1: the same) and dropped it as unchanged, so
+    the ACL change won: a group it granted kept reading (grant_then_revert: g2 reads a
+    document the source restricted to g1 again), or a group it revoked never came back."""
+    m = machine(lifecycle_world, "acl_revert_in_flight")
+    first, change = (G1, G12) if what == "grant_then_revert" else (G12, G1)
+    lane_pair, choose = REVERT_LANES[lanes]
+    m.lane = INTERACTIVE
+    m.do_upsert(0, A, "next", "new", "ok", first, "new")  # seq 1
+    m.settle()
+    m.do_revert(0, A, change, lane_pair)  # ACL change seq 2, then seq 1 again at seq 3
+    m.settle(choose)
+
+
+@known("reset_in_flight")
+def test_a_reset_while_accepted_changes_are_in_flight_leaves_no_accepted_status(
+    lifecycle_world: World,
+) -> None:
+    """lifetest ACL-2: the connector accepted a new version, a delete and an ACL change
+    (stamped with generation 0), then an operator reset the documents' seqs (generation
+    1) before the indexer saw them: the indexer refuses them as of the old generation,
+    and the status stayed 'accepted' for ever. The reset now marks the refused change
+    failed (reason_code reset_seq); the source's next change is applied."""
+    m = machine(lifecycle_world, "reset_in_flight")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.do_upsert(0, B, "next", "new", "ok", G12, "new")
+    m.settle()
+    m.do_upsert(0, A, "next", "new", "ok", G1, "new")  # seq 2: accepted, then refused
+    m.do_delete(0, B, "next")  # seq 2: accepted, then refused
+    m.do_acl(1, A, "next", G1)  # tenant B, never seen: parked as usual
+    m.do_reset_in_flight(0, A, 0)
+    m.do_reset_in_flight(0, B, 0)
+    m.settle()
+    for d, refused in ((A, "content"), (B, "delete")):
+        row = lifecycle_world.run(status_row(lifecycle_world, m.tenants[0], d))
+        assert row == ("failed", "reset_seq", "reset-seq"), (d, refused, row)
+    # the source's next change (or a re-send by `ragline sync`) applies again
+    m.do_upsert(0, A, "next", "new", "ok", G1, "new")
+    m.do_delete(0, B, "next")
+    m.settle()
+
+
+async def status_row(world: World, tenant: str, document_id: str) -> tuple[str, str, str] | None:
+    assert world.admin is not None
+    cur = await world.admin.execute(
+        "SELECT status, reason_code, stage FROM document_status"
+        " WHERE tenant_id = %s AND document_id = %s",
+        (tenant, document_id),
+    )
+    row = await cur.fetchone()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+@known("quarantine_acl")
+@pytest.mark.parametrize(
+    "kinds", [("secret", "oversize"), ("empty", "chunkfail"), ("oversize", "secret")]
+)
+def test_every_newer_quarantined_version_narrows_an_older_one_indexed_after_them(
+    lifecycle_world: World, kinds: tuple[VersionKind, VersionKind]
+) -> None:
+    """lifetest ACL-3 (the ADR 0007 residual): seq 1 (g1, g2) is on its way to the
+    indexer while seq 2 (g1) and seq 3 (g2) are quarantined and reach the indexer first.
+    Only the newest quarantine's ACL narrowed seq 1 (the status row keeps one statement):
+    g2 read it. Every newer quarantined version narrows it: nobody reads it."""
+    m = machine(lifecycle_world, "quarantine_acl")
+    m.do_upsert(1, A, "gap", "new", "ok", G12, "new")  # seq 5, indexed first
+    m.settle()
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.do_upsert(0, A, "next", "new", kinds[0], G1, "keep")  # seq 2
+    m.do_upsert(0, A, "next", "new", kinds[1], ("g2",), "keep")  # seq 3
+    # tenant B: the same with an indexed version before them
+    m.do_upsert(1, A, "next", "new", "ok", G1, "new")  # seq 6, in flight
+    m.do_upsert(1, A, "next", "new", kinds[0], G12, "keep")  # seq 7
+    m.do_upsert(1, A, "next", "new", kinds[1], ("g2",), "keep")  # seq 8
+    m.settle(late(Topics.DOC_EMBEDDED))

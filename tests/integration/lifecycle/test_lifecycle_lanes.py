@@ -69,8 +69,8 @@ def test_a_bulk_resend_never_overtakes_a_newer_interactive_edit(lifecycle_world:
     m.lane = BULK
     m.do_acl(1, B, "next", G1)  # seq 2 (bulk: a sync found it)
     m.lane = INTERACTIVE
-    # seq 3, new content, g2 back (an unchanged-content revert of an ACL change still in
-    # flight is the connector's known window: docs/connector.md)
+    # seq 3, new content, g2 back (the same with unchanged content, lifetest ACL-1:
+    # test_lifecycle_known_defects, acl_revert_in_flight)
     m.do_upsert(1, B, "next", "new", "ok", G12, "keep")
     m.settle(intake_then_interactive)
 
