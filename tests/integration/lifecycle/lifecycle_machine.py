@@ -535,11 +535,17 @@ class LifecycleMachine(RuleBasedStateMachine):
         if "acl_revert_in_flight" in self.features:
             ops.append("revert")
         what = data.draw(st.sampled_from(ops), label="op")
-        if what == "revert":
+        if what == "revert":  # of a document whose last upsert is indexable
+            ok = [k for k, up in self.last_up.items() if up.version.kind == "ok"]
+            if not ok:
+                self._upsert(data, t, d)
+                return
+            tenant, d = data.draw(st.sampled_from(sorted(ok)), label="revert document")
             lanes = (self.lane, self.lane)
             if "lanes" in self.features:
                 lanes = (self.lane, data.draw(st.sampled_from([INTERACTIVE, BULK]), label="lane"))
-            self.do_revert(t, d, data.draw(st.sampled_from(ACLS), label="acl"), lanes)
+            acl = data.draw(st.sampled_from(ACLS), label="acl")
+            self.do_revert(self.tenants.index(tenant), d, acl, lanes)
         elif what == "poison":
             self.do_poison(t, data.draw(st.sampled_from(POISONS), label="poison"))
         elif what == "upsert":
