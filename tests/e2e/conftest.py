@@ -19,6 +19,16 @@ from ragline.runtime.lag import wait_drained
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# a small interactive budget per tenant (docs/lanes.md, "Tenant fairness") so that
+# test_fairness.py floods with a few dozen documents, not thousands; a test that
+# publishes more than a few interactive upserts at once for one tenant sees the rest
+# travel in the bulk lane (same results, after the interactive work)
+FAIR_BURST = 5
+CONNECTOR_ENV = {
+    "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_BURST": str(FAIR_BURST),
+    "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE": "0.5",
+}
+
 
 @dataclass
 class Pipeline:
@@ -74,9 +84,12 @@ def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pipe = Pipeline(settings=stack, jwt_secret=jwt_secret)
     try:
         for name in SERVICES:
+            env = dict(os.environ)
+            if name == "connector":
+                env = {**CONNECTOR_ENV, **env}  # the environment may still override
             pipe.services[name] = ServiceProcess(
                 name,
-                env=dict(os.environ),
+                env=env,
                 log_path=logs / f"{name}.log",
                 metrics_port=free_port(),
                 http_port=free_port(),

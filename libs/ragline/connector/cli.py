@@ -13,6 +13,7 @@ from typing import Any
 
 from ragline.config import Settings
 from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+from ragline.connector.settings import ConnectorSettings
 from ragline.connector.source import SyncSource
 from ragline.errors import RaglineError
 
@@ -69,6 +70,15 @@ def register(subparsers: Any) -> None:
         default="bulk",
         help="the lane the changes travel in (default bulk: interactive edits go first)",
     )
+    sync.add_argument(
+        "--max-backlog",
+        type=int,
+        default=None,
+        metavar="N",
+        help="publish (bulk) only while the pipeline's bulk backlog is below N records, so "
+        "several tenants' backfills take turns (default RAGLINE_CONNECTOR_SYNC_MAX_BULK_"
+        "BACKLOG, 500; 0 = at once)",
+    )
     sync.add_argument("--no-progress", action="store_true")
     sync.set_defaults(func=_sync_main)
 
@@ -118,6 +128,11 @@ async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource
         dry_run=args.dry_run,
         on_plan=show,
         lane=args.lane,
+        max_bulk_backlog=(
+            args.max_backlog
+            if args.max_backlog is not None
+            else ConnectorSettings().sync_max_bulk_backlog
+        ),
     )
     if done is None:
         print("dry run: nothing published")

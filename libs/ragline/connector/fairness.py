@@ -26,19 +26,24 @@ a tenant gets up to ``n`` budgets: the budget bounds a flood, it is not a quota.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ragline.config import Settings
 from ragline.connector.metrics import LANE_DEMOTIONS
 from ragline.events import BULK, INTERACTIVE, DocFetched, EventBase, Lane, SourceUpsert
-from ragline.runtime.lanes import with_lane
+from ragline.runtime.kafka_errors import kafka_errors
+from ragline.runtime.lag import group_offsets
+from ragline.runtime.lanes import lane_inputs, with_lane
+from ragline.runtime.topology import TOPOLOGY, consumer_group
 
-__all__ = ["InteractiveAdmission", "TenantBudget", "demotable"]
+__all__ = ["BulkPacer", "InteractiveAdmission", "TenantBudget", "bulk_backlog", "demotable"]
 
 _log = logging.getLogger("ragline.connector.fairness")
 
@@ -189,3 +194,96 @@ class InteractiveAdmission:
             return event
         LANE_DEMOTIONS.labels(why, self.where).inc()
         return with_lane(event, lane)
+
+
+class BulkPacer:
+    """Publish-time pacing of a bulk publisher (``ragline sync``) by the pipeline's bulk
+    backlog, so concurrent backfills of several tenants take turns (docs/lanes.md,
+    "Tenant fairness"; ADR 0012).
+
+    Before every ``step``-th publish it reads the backlog (records on the ``.bulk`` topics
+    past every stage's bulk group) and waits while it is at least ``max_backlog``. Two
+    syncs waiting on the same backlog publish a step each as it drains, so the second
+    tenant's documents queue behind at most about ``max_backlog`` + a step per running
+    sync, not behind the whole of the first tenant's backfill. The sync's own events
+    wait in its source (not in memory) until published; nothing is dropped.
+
+    A pipeline that is not draining (its stages stopped) would hold a sync forever: when
+    no stage committed any bulk record for ``stall_s``, pacing stops for the rest of the
+    run (logged) and the sync publishes as it did before pacing existed.
+
+    ``backlog()`` returns (records waiting, records consumed so far): ``bulk_backlog``."""
+
+    def __init__(
+        self,
+        max_backlog: int,
+        backlog: Callable[[], Awaitable[tuple[int, int]]],
+        *,
+        step: int | None = None,
+        poll_s: float = 1.0,
+        stall_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.max_backlog = max_backlog
+        self.backlog = backlog
+        self.step = step if step is not None else max(1, max_backlog // 10)
+        self.poll_s = poll_s
+        self.stall_s = stall_s
+        self.clock = clock
+        self.sleep = sleep
+        self.stalled = False
+        self.waited_s = 0.0
+        self.readings = 0
+        self._left = 0  # publishes before the next reading
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_backlog > 0 and not self.stalled
+
+    async def admit(self) -> None:
+        """Return when the next event may be published."""
+        if not self.enabled:
+            return
+        if self._left > 0:
+            self._left -= 1
+            return
+        started = self.clock()
+        last: int | None = None
+        since = started
+        while True:
+            n, consumed = await self.backlog()
+            self.readings += 1
+            if n < self.max_backlog:
+                break
+            now = self.clock()
+            if consumed != last:  # the stages committed something meanwhile
+                last, since = consumed, now
+            elif now - since >= self.stall_s:
+                self.stalled = True
+                _log.warning(
+                    "bulk backlog not draining: publishing without pacing",
+                    extra={"fields": {"backlog": n, "max_backlog": self.max_backlog}},
+                )
+                break
+            await self.sleep(self.poll_s)
+        self.waited_s += self.clock() - started
+        self._left = self.step - 1
+
+
+async def bulk_backlog(settings: Settings) -> tuple[int, int]:
+    """The bulk work queued in the pipeline: (records on every stage's ``.bulk`` input
+    topics past its bulk group's committed offsets, the sum of those offsets). A document
+    counts once per stage it waits for; the second number grows while stages consume."""
+    waiting = done = 0
+    prefix = settings.kafka_topic_prefix
+    for svc in TOPOLOGY:
+        topics = lane_inputs(tuple(str(t) for t in svc.consumes)).get(BULK)
+        if not topics:
+            continue
+        group = consumer_group(svc.name, prefix, BULK)
+        with kafka_errors(f"read the offsets of {group} at {settings.kafka_bootstrap}"):
+            for lag, at in (await group_offsets(settings, group, topics)).values():
+                waiting += lag
+                done += at
+    return waiting, done

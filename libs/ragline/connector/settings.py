@@ -49,6 +49,13 @@ class ConnectorSettings(BaseSettings):
         description="how many interactive upserts a tenant may send at once (the bucket's "
         "size) before the rate applies",
     )
+    sync_max_bulk_backlog: int = Field(
+        default=500,
+        ge=0,
+        description="`ragline sync` publishes (bulk) only while the pipeline's bulk backlog "
+        "is below this many records, so concurrent backfills of several tenants take "
+        "turns; 0 = publish at once",
+    )
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="file references must resolve under one of these directories"
     )

@@ -21,6 +21,7 @@ from enum import StrEnum
 from tqdm import tqdm
 
 from ragline.config import Settings
+from ragline.connector.fairness import BulkPacer, bulk_backlog
 from ragline.connector.intake import StoredState
 from ragline.connector.metrics import SYNC_ACTIONS
 from ragline.connector.source import EventSink, SourceItem, SyncSource
@@ -149,14 +150,18 @@ async def execute(
     stored: Mapping[str, StoredState],
     progress: bool = True,
     lane: Lane = BULK,
+    pacer: BulkPacer | None = None,
 ) -> Counter[str]:
     """Publish the plan; counts what was actually published (and what was unreadable).
     A sync is bulk work: its events travel in the bulk lane unless told otherwise
-    (runtime/lanes.py), so it never delays interactive changes."""
+    (runtime/lanes.py), so it never delays interactive changes; ``pacer`` holds each
+    publish while the pipeline's bulk backlog is full (tenants' backfills take turns)."""
     done: Counter[str] = Counter()
     topic = Topics.SOURCE_CHANGES.value
     with _bar("publish", len(plan.emit) + len(plan.deletes), progress) as bar:
         for action, item in plan.emit:
+            if pacer is not None:
+                await pacer.admit()
             event = await source.upsert_event(item)
             if event is None:
                 done["unreadable"] += 1
@@ -166,6 +171,8 @@ async def execute(
                 SYNC_ACTIONS.labels(action.value, "false").inc()
             bar.update(1)
         for doc_id in plan.deletes:
+            if pacer is not None:
+                await pacer.admit()
             st = stored.get(doc_id)
             newest = st.newest_seq(include_acl=True) if st is not None else None
             await sink.publish(topic, with_lane(source.delete_event(doc_id, newest), lane))
@@ -192,10 +199,13 @@ async def sync_source(
     dry_run: bool = False,
     on_plan: Callable[[SyncPlan], None] | None = None,
     lane: Lane = BULK,
+    max_bulk_backlog: int = 0,
 ) -> tuple[SyncPlan, Counter[str] | None]:
     """Compare ``source`` with Postgres and publish the plan to ``source.changes``
     (``ragline sync``, ``ragline up``). ``on_plan`` sees the plan before anything is
-    published; a dry run publishes nothing (the published counts are then None)."""
+    published; a dry run publishes nothing (the published counts are then None).
+    ``max_bulk_backlog`` (bulk lane only; 0 = off): publish while the pipeline's bulk
+    backlog is below it (``BulkPacer``)."""
     from ragline.connector.state import StateStore
     from ragline.runtime.publisher import EventPublisher
 
@@ -218,6 +228,11 @@ async def sync_source(
     if dry_run:
         record_dry_run(plan)
         return plan, None
+    pacer = BulkPacer(max_bulk_backlog if lane == BULK else 0, lambda: bulk_backlog(settings))
+    # a plan of at most one step adds no more than a paced sync would at once: no reading
+    paced = pacer if len(plan.emit) + len(plan.deletes) > pacer.step else None
     async with EventPublisher(settings, service="sync") as pub:
-        done = await execute(plan, source, pub, stored=stored, progress=progress, lane=lane)
+        done = await execute(
+            plan, source, pub, stored=stored, progress=progress, lane=lane, pacer=paced
+        )
     return plan, done

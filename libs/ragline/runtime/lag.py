@@ -28,6 +28,7 @@ __all__ = [
     "PartitionLagGauge",
     "StageLag",
     "group_lag",
+    "group_offsets",
     "stage_lag",
     "wait_drained",
 ]
@@ -104,6 +105,14 @@ class StageLag:
 async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> dict[str, int]:
     """Records of ``topics`` (logical names: the install's prefix is added) past
     ``group``'s committed offsets, per topic."""
+    return {t: lag for t, (lag, _) in (await group_offsets(settings, group, topics)).items()}
+
+
+async def group_offsets(
+    settings: Settings, group: str, topics: Iterable[str]
+) -> dict[str, tuple[int, int]]:
+    """Per topic: (records past ``group``'s committed offsets, the sum of those offsets:
+    grows as the group commits)."""
     topics = list(topics)
     prefix = settings.kafka_topic_prefix
     consumer = AIOKafkaConsumer(
@@ -121,15 +130,16 @@ async def group_lag(settings: Settings, group: str, topics: Iterable[str]) -> di
             for p in sorted(consumer.partitions_for_topic(t) or ())
         ]
         if not tps:
-            return {t: 0 for t in topics}
+            return {t: (0, 0) for t in topics}
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         starts = await consumer.beginning_offsets(tps)
-        out: dict[str, int] = {t: 0 for t in topics}
+        out: dict[str, tuple[int, int]] = {t: (0, 0) for t in topics}
         for tp in tps:
             committed = await consumer.committed(tp)
             done = committed if committed is not None else starts[tp]
-            out[names[tp.topic]] += max(ends[tp] - done, 0)
+            lag, at = out[names[tp.topic]]
+            out[names[tp.topic]] = (lag + max(ends[tp] - done, 0), at + done)
         return out
     finally:
         await consumer.stop()

@@ -5,18 +5,24 @@ apart whatever their ids look like."""
 
 from __future__ import annotations
 
+import asyncio
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_connector_stage import CTX, MemoryState
+from test_connector_sync import FakeSource, item
+from test_connector_sync import Sink as SyncSink
+from test_connector_sync import st as sync_st
 from test_connector_webhook import BEARER, Sink, body, make_client
 
 from ragline.config import Settings
 from ragline.connector.fairness import (
     HEAVY,
     TENANT_BUDGET,
+    BulkPacer,
     InteractiveAdmission,
     TenantBudget,
     demotable,
@@ -25,6 +31,7 @@ from ragline.connector.intake import StoredState
 from ragline.connector.metrics import LANE_DEMOTIONS
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
+from ragline.connector.sync import build_plan, execute
 from ragline.events import (
     BULK,
     INTERACTIVE,
@@ -384,3 +391,108 @@ def test_the_budget_is_on_by_default_and_zero_turns_it_off() -> None:
     assert cfg.tenant_interactive_rate > 0 and cfg.tenant_interactive_burst >= 1
     off = InteractiveAdmission(TenantBudget(0.0, 1), clock=Clock())
     assert all(off.place(upsert(seq=i)).priority == INTERACTIVE for i in range(1, 500))
+
+
+# -- bulk pacing: concurrent backfills take turns ----------------------------------------
+
+
+class Pipeline:
+    """A simulated bulk lane: one FIFO of (tenant, n) drained ``rate`` records per tick;
+    a pacer's sleep is a tick."""
+
+    def __init__(self, rate: int) -> None:
+        self.queue: list[str] = []
+        self.rate = rate
+        self.t = 0.0
+        self.consumed = 0
+
+    async def backlog(self) -> tuple[int, int]:
+        return len(self.queue), self.consumed
+
+    async def tick(self, s: float) -> None:
+        self.t += s
+        self.consumed += len(self.queue[: self.rate])
+        del self.queue[: self.rate]
+        await asyncio.sleep(0)
+
+    def clock(self) -> float:
+        return self.t
+
+
+def pacer(pipe: Pipeline, max_backlog: int, **kw: Any) -> BulkPacer:
+    return BulkPacer(max_backlog, pipe.backlog, clock=pipe.clock, sleep=pipe.tick, **kw)
+
+
+async def sync(pipe: Pipeline, p: BulkPacer | None, tenant: str, n: int) -> list[int]:
+    """Publish n records; how many of *another* tenant's were queued ahead of each."""
+    ahead = []
+    for _ in range(n):
+        if p is not None:
+            await p.admit()
+        ahead.append(sum(1 for t in pipe.queue if t != tenant))
+        pipe.queue.append(tenant)
+        await asyncio.sleep(0)  # the other sync may run
+    return ahead
+
+
+@given(
+    max_backlog=st.integers(10, 300),
+    big=st.integers(300, 3000),
+    small=st.integers(1, 60),
+    rate=st.integers(1, 40),
+)
+@settings(max_examples=60, deadline=None)
+def test_a_small_backfill_never_waits_behind_a_big_ones_whole_backlog(
+    max_backlog: int, big: int, small: int, rate: int
+) -> None:
+    """Two syncs at once, both paced: every record of the small one has fewer than
+    max_backlog + two steps (each sync may publish one step past its last reading) of
+    the big one's records ahead of it (unpaced: all of them)."""
+
+    async def run() -> tuple[list[int], Pipeline]:
+        pipe = Pipeline(rate)
+        a, b = pacer(pipe, max_backlog), pacer(pipe, max_backlog)
+        first = asyncio.ensure_future(sync(pipe, a, "a", big))
+        for _ in range(5):  # the big one has started
+            await asyncio.sleep(0)
+        ahead = await sync(pipe, b, "b", small)
+        await first
+        return ahead, pipe
+
+    ahead, _ = asyncio.run(run())
+    assert max(ahead) < max_backlog + 2 * max(1, max_backlog // 10), ahead
+
+
+async def test_pacing_reads_every_step_and_waits_while_full() -> None:
+    pipe = Pipeline(rate=10)
+    pipe.queue = ["x"] * 95
+    p = pacer(pipe, 100, step=5)
+    ahead = await sync(pipe, p, "a", 20)
+    assert p.readings >= 4 and p.waited_s > 0 and not p.stalled
+    assert max(ahead) <= 100
+    off = pacer(pipe, 0)
+    await sync(pipe, off, "a", 50)
+    assert off.readings == 0  # 0 = off: never reads the backlog
+
+
+async def test_a_pipeline_that_does_not_drain_stops_pacing() -> None:
+    pipe = Pipeline(rate=0)  # stages stopped: nothing drains
+    pipe.queue = ["x"] * 1000
+    p = pacer(pipe, 100, step=10, poll_s=1.0, stall_s=30.0)
+    await sync(pipe, p, "a", 50)  # returns: the sync is not held forever
+    assert p.stalled and 30.0 <= p.waited_s <= 32.0
+    assert len(pipe.queue) == 1050  # everything published
+
+
+async def test_sync_asks_the_pacer_before_every_publish() -> None:
+    """``ragline sync``'s execute: every upsert and delete waits for the pacer first."""
+    src = FakeSource([item("fs:a"), item("fs:b")], {"fs:a": "c1", "fs:b": "c2"})
+    stored = {"fs:gone": sync_st()}
+    plan = await build_plan(src, stored, progress=False)
+    pipe = Pipeline(rate=1)
+    pipe.queue = ["x"] * 3
+    p = pacer(pipe, 2, step=1)
+    sink = SyncSink()
+    done = await execute(plan, src, sink, stored=stored, progress=False, pacer=p)
+    assert sum(done.values()) == len(sink.events) == 3
+    assert p.readings >= 3 and p.waited_s > 0
