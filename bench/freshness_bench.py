@@ -460,7 +460,10 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     stem = "freshness_baseline" if args.baseline else "freshness"
     stem = args.stem = (
-        stem + ("_noedits" if args.no_edits else "") + ("_large" if args.large_only else "")
+        stem
+        + ("_noedits" if args.no_edits else "")
+        + ("_large" if args.large_only else "")
+        + ("_quick" if args.quick else "")
     )
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")

@@ -59,9 +59,11 @@ class ChunkerSettings(TokenizerSettings):
     heavy_lines: int = Field(default=50_000, ge=0, description="heavy above this many lines")
     heavy_cells: int = Field(default=100_000, ge=0, description="heavy above this many table cells")
     heavy_children: int = Field(
-        default=128,
+        default=1_000,
         ge=0,
-        description="an output with more child chunks than this goes to the bulk lane",
+        description="an output with more child chunks than this goes to the bulk lane "
+        "(about the chunks of the connector's 1 MB; lower and mid-size edits would wait "
+        "behind a backfill); 0 = never",
     )
     max_children: int = Field(
         default=10_000,
