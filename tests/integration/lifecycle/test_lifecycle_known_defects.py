@@ -369,3 +369,28 @@ def test_every_newer_quarantined_version_narrows_an_older_one_indexed_after_them
     m.do_upsert(1, A, "next", "new", kinds[0], G12, "keep")  # seq 7
     m.do_upsert(1, A, "next", "new", kinds[1], ("g2",), "keep")  # seq 8
     m.settle(late(Topics.DOC_EMBEDDED))
+
+
+@known("good_after_quarantine")
+@pytest.mark.parametrize("kind", ["oversize", "secret"])
+def test_an_acl_only_restore_after_a_quarantine_is_applied(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    """After a quarantine narrowed the indexed version (g2 lost it), the source restores
+    the ACL alone: as an ACL change (applied: a full statement newer than the narrowing),
+    then as an upsert of the indexed bytes with that ACL (a change while the status holds
+    the quarantine, F10), and with the quarantined bytes again (still quarantined, still
+    narrowed). Checked for lifetest ACL-1: nothing here is dropped as unchanged."""
+    m = machine(lifecycle_world, "good_after_quarantine")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.settle()
+    m.do_upsert(0, A, "next", "new", kind, G1, "keep")  # seq 2: g2 loses seq 1
+    m.settle()
+    m.do_acl(0, A, "next", G12)  # seq 3: g2 back
+    m.settle()
+    m.do_upsert(0, A, "next", "good", "ok", G12, "keep")  # seq 4: seq 1's bytes again
+    m.settle()
+    m.do_upsert(0, A, "next", "new", kind, G12, "keep")  # seq 5: quarantined, same ACL
+    m.do_acl(0, A, "next", G1)  # seq 6: an ACL change after it, then seq 4 again
+    m.do_upsert(0, A, "next", "good", "ok", G12, "keep")  # seq 7
+    m.settle()
