@@ -195,13 +195,14 @@ def _bm25s(
 
 def _chunks() -> list[dict[str, Any]]:
     """SciFact as the pipeline chunks it (chunker + enricher, as bench/chunk_bench.py)."""
-    cache = OUT / "scifact_chunks.json"
+    cache = OUT / "scifact_chunks_v2.json"
     if cache.is_file():
         return list(json.loads(cache.read_text()))
     from chunk_bench import scifact
 
     from ragline.chunking import Chunker, ChunkerSettings
     from ragline.chunking.stage import chunk_event
+    from ragline.embedding.texts import embed_text
     from ragline.enrichment import Enricher, EnricherSettings
     from ragline.enrichment.stage import enrich_event
     from ragline.events import ChunkLevel
@@ -229,6 +230,7 @@ def _chunks() -> list[dict[str, Any]]:
                         else None,
                         "title": event.meta.title,
                         "section_path": " / ".join(c.section_path),
+                        "embed_text": embed_text(c),  # what the embedder embeds
                     }
                 )
     _write(cache.name, out)

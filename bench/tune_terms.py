@@ -61,6 +61,8 @@ async def _collect(args: argparse.Namespace) -> int:
     from ragline.evaluation.golden import load_golden
     from ragline.evaluation.settings import EvalSettings
     from ragline.platform.stack.testing import ServiceProcess, free_port
+    from ragline.retrieval.abstain import rule_identifiers
+    from ragline.retrieval.specificity import IdentifierFrequency
     from ragline.retrieval.term_stats import QueryTermFrequency
     from ragline.store.pool import open_pool
 
@@ -69,6 +71,8 @@ async def _collect(args: argparse.Namespace) -> int:
         **QUERY_ENV,
         "RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1",
         "RAGLINE_QUERY_ABSTAIN_TERMS": "false",
+        # the identifier rule off too: every case's results come back (``idents`` replays it)
+        "RAGLINE_QUERY_ABSTAIN_IDENTIFIER_MISSING_MIN_SIMILARITY": "-1",
     }
     proc = ServiceProcess(
         "query",
@@ -86,6 +90,7 @@ async def _collect(args: argparse.Namespace) -> int:
         )
         pool = await open_pool(Settings().query_dsn(), name="tune-terms")
         terms = QueryTermFrequency(pool, timeout_ms=30_000)
+        ident_df = IdentifierFrequency(pool, timeout_ms=30_000)
         async with QueryClient(es) as client:
             await wait_ready(client, timeout_s=300)
             for path in GOLDEN_SETS:
@@ -108,6 +113,8 @@ async def _collect(args: argparse.Namespace) -> int:
                         subject="tune",
                     )
                     ts = await terms.get(p, case.question, top) if hits else None
+                    idents = rule_identifiers([case.question])
+                    ist = await ident_df.get(p, idents) if idents and hits else None
                     rows.append(
                         {
                             "dataset": path.name,
@@ -116,10 +123,22 @@ async def _collect(args: argparse.Namespace) -> int:
                             "expect_abstain": case.expect_abstain,
                             "abstained": resp.abstained,  # by a rule before similarity
                             "signal": resp.evidence.signal if resp.evidence else None,
+                            "question": case.question,
                             "hits": [
-                                {k: h[k] for k in ("dense_score", "dense_rank", "bm25_rank")}
-                                for h in hits[:20]
+                                {
+                                    k: h[k]
+                                    for k in (
+                                        "dense_score",
+                                        "dense_rank",
+                                        "bm25_rank",
+                                        "bm25_score",
+                                        "text",
+                                    )
+                                }
+                                for h in hits
                             ],
+                            "ident_documents": ist.documents if ist else None,
+                            "ident_df": dict(ist.df) if ist else None,
                             "chunks": ts.chunks if ts else None,
                             "df": dict(ts.df) if ts else None,
                             "top": sorted(ts.top) if ts else None,

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragline.retrieval.abstain_model import AbstainModel, features
+from ragline.retrieval.ident_match import matches
 from ragline.retrieval.term_evidence import TermPolicy, TermStats, decide_by_terms
 
 __all__ = [
@@ -160,7 +161,7 @@ def assess(
             idents = set()
         limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
         idents = {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
-    if idents and any(i in r.text.lower() for r in results for i in idents):
+    if idents and any(matches(i, r.text) for r in results for i in idents):
         return out(None, "identifier")
     if policy.min_rerank is not None and best_rr is not None:
         low = best_rr < policy.min_rerank

@@ -182,6 +182,7 @@ def fuse(
                 "lexical": [(h.chunk_id, h.score) for h in lex_hits],
             },
             weights=weights,
+            norm=settings.score_norm,
         )
     return rrf(
         {"dense": [h.chunk_id for h in dense_hits], "lexical": [h.chunk_id for h in lex_hits]},

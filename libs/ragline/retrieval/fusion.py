@@ -6,9 +6,13 @@ BM25 list reaches every chunk sharing one word, and a chunk that is in both list
 weak ranks (dense 40, BM25 8) outscores one that dense ranks 2nd with almost the top
 cosine but BM25 misses (golden pp-05, docs/evaluation.md "Fusion").
 
-``score_fusion``: each list's scores min-max normalised to [0, 1] over that list, then
-``score(d) = sum_i w_i * norm_i(d)`` (absent = 0). A strong hit of one retriever keeps
-its strength; a weak hit found by both stays weak.
+``score_fusion``: each list's scores normalised over that list, then
+``score(d) = sum_i w_i * norm_i(d)`` (absent = 0, the list's weakest). ``norm="minmax"``
+maps the list to [0, 1]; ``norm="zscore"`` measures each score from the list's minimum
+in standard deviations of the list (the same order as classic z-scores with an absent
+hit at the list's lowest z), so a leg whose top stands out from its own list weighs more
+than one whose list is flat. A strong hit of one retriever keeps its strength; a weak
+hit found by both stays weak.
 
 Ties break by the best single rank, then by id, so the order is deterministic.
 """
@@ -16,10 +20,11 @@ Ties break by the best single rank, then by id, so the order is deterministic.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-__all__ = ["FusedHit", "rrf", "score_fusion"]
+__all__ = ["FusedHit", "Norm", "rrf", "score_fusion"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,13 +74,37 @@ def _minmax(values: Sequence[float]) -> list[float]:
     return [(v - lo) / (hi - lo) if math.isfinite(v) else 0.0 for v in values]
 
 
+def _zscore(values: Sequence[float]) -> list[float]:
+    """Distance from the list's minimum in standard deviations of the list; a list of
+    equal scores (or of one) is all 1.0. A non-finite score counts as the minimum."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return [1.0] * len(values)
+    lo = min(finite)
+    mean = sum(finite) / len(finite)
+    std = math.sqrt(sum((v - mean) ** 2 for v in finite) / len(finite))
+    if std <= 1e-12:
+        return [1.0] * len(values)
+    return [(v - lo) / std if math.isfinite(v) else 0.0 for v in values]
+
+
+Norm = Literal["minmax", "zscore"]
+_NORMS: dict[str, Callable[[Sequence[float]], list[float]]] = {
+    "minmax": _minmax,
+    "zscore": _zscore,
+}
+
+
 def score_fusion(
     scored: Mapping[str, Sequence[tuple[str, float]]],
     *,
     weights: Mapping[str, float] | None = None,
+    norm: Norm = "minmax",
 ) -> list[FusedHit]:
     """Fuse ``(id, score)`` lists (best first, higher score = better) by a weighted sum of
-    min-max normalised scores. A duplicate id inside one list keeps its first entry."""
+    normalised scores (module docstring). A duplicate id inside one list keeps its first
+    entry."""
+    normalise = _NORMS[norm]
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name, items in scored.items():
@@ -83,8 +112,8 @@ def score_fusion(
         first: dict[str, float] = {}
         for key, s in items:
             first.setdefault(key, float(s))
-        normed = _minmax(list(first.values()))
-        for pos, (key, norm) in enumerate(zip(first, normed, strict=True), start=1):
-            scores[key] = scores.get(key, 0.0) + w * norm
+        normed = normalise(list(first.values()))
+        for pos, (key, value) in enumerate(zip(first, normed, strict=True), start=1):
+            scores[key] = scores.get(key, 0.0) + w * value
             ranks.setdefault(key, {})[name] = pos
     return _ordered(scores, ranks)

@@ -149,6 +149,9 @@ class SearchService:
         self._policy = AbstainPolicy(
             min_similarity=settings.ranking.abstain_min_similarity,
             min_rerank=settings.ranking.abstain_min_rerank,
+            identifier_missing_min_similarity=(
+                settings.ranking.abstain_identifier_missing_min_similarity
+            ),
             model=FITTED if settings.ranking.abstain_model == "combined" else None,
             terms=TermPolicy() if settings.ranking.abstain_terms else None,
         )

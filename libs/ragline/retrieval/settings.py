@@ -75,6 +75,15 @@ class QueryAuthSettings(BaseSettings):
         )
 
 
+# fields added later, with the value that behaves exactly as before they existed: at that
+# value they stay out of the fingerprint, so adding them orphans no cached answer (any
+# other value, a changed default included, is in it)
+_BEHAVIOUR_BEFORE: dict[str, object] = {
+    "score_norm": "minmax",
+    "abstain_identifier_missing_min_similarity": 0.40,
+}
+
+
 class RankingSettings(BaseSettings):
     """Everything that can change which results a search returns, or their order. The
     answer cache's key carries ``fingerprint()``: a field added here is in the key."""
@@ -86,6 +95,11 @@ class RankingSettings(BaseSettings):
         default="score",
         description="rrf: reciprocal rank fusion; score: weighted sum of min-max normalised "
         "scores (docs/evaluation.md 'Fusion')",
+    )
+    score_norm: Literal["minmax", "zscore"] = Field(
+        default="minmax",
+        description="score fusion: each leg's scores min-max normalised over its list, or "
+        "measured in standard deviations from its list's minimum (retrieval/fusion.py)",
     )
     rrf_k: int = Field(default=60, ge=1)
     weight_dense: float = Field(default=1.0, ge=0)
@@ -105,6 +119,11 @@ class RankingSettings(BaseSettings):
         default=0.325,
         description="best dense cosine similarity below this -> abstain (tuned on the golden "
         "set and SciFact, docs/evaluation.md 'Abstention sweep')",
+    )
+    abstain_identifier_missing_min_similarity: float = Field(
+        default=0.40,
+        description="every identifier of the query occurs in none of the caller's documents: "
+        "answer only from this best similarity (retrieval/abstain.py); -1 turns the rule off",
     )
     abstain_model: Literal["similarity", "combined"] = Field(
         default="similarity",
@@ -128,7 +147,11 @@ class RankingSettings(BaseSettings):
     def fingerprint(self) -> str:
         """A short hash of every ranking setting: retuning RRF, ef_search, the abstain
         threshold or the reranker orphans every cached answer built under the old ones."""
-        text = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), default=str)
+        values = self.model_dump()
+        for name, before in _BEHAVIOUR_BEFORE.items():
+            if values.get(name) == before:
+                del values[name]
+        text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
         return sha256_hex(text)[:12]
 
 

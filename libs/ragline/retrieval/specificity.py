@@ -1,6 +1,7 @@
 """How specific a query's identifiers are in the caller's corpus: in how many of the
-documents the caller can see each one occurs verbatim (case-insensitive; in a chunk's
-text, its document title or its contextual header), and how many
+documents the caller can see each one occurs (in a chunk's text, its document title or its
+contextual header; matched as ``ident_match`` defines it: case-folded, whole letter and
+digit runs, any separators: ``IFIT-1`` is ``IFIT1``), and how many
 documents that is out of. The abstention rule (``abstain.IdentifierStats``) trusts an
 exact match only for identifiers that are rare, and abstains when none occurs at all.
 
@@ -22,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
 from ragline.retrieval.abstain import IdentifierStats
+from ragline.retrieval.ident_match import parts, sql_pattern
 from ragline.retrieval.scope import rls_transaction
 
 __all__ = ["IdentifierFrequency"]
@@ -41,19 +43,32 @@ SEARCH_TEXT = (
 
 
 def df_query(idents: list[str]) -> sql.Composed:
-    """In how many documents (RLS: of the caller's) each identifier occurs (``LIKE`` with
-    the identifier escaped, so ``_`` and ``%`` in it are literal)."""
+    """In how many documents (RLS: of the caller's) each identifier occurs: the
+    ``ident_match`` regular expression, behind a ``LIKE`` on the identifier's longest run
+    (escaped) that discards most chunks before the regular expression runs. An identifier
+    without a letter or digit occurs nowhere."""
     one = sql.SQL(
         "SELECT {ident}::text AS ident,"
         " (SELECT count(DISTINCT c.document_id) FROM chunks c"
-        "   WHERE c.level = 'child' AND {text} LIKE {pattern}) AS df"
+        "   WHERE c.level = 'child' AND {text} LIKE {prefilter} AND {text} ~ {pattern}) AS df"
     )
-    return sql.SQL(" UNION ALL ").join(
-        one.format(
-            ident=sql.Literal(i), text=sql.SQL(SEARCH_TEXT), pattern=sql.Literal(like_pattern(i))
+    none = sql.SQL("SELECT {ident}::text AS ident, 0::bigint AS df")
+    queries = []
+    for i in idents:
+        pattern = sql_pattern(i)
+        if pattern is None:
+            queries.append(none.format(ident=sql.Literal(i)))
+            continue
+        longest = max(parts(i), key=len)
+        queries.append(
+            one.format(
+                ident=sql.Literal(i),
+                text=sql.SQL(SEARCH_TEXT),
+                prefilter=sql.Literal(like_pattern(longest)),
+                pattern=sql.Literal(pattern),
+            )
         )
-        for i in idents
-    )
+    return sql.SQL(" UNION ALL ").join(queries)
 
 
 def like_pattern(ident: str) -> str:

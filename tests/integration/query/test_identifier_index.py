@@ -1,5 +1,6 @@
-"""Identifier specificity by LIKE (identifier escaped: its wildcards are literal) and the
-release-label read through its partial index (migration 0072)."""
+"""Identifier specificity (``ident_match``: the analyzer's word splitting, behind an
+escaped LIKE prefilter) and the release-label read through its partial index (migration
+0072)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,23 @@ from ragline.store.pool import open_pool
 pytestmark = pytest.mark.integration
 
 
-async def test_wildcards_in_an_identifier_are_literal(stack: Settings, corpus: Corpus) -> None:
-    """``_`` and ``%`` are LIKE wildcards: ``err_4711`` must not count the documents that
-    hold ``err-4711`` (a plain ``LIKE '%' || ident || '%'`` would)."""
+async def test_identifier_lookup_matches_as_the_analyzer_splits(
+    stack: Settings, corpus: Corpus
+) -> None:
+    """The corpus spells ``ERR-4711``; the lookup counts the spellings the lexical
+    analyzer takes for the same tokens, and nothing else: word boundaries hold, and LIKE
+    wildcards or regular-expression syntax in an identifier are never patterns (a plain
+    ``LIKE '%' || ident || '%'`` would count ``e%1`` there, a raw ``~`` ``e.*1``)."""
     pool = await open_pool(stack.query_dsn(), name="ident-like-test")
     try:
         freq = IdentifierFrequency(pool)
         a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
-        stats = await freq.get(a, ["err_4711", "err%4711", "err-4711", "err\\4711"])
+        same = ["err-4711", "err4711", "err_4711", "err 4711", "err.4711", "err\\4711"]
+        other = ["rr-4711", "err-471", "err-47111", "e%1", "e.*1", "e_r_r-4711", "(", ""]
+        stats = await freq.get(a, same + other)
         assert stats is not None
-        assert stats.df["err-4711"] == 1
-        assert stats.df["err_4711"] == 0 and stats.df["err%4711"] == 0
-        assert stats.df["err\\4711"] == 0
+        assert {i: stats.df[i] for i in same} == dict.fromkeys(same, 1)
+        assert {i: stats.df.get(i, 0) for i in other} == dict.fromkeys(other, 0)
     finally:
         await pool.close()
 

@@ -33,6 +33,8 @@ def test_the_default_fingerprint_is_unchanged_by_the_split() -> None:
         {"abstain_min_similarity": 0.5},
         {"rerank_top_n": 10},
         {"default_max_per_document": 1},
+        {"score_norm": "zscore"},
+        {"abstain_identifier_missing_min_similarity": 0.35},
     ],
 )
 def test_ranking_changes_change_the_fingerprint(change: dict[str, object]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -115,3 +117,64 @@ def test_score_fusion_properties(
     scores = [h.score for h in fused]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= s <= wd + wl + 1e-9 for s in scores)
+
+
+# ---- score fusion, z-score normalisation
+
+
+def test_zscore_fusion_matches_hand_computed_example() -> None:
+    # dense .9 .5 .1: std .3266 -> (v - .1) / std = 2.449, 1.2247, 0
+    # lexical 8 4 0: std 3.266 -> 2.449, 1.2247, 0 (the same shape, ten times the scale)
+    fused = score_fusion(
+        {"dense": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "lexical": [("c", 8), ("a", 4), ("d", 0)]},
+        norm="zscore",
+    )
+    got = {h.key: h.score for h in fused}
+    z = 0.8 / (0.32 / 3) ** 0.5
+    assert got == pytest.approx({"a": z + z / 2, "c": z, "b": z / 2, "d": 0.0}, rel=1e-6)
+    assert [h.key for h in fused] == ["a", "c", "b", "d"]
+
+
+def test_zscore_weighs_a_leg_whose_top_stands_out() -> None:
+    """Min-max gives every list's top 1.0; z-scores give a top that stands out from a
+    flat list more than a top in a list of evenly spread scores."""
+    flat_with_peak = [("peak", 10.0)] + [(f"f{i}", 1.0) for i in range(9)]
+    spread = [(f"s{i}", 1.0 - i * 0.1) for i in range(10)]
+    by_z = score_fusion({"lexical": flat_with_peak, "dense": spread}, norm="zscore")
+    by_minmax = score_fusion({"lexical": flat_with_peak, "dense": spread})
+    z = {h.key: h.score for h in by_z}
+    mm = {h.key: h.score for h in by_minmax}
+    assert mm["peak"] == mm["s0"] == 1.0
+    assert z["peak"] > z["s0"]
+
+
+def test_zscore_degenerate_lists() -> None:
+    assert score_fusion({"dense": []}, norm="zscore") == []
+    assert score_fusion({"dense": [("a", -3.0)]}, norm="zscore")[0].score == 1.0
+    same = score_fusion({"lexical": [("a", 2.0), ("b", 2.0)]}, norm="zscore")
+    assert [h.score for h in same] == [1.0, 1.0]
+    bad = score_fusion({"dense": [("a", float("inf")), ("b", 0.5), ("c", 0.1)]}, norm="zscore")
+    assert {h.key: h.score for h in bad}["a"] == 0.0  # non-finite counts as the minimum
+
+
+@given(_scored, _scored, st.floats(0, 5), st.floats(0, 5))
+def test_zscore_fusion_properties(
+    dense: list[tuple[str, float]], lexical: list[tuple[str, float]], wd: float, wl: float
+) -> None:
+    fused = score_fusion(
+        {"dense": dense, "lexical": lexical}, weights={"dense": wd, "lexical": wl}, norm="zscore"
+    )
+    keys = [h.key for h in fused]
+    assert sorted(keys) == sorted({k for k, _ in dense} | {k for k, _ in lexical})
+    scores = [h.score for h in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert all(s >= 0.0 for s in scores)
+    # within one leg the order is the leg's own (a monotone map of its scores)
+    only = score_fusion({"dense": dense}, norm="zscore")
+    first: dict[str, float] = {}
+    for k, v in dense:
+        first.setdefault(k, v)
+    got = [first[h.key] for h in only]
+    span = max(map(abs, got), default=1.0)
+    # non-increasing, up to scores that are equal once shifted by the list's minimum
+    assert all(x >= y - 1e-9 * max(1.0, span) for x, y in itertools.pairwise(got))

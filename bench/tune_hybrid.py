@@ -1,0 +1,509 @@
+"""SciFact hybrid offline, lexical scored by real Lucene (issue 20 item 2), every step
+recorded (a table on stdout + JSON under bench/out/tune/).
+
+    .venv/bin/python bench/tune_hybrid.py legs [--backend onnx-int8]
+        SciFact train as the pipeline chunks it (chunker + enricher), embedded by the
+        library's embedder (``load_embedder``, the texts ``embedding.texts.embed_text``
+        makes: contextual header, newline, text), the queries embedded by the same model;
+        per query the top 100 of three legs: dense (exact cosine), lexical under real
+        Lucene BM25 (k1 1.2, b 0.75, EnglishAnalyzer, ``body`` = header + text, a ``match``
+        query: bench/lucene/LuceneBm25.java, Debian's liblucene8-java) and lexical on the
+        local OpenSearch-API stand-in (osmem) with the production mapping and query
+        -> bench/out/tune/legs_<backend>.json
+    .venv/bin/python bench/tune_hybrid.py search [--backend onnx-int8]
+        fusion variants over those legs (normalisation min-max / z-score / RRF k, leg
+        weights, over-fetch depth, document aggregation max vs max + a small sum), each
+        through the library's fusion and exact-identifier boost; chosen on the fixed train
+        half of the queries (tune_retrieval.in_train), reported on the other half, for
+        both lexical legs -> bench/out/tune/hybrid_<backend>.json
+
+The document ranking is what ``eval_scifact`` measures (``max_per_document`` 1, ``top_k``
+100): a document ranks where its first chunk does in the fused order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _paths import OUT as BENCH_OUT
+from tune_retrieval import _chunks, _os_index, _scifact, in_train, ndcg10
+
+OUT = BENCH_OUT / "tune"
+JAVA_SRC = Path(__file__).resolve().parent / "lucene" / "LuceneBm25.java"
+LUCENE_CP = "/usr/share/java/*"  # Debian: apt-get install liblucene8-java
+DEPTH = 100
+
+
+def _flat(s: str | None) -> str:
+    return " ".join((s or "").split())
+
+
+# ---------------------------------------------------------------- legs
+
+
+def _embed(chunks: list[dict[str, Any]], queries: list[str], backend: str) -> tuple[Any, Any]:
+    import numpy as np
+
+    from ragline.config import EmbeddingModelSettings
+    from ragline.embedding.model import load_embedder
+
+    key = hashlib.sha256(
+        "\x00".join(c["chunk_id"] + c["embed_text"] for c in chunks).encode()
+    ).hexdigest()[:12]
+    cache = OUT / f"scifact_emb_{backend}_{key}.npy"
+    model = load_embedder(EmbeddingModelSettings(backend=backend), threads=1, batch_size=32)
+    if cache.is_file():
+        emb = np.load(cache)
+    else:
+        t0 = time.perf_counter()
+        parts = []
+        texts = [c["embed_text"] for c in chunks]
+        for i in range(0, len(texts), 256):
+            parts.append(model.encode(texts[i : i + 256]))
+            print(f"embedded {i + len(parts[-1])}/{len(texts)}", flush=True)
+        emb = np.vstack(parts).astype(np.float32)
+        np.save(cache, emb)
+        print(f"chunks embedded in {time.perf_counter() - t0:.0f} s", flush=True)
+    qemb = model.encode(queries).astype(np.float32)
+    return emb, qemb
+
+
+def _lucene(chunks: list[dict[str, Any]], queries: dict[str, str]) -> dict[str, list[Any]]:
+    if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
+        raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        subprocess.run(["javac", "-cp", LUCENE_CP, "-d", tmp, str(JAVA_SRC)], check=True)
+        with (t / "docs.tsv").open("w", encoding="utf-8") as f:
+            for c in chunks:
+                f.write(f"{c['chunk_id']}\t{_flat(c['contextual_header'])}\t{_flat(c['text'])}\n")
+        with (t / "queries.tsv").open("w", encoding="utf-8") as f:
+            for q, text in queries.items():
+                f.write(f"{q}\t{_flat(text)}\n")
+        subprocess.run(
+            [
+                "java",
+                "-cp",
+                f"{tmp}:{LUCENE_CP}",
+                "LuceneBm25",
+                *(str(t / n) for n in ("docs.tsv", "queries.tsv", "hits.tsv")),
+                str(DEPTH),
+            ],
+            check=True,
+        )
+        hits: dict[str, list[Any]] = collections.defaultdict(list)
+        for line in (t / "hits.tsv").open(encoding="utf-8"):
+            q, cid, s = line.rstrip("\n").split("\t")
+            hits[q].append([cid, float(s)])
+    return dict(hits)
+
+
+def _osmem(chunks: list[dict[str, Any]], queries: dict[str, str]) -> dict[str, list[Any]]:
+    import httpx
+    from osmem_server import OsmemServer
+
+    from ragline.auth.principal import Principal
+    from ragline.retrieval.lexical import build_query
+    from ragline.store.os_index import chunk_mapping
+
+    principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
+    server = OsmemServer.start(japanese=False)
+    try:
+        src = [
+            {
+                "chunk_id": c["chunk_id"],
+                "document_id": c["document_id"],
+                "tenant_id": "scifact",
+                "acl_groups": ["eval"],
+                "text": c["text"],
+                "contextual_header": c["contextual_header"],
+            }
+            for c in chunks
+        ]
+        _os_index(server.url, "legs", chunk_mapping(), src)
+        out: dict[str, list[Any]] = {}
+        with httpx.Client(timeout=120) as client:
+            for q, text in queries.items():
+                body = build_query(principal, text, [], limit=DEPTH)
+                hits = client.post(f"{server.url}/legs/_search", json=body).json()
+                out[q] = [
+                    [h["_source"]["chunk_id"], float(h["_score"])] for h in hits["hits"]["hits"]
+                ]
+    finally:
+        server.close()
+    return out
+
+
+def _legs(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    _, queries, qrels = _scifact()
+    chunks = _chunks()
+    print(f"{len(chunks)} chunks, {len(queries)} queries", flush=True)
+    qids = list(queries)
+    emb, qemb = _embed(chunks, [queries[q] for q in qids], args.backend)
+    np.save(OUT / f"scifact_qemb_{args.backend}.npy", qemb)
+    (OUT / "scifact_qids.json").write_text(json.dumps(qids))
+    sims = qemb @ emb.T
+    dense = {}
+    for i, q in enumerate(qids):
+        top = np.argsort(-sims[i])[:DEPTH]
+        dense[q] = [[chunks[j]["chunk_id"], float(sims[i][j])] for j in top]
+    t0 = time.perf_counter()
+    lucene = _lucene(chunks, queries)
+    print(f"lucene: {time.perf_counter() - t0:.0f} s", flush=True)
+    t0 = time.perf_counter()
+    osmem = _osmem(chunks, queries) if not args.no_osmem else {}
+    print(f"osmem: {time.perf_counter() - t0:.0f} s", flush=True)
+    data = {
+        "backend": args.backend,
+        "chunks": len(chunks),
+        "queries": queries,
+        "qrels": qrels,
+        "doc_of": {c["chunk_id"]: c["document_id"] for c in chunks},
+        "text_of": {c["chunk_id"]: c["text"] for c in chunks},
+        "dense": dense,
+        "lucene": lucene,
+        "osmem": osmem,
+    }
+    path = OUT / f"legs_{args.backend}.json"
+    path.write_text(json.dumps(data))
+    print(f"written {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- search
+
+
+@dataclass(frozen=True)
+class Variant:
+    fusion: str  # "minmax" | "zscore" | "rrf"
+    w_dense: float = 1.0
+    w_lexical: float = 1.0
+    depth: int = 50
+    rrf_k: int = 60
+    doc_sum: float = 0.0  # document score = best chunk + doc_sum * the others' sum
+
+    @property
+    def name(self) -> str:
+        norm = f"rrf k={self.rrf_k}" if self.fusion == "rrf" else self.fusion
+        agg = "max" if self.doc_sum == 0 else f"max+{self.doc_sum}*sum"
+        return f"{norm} wd={self.w_dense} wl={self.w_lexical} depth={self.depth} {agg}"
+
+
+class _Row:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _fused(
+    v: Variant,
+    dense: Sequence[tuple[str, float]],
+    lex: Sequence[tuple[str, float]],
+    text_of: dict[str, str],
+    query: str,
+) -> list[tuple[str, float]]:
+    """The chunk order the query service makes (retrieval/candidates.py ``fuse`` +
+    ``_exact_refuse``), for this variant's settings."""
+    from ragline.retrieval.abstain import identifiers
+    from ragline.retrieval.candidates import _exact_refuse, fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    settings = RankingSettings(
+        fusion="rrf" if v.fusion == "rrf" else "score",
+        rrf_k=v.rrf_k,
+        weight_dense=v.w_dense,
+        weight_lexical=v.w_lexical,
+        **({"score_norm": v.fusion} if v.fusion in ("minmax", "zscore") and _has_norm() else {}),
+    )
+    dh = [
+        DenseHit(chunk_id=c, similarity=s, rank=i + 1) for i, (c, s) in enumerate(dense[: v.depth])
+    ]
+    lh = [LexicalHit(chunk_id=c, score=s, rank=i + 1) for i, (c, s) in enumerate(lex[: v.depth])]
+    fused = fuse(dh, lh, settings)
+    idents = identifiers(query)
+    if idents:
+        rows = {f.key: _Row(text_of.get(f.key, "")) for f in fused}
+        fused = _exact_refuse(fused, rows, idents, settings)  # type: ignore[arg-type]
+    return [(f.key, f.score) for f in fused]
+
+
+_NORM: bool | None = None
+
+
+def _has_norm() -> bool:
+    global _NORM
+    if _NORM is None:
+        from ragline.retrieval.settings import RankingSettings
+
+        _NORM = "score_norm" in RankingSettings.model_fields
+    return _NORM
+
+
+def _doc_order(fused: list[tuple[str, float]], doc_of: dict[str, str], doc_sum: float) -> list[str]:
+    if doc_sum == 0:
+        return [doc_of[k] for k, _ in fused]
+    best: dict[str, float] = {}
+    rest: dict[str, float] = collections.defaultdict(float)
+    pos: dict[str, int] = {}
+    for i, (k, s) in enumerate(fused):
+        d = doc_of[k]
+        if d not in best:
+            best[d], pos[d] = s, i
+        else:
+            rest[d] += s
+    return sorted(best, key=lambda d: (-(best[d] + doc_sum * rest[d]), pos[d]))
+
+
+def _search(args: argparse.Namespace) -> int:
+    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    queries: dict[str, str] = data["queries"]
+    qrels: dict[str, dict[str, int]] = data["qrels"]
+    doc_of: dict[str, str] = data["doc_of"]
+    text_of: dict[str, str] = data["text_of"]
+    dense = {q: [(c, s) for c, s in v] for q, v in data["dense"].items()}
+    train = [q for q in queries if in_train(q)]
+    held = [q for q in queries if not in_train(q)]
+    print(f"queries: train {len(train)}, held-out {len(held)}", flush=True)
+
+    def mean(vals: list[float]) -> float:
+        return sum(vals) / len(vals) if vals else 0.0
+
+    def leg_only(leg: dict[str, list[tuple[str, float]]], qs: list[str]) -> float:
+        return mean([ndcg10([doc_of[c] for c, _ in leg.get(q, [])], qrels[q]) for q in qs])
+
+    variants = [
+        Variant(fusion=f, w_dense=wd, depth=dp, doc_sum=ds)
+        for f, wd, dp, ds in itertools.product(
+            ("minmax", "zscore"),
+            (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0),
+            (20, 50, 100),
+            (0.0, 0.05, 0.1, 0.2),
+        )
+    ] + [
+        Variant(fusion="rrf", rrf_k=k, w_dense=wd, depth=dp, doc_sum=ds)
+        for k, wd, dp, ds in itertools.product(
+            (10, 20, 60, 100), (1.0, 1.5, 2.0), (20, 50, 100), (0.0, 0.1)
+        )
+    ]
+    if not _has_norm():
+        variants = [v for v in variants if v.fusion != "zscore"]
+    out: dict[str, Any] = {"backend": data["backend"], "chunks": data["chunks"], "legs": {}}
+    for lex_name in args.lexical.split(","):
+        lex = {q: [(c, s) for c, s in v] for q, v in data[lex_name].items()}
+        if not lex:
+            continue
+        t0 = time.perf_counter()
+        per: dict[Variant, dict[str, float]] = {}
+        for v in variants:
+            per[v] = {
+                q: ndcg10(
+                    _doc_order(
+                        _fused(v, dense[q], lex.get(q, []), text_of, queries[q]),
+                        doc_of,
+                        v.doc_sum,
+                    ),
+                    qrels[q],
+                )
+                for q in queries
+            }
+        default = Variant(fusion="minmax")
+        best = max(variants, key=lambda v: (mean([per[v][q] for q in train]), v == default))
+        ranked = sorted(variants, key=lambda v: -mean([per[v][q] for q in train]))
+
+        def row(v: Variant, per: dict[Variant, dict[str, float]] = per) -> dict[str, Any]:
+            return {
+                "variant": v.name,
+                "train": mean([per[v][q] for q in train]),
+                "held_out": mean([per[v][q] for q in held]),
+                "all": mean([per[v][q] for q in queries]),
+            }
+
+        res = {
+            "lexical_only": {
+                p: leg_only(lex, qs) for p, qs in (("train", train), ("held_out", held))
+            }
+            | {"all": leg_only(lex, list(queries))},
+            "dense_only": {
+                p: leg_only(dense, qs) for p, qs in (("train", train), ("held_out", held))
+            }
+            | {"all": leg_only(dense, list(queries))},
+            "default": row(default),
+            "chosen": row(best),
+            "top10_on_train": [row(v) for v in ranked[:10]],
+            "every": [row(v) for v in variants],
+        }
+        out["legs"][lex_name] = res
+        print(f"\n== lexical leg: {lex_name} ({time.perf_counter() - t0:.0f} s)")
+        print(f"lexical only: {res['lexical_only']}")
+        print(f"dense only:   {res['dense_only']}")
+        print("| variant | train | held-out | all |\n|---|---|---|---|")
+        for r in [res["default"], *res["top10_on_train"]]:
+            print(f"| {r['variant']} | {r['train']:.4f} | {r['held_out']:.4f} | {r['all']:.4f} |")
+    path = OUT / f"hybrid_{data['backend']}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"written {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- abstention
+
+
+def _abstain(args: argparse.Namespace) -> int:
+    """Every SciFact train claim through the library's abstention rules (``assess``), on
+    the replica's final result list (the default fusion, the evidence cap at 1 per
+    document as eval_scifact asks, top 100): which answerable claims abstain and why.
+    Identifier statistics are per document (title, header and text), by the library's
+    matcher (``ident_match``) and, for comparison, by the old raw substring test."""
+    import numpy as np
+
+    from ragline.retrieval.abstain import (
+        AbstainPolicy,
+        Evidence,
+        IdentifierStats,
+        assess,
+        rule_identifiers,
+    )
+    from ragline.retrieval.doc_cap import cap_per_document_by_evidence
+    from ragline.retrieval.ident_match import matches
+
+    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    queries: dict[str, str] = data["queries"]
+    qrels: dict[str, dict[str, int]] = data["qrels"]
+    doc_of: dict[str, str] = data["doc_of"]
+    text_of: dict[str, str] = data["text_of"]
+    chunks = _chunks()
+    emb, _ = _embed_cached(chunks, args.backend)
+    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
+    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
+    cidx = {c["chunk_id"]: i for i, c in enumerate(chunks)}
+    doc_text: dict[str, str] = collections.defaultdict(str)
+    for c in chunks:
+        doc_text[c["document_id"]] += (
+            f" {c['title'] or ''} {c['contextual_header'] or ''} {c['text']}"
+        )
+    docs = list(doc_text)
+    low = {d: t.lower() for d, t in doc_text.items()}
+    variant = Variant(fusion="minmax")
+    lex_name = args.lexical
+    rows = []
+    for q, text in queries.items():
+        dense = data["dense"][q]
+        lex = data[lex_name].get(q, [])
+        fused = _fused(variant, dense, lex, text_of, text)
+        dr = {c: i + 1 for i, (c, _) in enumerate(dense[: variant.depth])}
+        lr = {c: i + 1 for i, (c, _) in enumerate(lex[: variant.depth])}
+        ls = dict(lex[: variant.depth])
+        keys = [k for k, _ in fused]
+        capped = cap_per_document_by_evidence(
+            keys,
+            lambda k: doc_of[k],
+            lambda k, dr=dr, lr=lr: float(
+                min([r for r in (dr.get(k), lr.get(k)) if r is not None] or [1e9])
+            ),
+            1,
+        )[:100]
+        sims = emb[[cidx[k] for k in capped]] @ qemb[qidx[q]]
+        ev = [
+            Evidence(
+                text=text_of[k],
+                similarity=float(s),
+                rerank=None,
+                bm25_score=ls.get(k),
+                dense_rank=dr.get(k),
+                bm25_rank=lr.get(k),
+            )
+            for k, s in zip(capped, sims, strict=True)
+        ]
+        idents = rule_identifiers([text])
+        df_new = {i: sum(1 for d in docs if matches(i, doc_text[d])) for i in idents}
+        df_old = {i: sum(1 for d in docs if i in low[d]) for i in idents}
+        pol = AbstainPolicy(terms=None)
+        new = assess(ev, [text], pol, IdentifierStats(documents=len(docs), df=df_new))
+        old = assess(ev, [text], pol, IdentifierStats(documents=len(docs), df=df_old))
+        order = [doc_of[k] for k in capped]
+        first = next((i + 1 for i, d in enumerate(order) if d in qrels[q]), None)
+        rows.append(
+            {
+                "case_id": q,
+                "query": text,
+                "identifiers": sorted(idents),
+                "df_old": df_old,
+                "df_new": df_new,
+                "best_similarity": max((e.similarity or -1.0) for e in ev) if ev else None,
+                "dense_top_similarity": dense[0][1] if dense else None,
+                "reason_old": old.reason,
+                "reason_new": new.reason,
+                "first_relevant_rank": first,
+                "ndcg@10": ndcg10(order, qrels[q]),
+            }
+        )
+    path = OUT / f"abstain_scifact_{args.backend}_{lex_name}.json"
+    path.write_text(json.dumps(rows, indent=1))
+    for key in ("reason_old", "reason_new"):
+        hit = [r for r in rows if r[key] is not None]
+        print(f"{key}: {len(hit)} answerable claims abstain")
+        for r in hit:
+            print(
+                f"  {r['case_id']} {r[key]} best={r['best_similarity']:.4f}"
+                f" first_relevant={r['first_relevant_rank']} idents={r['df_old']}->{r['df_new']}"
+                f" :: {r['query'][:70]}"
+            )
+    gone = [r for r in rows if r["df_old"] and all(v == 0 for v in r["df_old"].values())]
+    found = [r for r in gone if any(v > 0 for v in r["df_new"].values())]
+    print(
+        f"claims whose identifiers were all 'in no document': {len(gone)}; found now: {len(found)}"
+    )
+    print(f"written {path}")
+    return 0
+
+
+def _embed_cached(chunks: list[dict[str, Any]], backend: str) -> tuple[Any, None]:
+    import numpy as np
+
+    key = hashlib.sha256(
+        "\x00".join(c["chunk_id"] + c["embed_text"] for c in chunks).encode()
+    ).hexdigest()[:12]
+    return np.load(OUT / f"scifact_emb_{backend}_{key}.npy"), None
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    lg = sub.add_parser("legs", help="chunks, embeddings and the three legs' top 100")
+    lg.add_argument("--backend", default="onnx-int8", choices=("torch", "onnx", "onnx-int8"))
+    lg.add_argument("--no-osmem", action="store_true")
+    s = sub.add_parser("search", help="fusion variants, chosen on train, held-out report")
+    s.add_argument("--backend", default="onnx-int8")
+    s.add_argument("--lexical", default="lucene,osmem")
+    a = sub.add_parser("abstain", help="SciFact claims through the abstention rules")
+    a.add_argument("--backend", default="onnx-int8")
+    a.add_argument("--lexical", default="osmem", help="lucene or osmem (the stack's)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    run = {"legs": _legs, "search": _search, "abstain": _abstain}[args.cmd]
+    rc = run(args)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

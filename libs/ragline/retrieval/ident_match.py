@@ -1,0 +1,86 @@
+"""Does a text name an identifier? Matched the way the lexical analyzer splits words, not
+as a raw substring.
+
+A raw, case-folded substring test (``"ifit1" in text.lower()``) misses spellings a
+reader takes for the same name and finds names inside longer words:
+
+- separators: ``IFIT-1`` / ``IFIT1`` / ``IFIT 1``, ``M2-like`` / ``M2‐like`` (U+2010),
+  ``DENV-1`` / ``DENV1``: the standard tokenizer splits at every non-alphanumeric
+  character, so these are the same tokens to BM25 and should be to this rule;
+- compatibility forms: full-width ``ＳＵＰ－９９９９`` is ``SUP-9999`` after NFKC;
+- word boundaries: ``gen-2`` is not in "oxygen 2", ``c1698`` not in "abc1698" or
+  "C1698T".
+
+An identifier is split into its letter runs and digit runs (``ifit1`` -> ``ifit``,
+``1``); it matches where the text has those runs in order, each run whole, separated by
+nothing but non-alphanumeric characters (at least one between two runs of the same kind,
+which would otherwise be one run), with no letter or digit directly before the first or
+after the last. The same pattern is used in Python (``matches``) and, as a POSIX regular
+expression, by the corpus-frequency lookup in Postgres (``sql_pattern``,
+specificity.py), so "in no document" and "in a result" mean the same thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = ["canonical", "matches", "parts", "sql_pattern"]
+
+# a run of letters (any script) or a run of digits
+_PART = re.compile(r"[^\W\d_]+|\d+")
+_MAX_PARTS = 16  # a longer "identifier" is matched on its first 16 runs
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def parts(ident: str) -> tuple[str, ...]:
+    """The identifier's letter and digit runs, NFKC case-folded (``"SUP-9999"`` ->
+    ``("sup", "9999")``); empty when it has no letter or digit."""
+    return tuple(_PART.findall(_fold(ident)))[:_MAX_PARTS]
+
+
+def canonical(ident: str) -> str:
+    """One spelling per identifier: its runs joined by ``-`` (``ifit1``, ``IFIT-1`` and
+    ``ifit 1`` are all ``ifit-1``)."""
+    return "-".join(parts(ident))
+
+
+def _joined(runs: tuple[str, ...], some: str, any_: str) -> str:
+    """The runs in order: a letter run and a digit run may touch (``ifit1``), two runs of
+    one kind need a separator (else they would be one run: ``e_r_r`` is not ``err``)."""
+    out = [runs[0]]
+    for prev, run in itertools.pairwise(runs):
+        out.append(some if prev[0].isdigit() == run[0].isdigit() else any_)
+        out.append(run)
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(runs: tuple[str, ...]) -> re.Pattern[str]:
+    body = _joined(tuple(re.escape(p) for p in runs), r"[\W_]+", r"[\W_]*")
+    return re.compile(rf"(?<![^\W_]){body}(?![^\W_])")
+
+
+def matches(ident: str, text: str) -> bool:
+    """Whether ``text`` names ``ident`` (module docstring). An identifier without a letter
+    or digit matches nothing."""
+    runs = parts(ident)
+    if not runs:
+        return False
+    return _compiled(runs).search(_fold(text)) is not None
+
+
+def sql_pattern(ident: str) -> str | None:
+    """The same test as a PostgreSQL regular expression over ``lower(text)`` (``~``);
+    None when the identifier has no letter or digit. The runs are letters and digits
+    only, so they need no escaping."""
+    runs = parts(ident)
+    if not runs:
+        return None
+    body = _joined(runs, "[^[:alnum:]]+", "[^[:alnum:]]*")
+    return f"(^|[^[:alnum:]]){body}([^[:alnum:]]|$)"
