@@ -225,35 +225,31 @@ def _fused(
     from ragline.retrieval.lexical import LexicalHit
     from ragline.retrieval.settings import RankingSettings
 
-    settings = RankingSettings(
-        fusion="rrf" if v.fusion == "rrf" else "score",
-        rrf_k=v.rrf_k,
-        weight_dense=v.w_dense,
-        weight_lexical=v.w_lexical,
-        **({"score_norm": v.fusion} if v.fusion in ("minmax", "zscore") and _has_norm() else {}),
-    )
+    settings = _SETTINGS.get(v)
+    if settings is None:
+        settings = _SETTINGS[v] = RankingSettings(
+            fusion="rrf" if v.fusion == "rrf" else "score",
+            rrf_k=v.rrf_k,
+            weight_dense=v.w_dense,
+            weight_lexical=v.w_lexical,
+            **({"score_norm": v.fusion} if v.fusion in ("minmax", "zscore") else {}),
+        )
     dh = [
         DenseHit(chunk_id=c, similarity=s, rank=i + 1) for i, (c, s) in enumerate(dense[: v.depth])
     ]
     lh = [LexicalHit(chunk_id=c, score=s, rank=i + 1) for i, (c, s) in enumerate(lex[: v.depth])]
     fused = fuse(dh, lh, settings)
-    idents = identifiers(query)
+    idents = _IDENTS.get(query)
+    if idents is None:
+        idents = _IDENTS[query] = identifiers(query)
     if idents:
         rows = {f.key: _Row(text_of.get(f.key, "")) for f in fused}
         fused = _exact_refuse(fused, rows, idents, settings)  # type: ignore[arg-type]
     return [(f.key, f.score) for f in fused]
 
 
-_NORM: bool | None = None
-
-
-def _has_norm() -> bool:
-    global _NORM
-    if _NORM is None:
-        from ragline.retrieval.settings import RankingSettings
-
-        _NORM = "score_norm" in RankingSettings.model_fields
-    return _NORM
+_SETTINGS: dict[Variant, Any] = {}
+_IDENTS: dict[str, set[str]] = {}
 
 
 def _doc_order(fused: list[tuple[str, float]], doc_of: dict[str, str], doc_sum: float) -> list[str]:
@@ -302,8 +298,6 @@ def _search(args: argparse.Namespace) -> int:
             (10, 20, 60, 100), (1.0, 1.5, 2.0), (20, 50, 100), (0.0, 0.1)
         )
     ]
-    if not _has_norm():
-        variants = [v for v in variants if v.fusion != "zscore"]
     out: dict[str, Any] = {"backend": data["backend"], "chunks": data["chunks"], "legs": {}}
     for lex_name in args.lexical.split(","):
         lex = {q: [(c, s) for c, s in v] for q, v in data[lex_name].items()}
@@ -434,9 +428,12 @@ def _abstain(args: argparse.Namespace) -> int:
         idents = rule_identifiers([text])
         df_new = {i: sum(1 for d in docs if matches(i, doc_text[d])) for i in idents}
         df_old = {i: sum(1 for d in docs if i in low[d]) for i in idents}
-        pol = AbstainPolicy(terms=None)
+        pol = AbstainPolicy(terms=None)  # the term rules are off above 2,000 chunks
+        before = AbstainPolicy(
+            terms=None, identifier_missing_min_similarity=0.40, identifier_missing_min_share=0.0
+        )
         new = assess(ev, [text], pol, IdentifierStats(documents=len(docs), df=df_new))
-        old = assess(ev, [text], pol, IdentifierStats(documents=len(docs), df=df_old))
+        old = assess(ev, [text], before, IdentifierStats(documents=len(docs), df=df_old))
         order = [doc_of[k] for k in capped]
         first = next((i + 1 for i, d in enumerate(order) if d in qrels[q]), None)
         rows.append(
@@ -452,6 +449,18 @@ def _abstain(args: argparse.Namespace) -> int:
                 "reason_new": new.reason,
                 "first_relevant_rank": first,
                 "ndcg@10": ndcg10(order, qrels[q]),
+                "hits": [
+                    {
+                        "dense_score": e.similarity,
+                        "bm25_score": e.bm25_score,
+                        "dense_rank": e.dense_rank,
+                        "bm25_rank": e.bm25_rank,
+                        "text": e.text if idents else "",
+                    }
+                    for e in ev[:20]
+                ],
+                "ident_documents": len(docs),
+                "ident_df": df_new,
             }
         )
     path = OUT / f"abstain_scifact_{args.backend}_{lex_name}.json"
@@ -465,6 +474,11 @@ def _abstain(args: argparse.Namespace) -> int:
                 f" first_relevant={r['first_relevant_rank']} idents={r['df_old']}->{r['df_new']}"
                 f" :: {r['query'][:70]}"
             )
+    for key in ("reason_old", "reason_new"):
+        zeroed = [0.0 if r[key] is not None else r["ndcg@10"] for r in rows]
+        print(
+            f"hybrid nDCG@10 with {key} abstentions as empty answers: {sum(zeroed) / len(rows):.4f}"
+        )
     gone = [r for r in rows if r["df_old"] and all(v == 0 for v in r["df_old"].values())]
     found = [r for r in gone if any(v > 0 for v in r["df_new"].values())]
     print(

@@ -13,11 +13,13 @@ corpus (``IdentifierStats``: in how many of the documents the caller can see it 
   tokens and BM25 found the exact match;
 - an identifier that occurs all over the corpus (a product model name) is no evidence:
   the similarity rule decides;
-- when **every** identifier of the query occurs in no document at all, that is a reason
-  to abstain: the search abstains (``identifier_not_found``) unless its best similarity
-  reaches the stricter ``identifier_missing_min_similarity`` (a claim can spell a
-  gene or a compound differently from every document, "IFIT1" / "IFIT-1", and still be
-  answered by meaning).
+- when **every** identifier of the query occurs in no document at all and they are a
+  real part of what is asked (at least ``identifier_missing_min_share`` of the query's
+  words: "What was the root cause of SUP-9999?", not a long claim that names a position
+  "(C1698)" in passing), that is a reason to abstain: the search abstains
+  (``identifier_not_found``) unless its best similarity reaches the stricter
+  ``identifier_missing_min_similarity``. "Occurs" is ``ident_match``'s test: case-folded,
+  whole letter and digit runs, any separators ("IFIT1" is "IFIT-1").
 
 Without statistics (the lookup failed) the rule falls back to "appears in a result".
 Version mentions (``v6.1``, ``6.x``), tokens without a letter (dates) and quantities
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragline.retrieval.abstain_model import AbstainModel, features
-from ragline.retrieval.ident_match import matches
+from ragline.retrieval.ident_match import matches, share_of_words
 from ragline.retrieval.term_evidence import TermPolicy, TermStats, decide_by_terms
 
 __all__ = [
@@ -77,8 +79,11 @@ class AbstainPolicy:
     min_rerank: float | None = None
     # an identifier in more than this share of the caller's documents is not specific
     identifier_max_df_ratio: float = 0.1
-    # no identifier of the query occurs anywhere: answer only above this similarity
-    identifier_missing_min_similarity: float = 0.40
+    # no identifier of the query occurs anywhere: answer only above this similarity ...
+    identifier_missing_min_similarity: float = 0.39  # fitted: bench/tune_terms.py idents
+    # ... when those identifiers are at least this share of the query's words (a claim
+    # naming one in passing is not a question about it: ident_match.share_of_words)
+    identifier_missing_min_share: float = 0.25  # fitted: bench/tune_terms.py idents
     model: AbstainModel | None = None  # several signals (abstain_model.py); None: similarity
     # the query's words in the caller's corpus (term_evidence.py); None: off
     terms: TermPolicy | None = field(default_factory=TermPolicy)
@@ -156,7 +161,10 @@ def assess(
     if idents and stats is not None:
         if all(stats.df.get(i, 0) == 0 for i in idents):
             bar = policy.identifier_missing_min_similarity
-            if best_sim is None or best_sim < bar:
+            central = share_of_words(" ".join(queries), idents)
+            if (best_sim is None or best_sim < bar) and (
+                central >= policy.identifier_missing_min_share
+            ):
                 return out("identifier_not_found", "identifier", bar)
             idents = set()
         limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)

@@ -25,13 +25,27 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["canonical", "matches", "parts", "sql_pattern"]
+__all__ = ["canonical", "matches", "parts", "share_of_words", "sql_pattern", "words"]
 
 # a run of letters (any script) or a run of digits
 _PART = re.compile(r"[^\W\d_]+|\d+")
 _MAX_PARTS = 16  # a longer "identifier" is matched on its first 16 runs
+
+
+# the stop words of the lexical leg's analyzer (OpenSearch "english" = Lucene's
+# EnglishAnalyzer.ENGLISH_STOP_WORDS_SET)
+# fmt: off
+_STOP = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with",
+))
+# fmt: on
+# a word as the standard tokenizer cuts it, near enough: a run of letters and digits
+_WORD = re.compile(r"[^\W_]+")
 
 
 def _fold(text: str) -> str:
@@ -84,3 +98,19 @@ def sql_pattern(ident: str) -> str | None:
         return None
     body = _joined(runs, "[^[:alnum:]]+", "[^[:alnum:]]*")
     return f"(^|[^[:alnum:]]){body}([^[:alnum:]]|$)"
+
+
+def words(text: str) -> list[str]:
+    """The text's words as the lexical leg indexes them, near enough: NFKC case-folded
+    runs of letters and digits (``SUP-9999`` is ``sup``, ``9999``; ``Bcp1`` is ``bcp1``),
+    stop words dropped. No stemming: only the share of identifier words is asked."""
+    return [w for w in _WORD.findall(_fold(text)) if w not in _STOP]
+
+
+def share_of_words(text: str, idents: Iterable[str]) -> float:
+    """Which share of the text's words (``words``) belong to the given identifiers: 1.0
+    for a bare identifier, small for a long claim that names one in passing; 0.0 for a
+    text without words."""
+    mine = {w for i in idents for w in words(i)}
+    ws = words(text)
+    return sum(1 for w in ws if w in mine) / len(ws) if ws else 0.0

@@ -152,6 +152,7 @@ class SearchService:
             identifier_missing_min_similarity=(
                 settings.ranking.abstain_identifier_missing_min_similarity
             ),
+            identifier_missing_min_share=settings.ranking.abstain_identifier_missing_min_share,
             model=FITTED if settings.ranking.abstain_model == "combined" else None,
             terms=TermPolicy() if settings.ranking.abstain_terms else None,
         )

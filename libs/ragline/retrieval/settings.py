@@ -81,6 +81,7 @@ class QueryAuthSettings(BaseSettings):
 _BEHAVIOUR_BEFORE: dict[str, object] = {
     "score_norm": "minmax",
     "abstain_identifier_missing_min_similarity": 0.40,
+    "abstain_identifier_missing_min_share": 0.0,
 }
 
 
@@ -121,9 +122,15 @@ class RankingSettings(BaseSettings):
         "set and SciFact, docs/evaluation.md 'Abstention sweep')",
     )
     abstain_identifier_missing_min_similarity: float = Field(
-        default=0.40,
+        default=0.39,
         description="every identifier of the query occurs in none of the caller's documents: "
         "answer only from this best similarity (retrieval/abstain.py); -1 turns the rule off",
+    )
+    abstain_identifier_missing_min_share: float = Field(
+        default=0.25,
+        ge=0,
+        description="... and only when those identifiers are at least this share of the "
+        "query's words (0: always; fitted by bench/tune_terms.py idents)",
     )
     abstain_model: Literal["similarity", "combined"] = Field(
         default="similarity",

@@ -117,3 +117,26 @@ def test_every_separator_spelling_matches(ident: str, data: st.DataObject) -> No
     spelled = sep.join(r.upper() if data.draw(st.booleans()) else r for r in runs)
     assert matches(ident, f"see {spelled}, then")
     assert not matches(ident, f"see x{spelled}y")
+
+
+def test_words_and_their_identifier_share() -> None:
+    from ragline.retrieval.ident_match import share_of_words, words
+
+    assert words("What was the root cause of ticket SUP-9999?") == [
+        "what", "root", "cause", "ticket", "sup", "9999",
+    ]  # fmt: skip
+    assert share_of_words("SUP-9999", ["sup-9999"]) == 1.0
+    assert share_of_words("What was the root cause of ticket SUP-9999?", ["sup-9999"]) == 2 / 6
+    claim = "Stacking is more stable when a purine is present in the +5 position (C1698)."
+    assert share_of_words(claim, ["c1698"]) == 1 / 9
+    assert share_of_words("Bcp1 is a chaperone for Rpl23.", ["bcp1", "rpl23"]) == 2 / 3
+    assert share_of_words("", ["x1"]) == 0.0 and share_of_words("the of", ["x1"]) == 0.0
+    assert share_of_words("\x00\ud800 x1", ["x1"]) == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200), idents=st.lists(st.text(max_size=12), max_size=4))
+def test_share_is_a_share(text: str, idents: list[str]) -> None:
+    from ragline.retrieval.ident_match import share_of_words
+
+    assert 0.0 <= share_of_words(text, idents) <= 1.0

@@ -17,10 +17,18 @@ from ragline.retrieval.settings import (
 
 def test_the_default_fingerprint_is_unchanged_by_the_split() -> None:
     # the value before the settings were split (hand-kept field list): cached answers of
-    # an unchanged configuration stay valid across the upgrade
-    assert RankingSettings().fingerprint() == "b63edabcb648"
+    # an unchanged configuration stay valid across the upgrade (later fields at the value
+    # that behaves as before they existed are not in it; issue 20 changed the identifier
+    # rule's defaults, so the defaults' fingerprint moved then)
+    before = {
+        "abstain_identifier_missing_min_similarity": 0.40,
+        "abstain_identifier_missing_min_share": 0.0,
+    }
+    assert RankingSettings(**before).fingerprint() == "b63edabcb648"
+    assert RankingSettings().fingerprint() != "b63edabcb648"
     assert (
-        RankingSettings(rrf_k=10, rerank_model_path="/x/y").fingerprint() == "7193f38bf4f5"  # type: ignore[arg-type]
+        RankingSettings(rrf_k=10, rerank_model_path="/x/y", **before).fingerprint()  # type: ignore[arg-type]
+        == "7193f38bf4f5"
     )
 
 
@@ -35,6 +43,7 @@ def test_the_default_fingerprint_is_unchanged_by_the_split() -> None:
         {"default_max_per_document": 1},
         {"score_norm": "zscore"},
         {"abstain_identifier_missing_min_similarity": 0.35},
+        {"abstain_identifier_missing_min_share": 0.5},
     ],
 )
 def test_ranking_changes_change_the_fingerprint(change: dict[str, object]) -> None:

@@ -111,3 +111,36 @@ def test_versions_and_dates_are_not_identifiers_for_the_rule() -> None:
     assert rule_identifiers(["a 100g dose, 5mmol/L, a 10-minute wait, 3-fold, 2.5mg"]) == set()
     # no rule identifier: similarity decides even with statistics
     assert assess([ev(0.6)], ["rudder gain in v6.1"], POL, _stats(20)).signal == "similarity"
+
+
+# ---------------------------------------------------------- the missing identifier's share
+# (issue 20): an identifier found nowhere is a reason to abstain when the query is about
+# it, not when a long claim names it in passing (SciFact 1098's "(C1698)")
+
+
+def test_a_missing_identifier_named_in_passing_leaves_it_to_similarity() -> None:
+    pol = AbstainPolicy(min_similarity=0.3, identifier_missing_min_share=0.2)
+    hits = [ev(0.34, text="ribosome decoding states")]
+    claim = ["Stacking is more stable when a purine is present in the +5 position (C1698)."]
+    lookup = ["What was the root cause of ticket SUP-9999?"]
+    no_c1698 = _stats(5183, c1698=0)
+    # the old rule (share 0: every query) abstained on the claim
+    old = AbstainPolicy(min_similarity=0.3, identifier_missing_min_share=0.0)
+    assert assess(hits, claim, old, no_c1698).reason == "identifier_not_found"
+    passing = assess(hits, claim, pol, no_c1698)
+    assert (passing.reason, passing.signal) == (None, "similarity")
+    # a lookup of the identifier still abstains, and a bare identifier always does
+    assert assess(hits, lookup, pol, _stats(60, sup_9999=0)).reason == "identifier_not_found"
+    bare = assess([ev(0.38)], ["SUP-9999"], pol, _stats(60, sup_9999=0))
+    assert bare.reason == "identifier_not_found"
+    # below the similarity threshold the claim still abstains, by similarity
+    low = assess([ev(0.2)], claim, pol, no_c1698)
+    assert (low.reason, low.signal) == ("below_similarity_threshold", "similarity")
+
+
+def test_a_found_spelling_variant_is_not_missing() -> None:
+    """The statistics count IFIT-1 for IFIT1 (ident_match); a result spelling it IFIT-1
+    answers as a verbatim match would."""
+    hits = [ev(0.1, text="Interferon-induced IFIT-1 restricts capped RNA")]
+    got = assess(hits, ["IFIT1 speeds viral replication"], POL, _stats(5183, ifit1=1))
+    assert (got.reason, got.signal) == (None, "identifier")
