@@ -229,6 +229,11 @@ class OnnxEmbedder(EmbedderIdentity):
 
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # no CPU memory arena: the arena keeps its high-water mark for the life of the
+        # process (one large document: +4.3 GB kept with 256 long texts per call), while
+        # without it the memory goes back after each call and the service returns to its
+        # baseline; the calls were no slower (docs/benchmarks.md, issue 18)
+        so.enable_cpu_mem_arena = False
         so.inter_op_num_threads = 1
         if threads is not None:
             so.intra_op_num_threads = threads

@@ -165,3 +165,9 @@ def test_query_cache_version_follows_the_backend(int8: OnnxEmbedder) -> None:
 def _clean_backend_env(monkeypatch) -> Iterator[None]:
     monkeypatch.delenv("RAGLINE_EMBEDDER_BACKEND", raising=False)
     yield
+
+
+def test_no_cpu_memory_arena(fp32: OnnxEmbedder) -> None:
+    """Issue 18: ONNX Runtime's CPU arena keeps its high-water mark for the life of the
+    embedder (a large document: GBs never given back); without it memory is returned."""
+    assert fp32._session.get_session_options().enable_cpu_mem_arena is False
