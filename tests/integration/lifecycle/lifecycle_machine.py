@@ -33,6 +33,7 @@ from ragline.events import (
     SourceDelete,
     SourceUpsert,
     Topics,
+    lane_of_topic,
     lane_topic,
 )
 from ragline.hashing import content_hash
@@ -598,9 +599,39 @@ class LifecycleMachine(RuleBasedStateMachine):
             topic = data.draw(st.sampled_from(pending), label="topic")
             n = data.draw(st.integers(1, 4), label="batch")
             crash = data.draw(st.integers(0, 11), label="crash") == 0
+            if crash and lane_of_topic(topic)[0] == Topics.SOURCE_CHANGES.value:
+                self._intake_crash(list(self.world.driver.queues[topic])[:n])
             return topic, n, crash
 
         self.settle(choose)
+
+    def _intake_crash(self, bodies: list[bytes]) -> None:
+        """The connector handles ``bodies``, dies before its offset commit, and gets them
+        again: the second time its status row already holds the batch's newest change of
+        each document, so the batch's older changes of it arrive "after" it. Where that
+        newest change is a quarantined version, arrival order decides (ADR 0008: an older
+        change after a quarantined version is stale), not the send order the model
+        follows: the document is not exact until a newer change decides it again."""
+        batch: dict[tuple[str, str], list[tuple[int, bool]]] = {}
+        for body in bodies:
+            change = self.by_body.get(body)
+            if change is None:
+                continue
+            key, kind, payload, quarantined = change
+            if isinstance(payload, Upsert):
+                seq = payload.seq
+            elif isinstance(payload, int):
+                seq = payload
+            else:
+                seq = payload[0]  # type: ignore[index]
+            content = kind in ("upsert", "delete")
+            batch.setdefault(key, []).append((seq, quarantined and content))
+        for key, changes in batch.items():
+            top = max(seq for seq, _ in changes)
+            if any(q and seq == top for seq, q in changes) and len(changes) > 1:
+                self.model[key].exact = False
+                self.model[key].unsure = True
+                self.steps.append(f"(connector crash: {key[1]} decided by arrival)")
 
     def teardown(self) -> None:
         self.settle()
