@@ -17,6 +17,11 @@ recorded (a table on stdout + JSON under bench/out/tune/).
         half of the queries (tune_retrieval.in_train), reported on the other half, for
         both lexical legs -> bench/out/tune/hybrid_<backend>.json
 
+    .venv/bin/python bench/tune_hybrid.py abstain [--lexical osmem]
+        every claim's final list (the defaults) through the library's abstention rules:
+        which answerable claims abstain, old vs new identifier matching
+        -> bench/out/tune/abstain_scifact_<backend>_<lexical>.json (for tune_terms idents)
+
 The document ranking is what ``eval_scifact`` measures (``max_per_document`` 1, ``top_k``
 100): a document ranks where its first chunk does in the fused order.
 """

@@ -14,7 +14,14 @@ recorded (issue 21 defect 5, issue 20 item 3; docs/evaluation.md "Abstention").
         by a hash of their id, tune_retrieval.in_train; all SciFact train claims must stay
         answered), reported on the held-out half -> terms_fit.json
 
-The fit decides nothing by itself: the chosen values are the ``TermPolicy`` defaults.
+    .venv/bin/python bench/tune_terms.py idents --scifact bench/out/tune/abstain_scifact_*.json
+        the identifier rule's bar and share (AbstainPolicy.identifier_missing_min_*): both
+        golden sets (``collect``, every rule off) and every SciFact claim (tune_hybrid.py
+        abstain) replayed through ``assess``; chosen on the train half subject to "no
+        SciFact claim abstained" -> idents_fit.json
+
+The fit decides nothing by itself: the chosen values are the ``TermPolicy`` /
+``AbstainPolicy`` defaults.
 """
 
 from __future__ import annotations

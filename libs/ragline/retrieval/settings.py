@@ -98,9 +98,10 @@ class RankingSettings(BaseSettings):
         "scores (docs/evaluation.md 'Fusion')",
     )
     score_norm: Literal["minmax", "zscore"] = Field(
-        default="minmax",
-        description="score fusion: each leg's scores min-max normalised over its list, or "
-        "measured in standard deviations from its list's minimum (retrieval/fusion.py)",
+        default="zscore",
+        description="score fusion: each leg's scores measured in standard deviations from "
+        "its list's minimum, or min-max normalised over its list (retrieval/fusion.py; "
+        "chosen on SciFact with Lucene's BM25: docs/evaluation.md 'Session 3')",
     )
     rrf_k: int = Field(default=60, ge=1)
     weight_dense: float = Field(default=1.0, ge=0)

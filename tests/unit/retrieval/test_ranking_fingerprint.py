@@ -21,6 +21,7 @@ def test_the_default_fingerprint_is_unchanged_by_the_split() -> None:
     # that behaves as before they existed are not in it; issue 20 changed the identifier
     # rule's defaults, so the defaults' fingerprint moved then)
     before = {
+        "score_norm": "minmax",
         "abstain_identifier_missing_min_similarity": 0.40,
         "abstain_identifier_missing_min_share": 0.0,
     }
@@ -41,7 +42,7 @@ def test_the_default_fingerprint_is_unchanged_by_the_split() -> None:
         {"abstain_min_similarity": 0.5},
         {"rerank_top_n": 10},
         {"default_max_per_document": 1},
-        {"score_norm": "zscore"},
+        {"score_norm": "minmax"},
         {"abstain_identifier_missing_min_similarity": 0.35},
         {"abstain_identifier_missing_min_share": 0.5},
     ],
