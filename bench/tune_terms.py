@@ -33,6 +33,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -253,14 +254,18 @@ def _decide(row: dict[str, Any], thr: float, policy: Any) -> bool:
     return bool(best < thr)
 
 
-def _pr(rows: list[dict[str, Any]], thr: float, policy: Any) -> dict[str, Any]:
+def _scores(
+    rows: list[dict[str, Any]], abstains: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """Abstention precision / recall over ``rows`` (cases without an expectation skipped),
+    with the case ids of both kinds of error."""
     tp = fp = fn = 0
     wrong: list[str] = []
     missed: list[str] = []
     for r in rows:
         if r["expect_abstain"] is None:
             continue
-        a = _decide(r, thr, policy)
+        a = abstains(r)
         if a and r["expect_abstain"]:
             tp += 1
         elif a:
@@ -275,6 +280,10 @@ def _pr(rows: list[dict[str, Any]], thr: float, policy: Any) -> dict[str, Any]:
         "abstained_answerable": wrong,
         "answered_unanswerable": missed,
     }
+
+
+def _pr(rows: list[dict[str, Any]], thr: float, policy: Any) -> dict[str, Any]:
+    return _scores(rows, lambda r: _decide(r, thr, policy))
 
 
 def _newly_abstained(rows: list[dict[str, Any]], thr: float, policy: Any) -> list[str]:
@@ -429,26 +438,7 @@ def _idents(args: argparse.Namespace) -> int:
     held = [r for r in golden if not in_train(r["case_id"])]
 
     def pr(rows: list[dict[str, Any]], pol: Any) -> dict[str, Any]:
-        tp = fp = fn = 0
-        wrong: list[str] = []
-        missed: list[str] = []
-        for r in rows:
-            if r["expect_abstain"] is None:
-                continue
-            a = _assess_row(r, pol, 20) is not None
-            tp += a and r["expect_abstain"]
-            fp += a and not r["expect_abstain"]
-            fn += (not a) and r["expect_abstain"]
-            if a and not r["expect_abstain"]:
-                wrong.append(r["case_id"])
-            if not a and r["expect_abstain"]:
-                missed.append(r["case_id"])
-        return {
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "recall": tp / (tp + fn) if tp + fn else None,
-            "abstained_answerable": wrong,
-            "answered_unanswerable": missed,
-        }
+        return _scores(rows, lambda r: _assess_row(r, pol, 20) is not None)
 
     def sci(pol: Any) -> list[str]:
         return [r["case_id"] for r in scifact if _assess_row(r, pol, 100) is not None]
