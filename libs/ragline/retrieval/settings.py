@@ -75,16 +75,6 @@ class QueryAuthSettings(BaseSettings):
         )
 
 
-# fields added later, with the value that behaves exactly as before they existed: at that
-# value they stay out of the fingerprint, so adding them orphans no cached answer (any
-# other value, a changed default included, is in it)
-_BEHAVIOUR_BEFORE: dict[str, object] = {
-    "score_norm": "minmax",
-    "abstain_identifier_missing_min_similarity": 0.40,
-    "abstain_identifier_missing_min_share": 0.0,
-}
-
-
 class RankingSettings(BaseSettings):
     """Everything that can change which results a search returns, or their order. The
     answer cache's key carries ``fingerprint()``: a field added here is in the key."""
@@ -153,13 +143,12 @@ class RankingSettings(BaseSettings):
     rerank_top_n: int = Field(default=30, ge=1, le=200)
 
     def fingerprint(self) -> str:
-        """A short hash of every ranking setting: retuning RRF, ef_search, the abstain
-        threshold or the reranker orphans every cached answer built under the old ones."""
-        values = self.model_dump()
-        for name, before in _BEHAVIOUR_BEFORE.items():
-            if values.get(name) == before:
-                del values[name]
-        text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+        """A short hash of every field, always: retuning RRF, ef_search, the abstain
+        threshold or the reranker orphans every cached answer built under the old ones.
+        Derived from ``model_dump``, so a field added to this class is in it without being
+        named here, and no field is left out at any value ("this value behaves as before
+        the field existed" is a claim about code that the key cannot check)."""
+        text = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), default=str)
         return sha256_hex(text)[:12]
 
 
