@@ -24,6 +24,7 @@ from ragline.retrieval.dense import DenseHit, dense_search
 from ragline.retrieval.filters import Predicate
 from ragline.retrieval.fusion import FusedHit, rrf, score_fusion
 from ragline.retrieval.hydrate import ChunkRow, hydrate
+from ragline.retrieval.ident_match import matches_any
 from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
 from ragline.retrieval.scope import rls_transaction
@@ -195,13 +196,15 @@ def _exact_refuse(
     fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: RankingSettings
 ) -> list[FusedHit]:
     """Exact-identifier boost: a query naming an error code or ticket key (``ERR-4711``)
-    gets a third RRF list of the candidates whose text contains it verbatim, in fusion
-    order. Embeddings blur such tokens, so plain RRF can bury the one exact match under
-    many look-alikes that are close in vector space."""
-    exact = [
-        f.key for f in fused if f.key in rows and any(i in rows[f.key].text.lower() for i in idents)
-    ]
-    if not exact or settings.weight_exact <= 0:
+    gets a third RRF list of the candidates whose text names it, in fusion order. Embeddings
+    blur such tokens, so plain RRF can bury the one exact match under many look-alikes
+    that are close in vector space. "Names" is ``ident_match``'s test, as the abstention
+    rule and the corpus lookup use it: ``ERR4711`` and full-width forms count, ``XERR-47110``
+    does not (a raw substring test had it the other way round)."""
+    if settings.weight_exact <= 0:
+        return fused
+    exact = [f.key for f in fused if f.key in rows and matches_any(idents, rows[f.key].text)]
+    if not exact:
         return fused
     if settings.fusion == "score":
         # a verbatim match adds weight_exact, as much as a retriever's best hit would

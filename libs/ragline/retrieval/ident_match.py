@@ -28,7 +28,15 @@ import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["canonical", "matches", "parts", "share_of_words", "sql_pattern", "words"]
+__all__ = [
+    "canonical",
+    "matches",
+    "matches_any",
+    "parts",
+    "share_of_words",
+    "sql_pattern",
+    "words",
+]
 
 # a run of letters (any script) or a run of digits
 _PART = re.compile(r"[^\W\d_]+|\d+")
@@ -87,6 +95,20 @@ def matches(ident: str, text: str) -> bool:
     if not runs:
         return False
     return _compiled(runs).search(_fold(text)) is not None
+
+
+def matches_any(idents: Iterable[str], text: str) -> bool:
+    """Whether ``text`` names any of ``idents`` (``matches``), folding the text once."""
+    folded: str | None = None
+    for ident in idents:
+        runs = parts(ident)
+        if not runs:
+            continue
+        if folded is None:
+            folded = _fold(text)
+        if _compiled(runs).search(folded) is not None:
+            return True
+    return False
 
 
 def sql_pattern(ident: str) -> str | None:
