@@ -119,6 +119,7 @@ def test_dashboard_covers_the_operators_questions() -> None:
         "ragline_embedding_chunks_total",  # cache hit rate
         "ragline_messages_failed_total",  # error rates
         "ragline_query_requests_total",  # query error rate
+        "ragline_connector_lane_demotions_total",  # changes demoted to the bulk lane
     }
     assert wanted <= used
 

@@ -62,6 +62,12 @@ class WebhookReceipt(BaseModel):
     duplicate: bool = Field(
         default=False, description="the webhook-id was seen before: nothing republished"
     )
+    priority: Literal["interactive", "bulk"] = Field(
+        default="interactive",
+        description="the lane the change was published in: bulk when it was sent as bulk or "
+        "its tenant was over the interactive budget (processed after everyone's "
+        "interactive work, nothing dropped); absent from older connectors: interactive",
+    )
 
 
 def _key(secret: str) -> bytes:
