@@ -73,11 +73,17 @@ schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event mo
 bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
-eval: install ## both golden sets through a private stack + every service, all modes side by side
+# the committed baselines (slim summaries, <dir>/<dataset>.json) `make eval` and `make
+# eval-scifact` print before | after | delta against; SAVE_BASELINE=1 makes this run the
+# new baseline (review the diff, then commit it)
+EVAL_BASELINES ?= bench/baselines
+EVAL_SAVE = $(if $(SAVE_BASELINE),--save-baseline $(EVAL_BASELINES))
+
+eval: install ## both golden sets through a private stack + every service, all modes, before/after the baselines
 	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack
 
-eval-scifact: install ## SciFact (train) through the pipeline, every mode side by side
-	$(BIN)/python bench/eval_scifact.py
+eval-scifact: install ## SciFact (train) through the pipeline, every mode, before/after its baseline
+	$(BIN)/python bench/eval_scifact.py --baseline $(EVAL_BASELINES)/beir-scifact-train.json $(EVAL_SAVE)
 
 clean: down
 	rm -rf .ragline

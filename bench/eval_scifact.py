@@ -8,10 +8,14 @@ bench/out/scifact/report.{json,txt,png}.
 
 With ``--tune`` it then restarts only the query service once per tuning step (one knob
 changed from the defaults, no re-ingest), runs hybrid again and writes what each step
-changed to bench/out/scifact/tuning.json and tuning.md.
+changed to bench/out/scifact/tuning.json and tuning.md (the baseline's row first).
+
+With ``--baseline`` (``make eval-scifact`` passes bench/baselines/beir-scifact-train.json)
+report.txt and the output start with every key metric before | after | delta;
+``--save-baseline DIR`` writes this run's slim summary to DIR/beir-scifact-train.json.
 
     .venv/bin/python bench/eval_scifact.py [--limit N] [--modes hybrid,dense] [--tune]
-        [--baseline old/report.json] [--out DIR]
+        [--baseline old/report.json] [--save-baseline DIR] [--out DIR]
 """
 
 from __future__ import annotations
@@ -58,7 +62,15 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--modes", default="lexical,dense,hybrid,hybrid+rerank")
     p.add_argument("--limit", type=int, help="only the first N train queries")
     p.add_argument("--tune", action="store_true", help="run the tuning steps after the baseline")
-    p.add_argument("--baseline", type=Path, help="an earlier report.json to compare with")
+    p.add_argument(
+        "--baseline", type=Path, help="an earlier report.json or slim baseline to compare with"
+    )
+    p.add_argument(
+        "--save-baseline",
+        type=Path,
+        metavar="DIR",
+        help="write this run's slim summary to DIR/<dataset>.json (the next run's baseline)",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "scifact")
     p.add_argument("--ingest-timeout", type=float, default=7200.0, help="seconds")
     p.add_argument("--no-progress", action="store_true")
@@ -76,13 +88,21 @@ def _row(report: Any, mode: str) -> dict[str, float | None]:
     return {m: report.value(mode, m) for m in KEY_METRICS}
 
 
+def _baseline_step(baseline: Any) -> dict[str, Any]:
+    """The baseline's hybrid row, first in the tuning table (what the steps are up against)."""
+    m = baseline.meta
+    name = f"baseline ({m.git_commit or 'unknown commit'}, {m.created_at:%Y-%m-%d})"
+    return {"step": name, "env": {}, "hybrid": _row(baseline, "hybrid"), "baseline": True}
+
+
 def _tuning_md(steps: list[dict[str, Any]]) -> str:
     head = "| step | env | " + " | ".join(KEY_METRICS) + " |"
     lines = [head, "|" + "---|" * (len(KEY_METRICS) + 2)]
     for s in steps:
         env = ", ".join(f"{k.removeprefix('RAGLINE_QUERY_')}={v}" for k, v in s["env"].items())
+        env = "(its own code and settings)" if s.get("baseline") else env or "defaults"
         vals = " | ".join("n/a" if v is None else f"{v:.3f}" for v in s["hybrid"].values())
-        lines.append(f"| {s['step']} | {env or 'defaults'} | {vals} |")
+        lines.append(f"| {s['step']} | {env} | {vals} |")
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +165,7 @@ async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, prog
 async def _run(args: argparse.Namespace) -> int:
     from pydantic import SecretStr
 
+    from ragline.evaluation.baseline import render_before_after, save_baseline
     from ragline.evaluation.datasets import load_beir
     from ragline.evaluation.evaluate import evaluate, write_outputs
     from ragline.evaluation.gate import ThresholdConfig, compare, render_changes
@@ -156,6 +177,8 @@ async def _run(args: argparse.Namespace) -> int:
         SCIFACT, split="train", tenant="scifact", groups=("eval",), limit_queries=args.limit
     )
     progress = not args.no_progress
+    # before the run: a wrong path fails now, not after an hour of ingest
+    baseline = load_report(args.baseline) if args.baseline else None
     print(f"SciFact train: {len(dataset.documents)} documents, {len(dataset.cases)} queries")
     async with private_platform(query_env=QUERY_ENV) as plat:
         es = EvalSettings(
@@ -175,12 +198,15 @@ async def _run(args: argparse.Namespace) -> int:
             progress=progress,
             command="python bench/eval_scifact.py " + " ".join(sys.argv[1:]),
         )
-        baseline = load_report(args.baseline) if args.baseline else None
         write_outputs(report, args.out, baseline)
         print(render_table(report))
         print(f"\nreport in {args.out} ({time.perf_counter() - t0:.0f} s)")
         if baseline is not None:
+            print(f"\n{render_before_after(report, baseline)}\n")
             print(render_changes(compare(report, baseline, ThresholdConfig())))
+        if args.save_baseline is not None:
+            args.save_baseline.mkdir(parents=True, exist_ok=True)
+            print(f"baseline saved: {save_baseline(report, args.save_baseline)}")
         if args.hold:
             await _hold(plat, es, dataset, args.out, report, progress)
         if not args.tune:
@@ -201,6 +227,8 @@ async def _run(args: argparse.Namespace) -> int:
         if len(best) > 1:
             env = {k: v for k, (_, v) in best.items()}
             steps.append(await _step(plat, es, dataset, "combined", env, progress))
+        if baseline is not None:
+            steps.insert(0, _baseline_step(baseline))
         (args.out / "tuning.json").write_text(json.dumps(steps, indent=2))
         (args.out / "tuning.md").write_text(_tuning_md(steps))
         print(_tuning_md(steps))

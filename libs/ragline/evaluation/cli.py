@@ -37,7 +37,28 @@ def register(subparsers: Any) -> None:
     )
     src.add_argument("--report", type=Path, help="gate/compare an existing report.json only")
     p.add_argument("--modes", default=ALL_MODES, help=f"comma-separated (default {ALL_MODES})")
-    p.add_argument("--baseline", type=Path, help="earlier report.json to compare with")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        help="earlier report.json (or slim baseline) to compare with: a before/after table "
+        "and the gate's max_drop bounds; with several datasets repeat it, each file is "
+        "matched to the dataset it names",
+    )
+    base.add_argument(
+        "--baseline-dir",
+        type=Path,
+        help="baselines directory: each dataset is compared with DIR/<dataset>.json "
+        "(e.g. golden-golden.json) when it exists",
+    )
+    p.add_argument(
+        "--save-baseline",
+        type=Path,
+        metavar="DIR",
+        help="write each run's slim summary (no per-case data) to DIR/<dataset>.json: the "
+        "baseline the next run is measured against (review, then commit)",
+    )
     p.add_argument("--thresholds", type=Path, help="thresholds YAML (golden: its thresholds.yaml)")
     p.add_argument("--out", type=Path, help="output directory (default reports/<dataset>-<time>)")
     p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
@@ -155,15 +176,54 @@ async def _produce(args: argparse.Namespace) -> list[Any]:
 
 
 def _out_dir(args: argparse.Namespace, dataset_name: str) -> Path:
-    slug = dataset_name.replace(":", "-").replace("/", "-")
+    from ragline.evaluation.baseline import dataset_slug
+
+    slug = dataset_slug(dataset_name)
     if args.out is not None:
         several = args.dataset is not None and len(args.dataset) > 1
         return Path(args.out) / slug if several else Path(args.out)
     return Path("reports") / f"{slug}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
 
 
+def _dataset_name(args: argparse.Namespace, spec: str) -> str:
+    """The name ``load_dataset`` gives ``spec`` (``golden:<dir name>``,
+    ``beir:<dir name>:<split>``), known before anything is loaded or run."""
+    kind, _, location = spec.partition(":")
+    name = Path(location).name
+    return f"beir:{name}:{args.split}" if kind == "beir" else f"{kind}:{name}"
+
+
+def _baselines(args: argparse.Namespace, names: list[str]) -> list[Any]:
+    """The baseline of each dataset (``None``: not compared), in the order of ``names``;
+    loaded before the run, so a wrong path fails in a second, not after the run."""
+    from ragline.errors import ConfigError
+    from ragline.evaluation.baseline import baseline_path
+    from ragline.evaluation.report import load_report
+
+    if args.baseline_dir is not None:
+        if not Path(args.baseline_dir).is_dir():
+            raise ConfigError(f"--baseline-dir {args.baseline_dir}: not a directory")
+        paths = [baseline_path(args.baseline_dir, n) for n in names]
+        for name, path in zip(names, paths, strict=True):
+            if not path.is_file():
+                print(f"note: no baseline for {name} ({path} does not exist)")
+        return [load_report(p) if p.is_file() else None for p in paths]
+    loaded = [load_report(p) for p in args.baseline or ()]
+    if len(names) == 1 and len(loaded) <= 1:
+        return [loaded[0] if loaded else None]  # one run, one baseline: whatever it names
+    by_name: dict[str, Any] = {}
+    for path, b in zip(args.baseline or (), loaded, strict=True):
+        if b.meta.dataset not in names:
+            raise ConfigError(f"baseline {path} is of {b.meta.dataset}, not of {names}")
+        if b.meta.dataset in by_name:
+            raise ConfigError(f"two baselines of {b.meta.dataset}")
+        by_name[b.meta.dataset] = b
+    return [by_name.get(n) for n in names]
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ragline.errors import ConfigError
+    from ragline.evaluation.baseline import render_before_after, save_baseline
     from ragline.evaluation.evaluate import write_outputs
     from ragline.evaluation.gate import (
         ThresholdConfig,
@@ -181,24 +241,33 @@ def _evaluate(args: argparse.Namespace) -> int:
         sweep_summary,
     )
 
-    if args.dataset and len(args.dataset) > 1 and (args.baseline or args.thresholds):
-        raise ConfigError("--baseline/--thresholds apply to one dataset; run them one by one")
-    baseline = load_report(args.baseline) if args.baseline is not None else None
-    if args.report is not None:
-        runs = [(load_report(args.report), None)]
+    if args.dataset and len(args.dataset) > 1 and args.thresholds:
+        raise ConfigError("--thresholds applies to one dataset; run them one by one")
+    if args.save_baseline is not None and Path(args.save_baseline).is_file():
+        raise ConfigError(f"--save-baseline {args.save_baseline}: a directory, not a file")
+    specs: list[str | None]
+    given = [load_report(args.report)] if args.report is not None else []
+    if given:
+        specs, names = [None], [given[0].meta.dataset]
     else:
-        runs = []
-        for spec, report in zip(args.dataset, asyncio.run(_produce(args)), strict=True):
+        specs, names = list(args.dataset), [_dataset_name(args, s) for s in args.dataset]
+    baselines = _baselines(args, names)
+    configs = [
+        load_thresholds(t) if (t := _thresholds_path(args, spec)) is not None else ThresholdConfig()
+        for spec in specs
+    ]
+    if given:
+        reports = given
+    else:
+        reports = asyncio.run(_produce(args))
+        for report, baseline, config in zip(reports, baselines, configs, strict=True):
             out = _out_dir(args, report.meta.dataset)
-            written = write_outputs(report, out, baseline)
+            written = write_outputs(report, out, baseline, config)
             print(f"report written to {out}/: {', '.join(p.name for p in written)}")
-            runs.append((report, spec))
     broken = False
-    for report, spec in runs:
-        if len(runs) > 1:
+    for report, baseline, config in zip(reports, baselines, configs, strict=True):
+        if len(reports) > 1:
             print(f"\n== {report.meta.dataset}")
-        tpath = _thresholds_path(args, spec)
-        config = load_thresholds(tpath) if tpath is not None else ThresholdConfig()
         print(render_table(report))
         print()
         print(render_categories(report))
@@ -212,11 +281,16 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"FAILED CASE {f}")
         if baseline is not None:
             print()
+            print(render_before_after(report, baseline, config=config))
+            print()
             print(render_changes(compare(report, baseline, config)))
         violations = check_thresholds(report, config, baseline)
         print()
         print(render_violations(violations))
         broken = broken or bool(violations)
+        if args.save_baseline is not None:
+            Path(args.save_baseline).mkdir(parents=True, exist_ok=True)
+            print(f"baseline saved: {save_baseline(report, Path(args.save_baseline))}")
     return EXIT_GATE if broken else EXIT_OK
 
 

@@ -13,6 +13,7 @@ from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.evaluation.client import QueryClient
 from ragline.evaluation.datasets import EvalDataset
+from ragline.evaluation.gate import ThresholdConfig
 from ragline.evaluation.ingest import ingest_dataset
 from ragline.evaluation.report import Report, build_report, render_categories, render_table
 from ragline.evaluation.runner import parse_modes, run_modes
@@ -84,15 +85,24 @@ async def evaluate(
     )
 
 
-def write_outputs(report: Report, out: Path, baseline: Report | None = None) -> list[Path]:
-    """``report.json``, ``report.txt`` (the tables), ``report.png`` and, when a mode has
-    similarity-decided cases, ``abstention.png`` (the threshold sweep) under ``out``."""
+def write_outputs(
+    report: Report,
+    out: Path,
+    baseline: Report | None = None,
+    config: ThresholdConfig | None = None,
+) -> list[Path]:
+    """``report.json``, ``report.txt`` (the tables; with a baseline, the before/after
+    table first), ``report.png`` and, when a mode has similarity-decided cases,
+    ``abstention.png`` (the threshold sweep) under ``out``."""
+    from ragline.evaluation.baseline import render_before_after
     from ragline.evaluation.report import render_sweep, save_report
 
     out.mkdir(parents=True, exist_ok=True)
     json_path = save_report(report, out / "report.json")
     txt = out / "report.txt"
     tables = [render_table(report), render_categories(report), render_sweep(report)]
+    if baseline is not None:
+        tables.insert(0, render_before_after(report, baseline, config=config))
     txt.write_text("\n\n".join(t for t in tables if t) + "\n")
     if importlib.util.find_spec("matplotlib") is None:  # the plots need the 'eval' extra
         return [json_path, txt]

@@ -25,6 +25,7 @@ __all__ = [
     "Report",
     "ReportMeta",
     "build_report",
+    "grid",
     "host_info",
     "load_report",
     "render_categories",
@@ -207,13 +208,16 @@ def fmt(metric: str, value: float | None) -> str:
     return f"{value:.3f}"
 
 
-def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def grid(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+    """A plain-text table: the first ``left`` columns left-aligned, the rest right."""
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
-        return "  ".join((first, *rest)).rstrip()
+        aligned = (
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        return "  ".join(aligned).rstrip()
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
@@ -223,7 +227,7 @@ def render_table(report: Report, metrics: Sequence[str] = TABLE_METRICS) -> str:
     """Metrics down, modes across: the side-by-side comparison of one run."""
     modes = list(report.modes)
     rows = [[m, *(fmt(m, report.value(mode, m)) for mode in modes)] for m in metrics]
-    return _grid(["metric", *modes], rows)
+    return grid(["metric", *modes], rows)
 
 
 def render_categories(report: Report, metric: str = "recall@10") -> str:
@@ -247,7 +251,7 @@ def render_categories(report: Report, metric: str = "recall@10") -> str:
                 *(fmt(metric, report.value(mode, metric, cat)) for mode in modes),
             ]
         )
-    return _grid([f"category ({metric})", "n", *modes], rows)
+    return grid([f"category ({metric})", "n", *modes], rows)
 
 
 def _sweep_table(sw: AbstentionSweep) -> str:
@@ -288,7 +292,7 @@ def _sweep_table(sw: AbstentionSweep) -> str:
         "unknown",
         "",
     ]
-    return _grid(header, rows)
+    return grid(header, rows)
 
 
 def render_sweep(report: Report) -> str:
