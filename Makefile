@@ -80,7 +80,8 @@ EVAL_BASELINES ?= bench/baselines
 EVAL_SAVE = $(if $(SAVE_BASELINE),--save-baseline $(EVAL_BASELINES))
 
 eval: install ## both golden sets through a private stack + every service, all modes, before/after the baselines
-	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack
+	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack \
+		--baseline-dir $(EVAL_BASELINES) $(EVAL_SAVE)
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode, before/after its baseline
 	$(BIN)/python bench/eval_scifact.py --baseline $(EVAL_BASELINES)/beir-scifact-train.json $(EVAL_SAVE)

@@ -325,15 +325,26 @@ def _make_commands(target: str, *variables: str) -> str:
 
 
 def test_make_targets_compare_with_committed_baselines_that_load() -> None:
-    """``make eval-scifact`` names a baseline that exists, loads, and is of the dataset
-    the target runs (a moved file fails here, not after an hour of ingest)."""
+    """``make eval`` / ``make eval-scifact`` name baselines that exist, load, and are of
+    the datasets the targets run (a renamed set or a moved file fails here, not after a
+    run); ``SAVE_BASELINE=1`` refreshes them in place."""
+    golden = _make_commands("eval")
+    (bdir,) = re.findall(r"--baseline-dir (\S+)", golden)
+    specs = re.findall(r"--dataset golden:(\S+)", golden)
+    assert len(specs) == 2
+    for spec in specs:
+        name = f"golden:{Path(spec).name}"
+        path = ROOT / baseline_path(Path(bdir), name)
+        b = load_report(path)
+        assert b.meta.dataset == name and b.meta.kind == "golden" and b.meta.top_k == 100
+        assert set(b.modes) == {"lexical", "dense", "hybrid", "hybrid+rerank"}
+        assert not b.cases and path.stat().st_size < 64_000, "not a slim baseline"
     scifact = _make_commands("eval-scifact")
     (path,) = re.findall(r"--baseline (\S+)", scifact)
     b = load_report(ROOT / path)
     assert b.meta.dataset == "beir:scifact:train" and b.value("hybrid", "ndcg@10") is not None
     assert not b.cases and (ROOT / path).stat().st_size < 64_000, "not a slim baseline"
-    # SAVE_BASELINE=1 refreshes it in place
-    assert f"--save-baseline {Path(path).parent}" in _make_commands(
-        "eval-scifact", "SAVE_BASELINE=1"
-    )
-    assert "--save-baseline" not in scifact
+    assert Path(path).parent == Path(bdir)
+    for target in ("eval", "eval-scifact"):
+        assert f"--save-baseline {bdir}" in _make_commands(target, "SAVE_BASELINE=1")
+    assert "--save-baseline" not in golden + scifact
