@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ragline.errors import ConfigError
 from ragline.evaluation.report import Report, fmt
-from ragline.evaluation.summary import LOWER_IS_BETTER
+from ragline.evaluation.summary import lower_is_better
 
 __all__ = [
     "Change",
@@ -121,7 +121,7 @@ def _broken(t: Threshold, value: float | None, base: float | None) -> list[str]:
     if t.max is not None and value > t.max:
         out.append(f"max {fmt(t.metric, t.max)}")
     if t.max_drop is not None and base is not None:
-        drop = value - base if t.metric in LOWER_IS_BETTER else base - value
+        drop = value - base if lower_is_better(t.metric) else base - value
         if drop > t.max_drop + 1e-12:
             out.append(f"max_drop {t.max_drop:g} (baseline {fmt(t.metric, base)})")
     return out
@@ -173,7 +173,7 @@ def compare(report: Report, baseline: Report, config: ThresholdConfig) -> list[C
                     significant = abs(delta) > config.tolerance
                 if not significant:
                     continue
-                better = delta < 0 if metric in LOWER_IS_BETTER else delta > 0
+                better = delta < 0 if lower_is_better(metric) else delta > 0
                 changes.append(
                     Change(
                         mode=mode,

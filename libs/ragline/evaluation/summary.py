@@ -32,6 +32,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "CaseResult",
     "CaseRun",
+    "lower_is_better",
     "score_case",
     "summarize_mode",
 ]
@@ -43,7 +44,9 @@ CASE_METRICS: tuple[str, ...] = (
     "mrr",
     "ndcg@10",
 )
-# metrics where a smaller value is the better one (for baseline comparison)
+# metrics where a smaller value is the better one (for baseline comparison); every
+# timing too (``*_ms``: the server's per-stage ``server_<stage>_p50_ms`` as well), see
+# ``lower_is_better``
 LOWER_IS_BETTER: frozenset[str] = frozenset(
     {
         "forbidden_hit_rate",
@@ -56,6 +59,12 @@ LOWER_IS_BETTER: frozenset[str] = frozenset(
         "latency_mean_ms",
     }
 )
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a smaller value of ``metric`` is the better one (counts of leaks and
+    errors, and every timing)."""
+    return metric in LOWER_IS_BETTER or metric.endswith("_ms")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -88,6 +88,20 @@ def test_max_drop_against_baseline(report: Report) -> None:
     assert len(check_thresholds(_with(report, "good", latency_p95_ms=16.0), cfg(t), base)) == 1
 
 
+def test_server_stage_timings_lower_is_better(report: Report) -> None:
+    """Every ``*_ms`` metric is a time: the query service's per-stage p50s
+    (``server_<stage>_p50_ms``) getting faster is an improvement, never a regression, and a
+    ``max_drop`` on one bounds how much slower it may get (a golden run whose server p50
+    halved was listed under regressions before)."""
+    base = _with(report, "good", server_p50_ms=200.0, server_lexical_p50_ms=20.0)
+    cur = _with(report, "good", server_p50_ms=100.0, server_lexical_p50_ms=40.0)
+    changes = {c.metric: c.kind for c in compare(cur, base, cfg())}
+    assert changes == {"server_p50_ms": "improvement", "server_lexical_p50_ms": "regression"}
+    t = Threshold(metric="server_lexical_p50_ms", mode="good", max_drop=5)
+    assert check_thresholds(base, cfg(t), cur) == []  # 40 -> 20 ms
+    assert len(check_thresholds(cur, cfg(t), base)) == 1  # 20 -> 40 ms
+
+
 def test_threshold_needs_a_bound() -> None:
     with pytest.raises(ValueError, match="min, max or max_drop"):
         Threshold(metric="mrr")
