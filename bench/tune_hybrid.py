@@ -17,6 +17,13 @@ recorded (a table on stdout + JSON under bench/out/tune/).
         half of the queries (tune_retrieval.in_train), reported on the other half, for
         both lexical legs -> bench/out/tune/hybrid_<backend>.json
 
+    .venv/bin/python bench/tune_hybrid.py feedback | scores | bm25
+        what else the two legs allow, each against the shipped fusion, chosen on the train
+        half and reported on the other: dense pseudo-relevance feedback (the first pass's
+        top chunks averaged into the query vector, a second dense search), a leg's
+        missing score (filled in with the true cosine / BM25, a one-leg penalty, z from
+        the mean), and Lucene's k1 / b -> bench/out/tune/{feedback,scores,bm25}_<backend>.json
+
     .venv/bin/python bench/tune_hybrid.py abstain [--lexical osmem]
         every claim's final list (the defaults) through the library's abstention rules:
         which answerable claims abstain, old vs new identifier matching
@@ -87,7 +94,9 @@ def _embed(chunks: list[dict[str, Any]], queries: list[str], backend: str) -> tu
     return emb, qemb
 
 
-def _lucene(chunks: list[dict[str, Any]], queries: dict[str, str]) -> dict[str, list[Any]]:
+def _lucene(
+    chunks: list[dict[str, Any]], queries: dict[str, str], k1: float = 1.2, b: float = 0.75
+) -> dict[str, list[Any]]:
     if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
         raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,8 +116,11 @@ def _lucene(chunks: list[dict[str, Any]], queries: dict[str, str]) -> dict[str, 
                 "LuceneBm25",
                 *(str(t / n) for n in ("docs.tsv", "queries.tsv", "hits.tsv")),
                 str(DEPTH),
+                str(k1),
+                str(b),
             ],
             check=True,
+            capture_output=True,
         )
         hits: dict[str, list[Any]] = collections.defaultdict(list)
         for line in (t / "hits.tsv").open(encoding="utf-8"):
@@ -377,6 +389,231 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(queries: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The fixed training half (chosen on) and the held-out half (reported on)."""
+    return [q for q in queries if in_train(q)], [q for q in queries if not in_train(q)]
+
+
+def _report(
+    per: dict[str, dict[str, float]], queries: dict[str, str], title: str, t0: float
+) -> list[dict[str, Any]]:
+    """Per variant: mean nDCG@10 on the training half, the held-out half and all; printed
+    as a table, best on the training half first."""
+    train, held = _split(queries)
+
+    def mean(vals: dict[str, float], qs: Sequence[str]) -> float:
+        return sum(vals[q] for q in qs) / len(qs) if qs else 0.0
+
+    rows = [
+        {
+            "variant": name,
+            "train": mean(vals, train),
+            "held_out": mean(vals, held),
+            "all": mean(vals, list(queries)),
+        }
+        for name, vals in per.items()
+    ]
+    rows.sort(key=lambda r: -r["train"])
+    print(f"\n== {title} ({time.perf_counter() - t0:.0f} s)")
+    print("| variant | train | held-out | all |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['train']:.4f} | {r['held_out']:.4f} | {r['all']:.4f} |")
+    return rows
+
+
+# ---------------------------------------------------------------- feedback
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Dense pseudo-relevance feedback (Rocchio on the query vector): the first pass's
+    top ``k`` chunks (of the fused list, or of the dense list alone) are averaged, the
+    query vector becomes ``alpha * q + (1 - alpha) * centroid`` (renormalised), and the
+    dense leg is searched again with it before the final fusion."""
+
+    source: str  # "hybrid" | "dense"
+    k: int
+    alpha: float
+
+    @property
+    def name(self) -> str:
+        return f"feedback {self.source} k={self.k} alpha={self.alpha}"
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    queries: dict[str, str] = data["queries"]
+    qrels: dict[str, dict[str, int]] = data["qrels"]
+    doc_of: dict[str, str] = data["doc_of"]
+    text_of: dict[str, str] = data["text_of"]
+    chunks = _chunks()
+    emb, _ = _embed_cached(chunks, args.backend)
+    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
+    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
+    ids = [c["chunk_id"] for c in chunks]
+    cidx = {c: i for i, c in enumerate(ids)}
+    base = Variant(fusion="zscore", depth=args.depth)
+    variants = [
+        Feedback(source=src, k=k, alpha=a)
+        for src, k, a in itertools.product(
+            ("hybrid", "dense"), (2, 3, 5, 8), (0.5, 0.6, 0.7, 0.8, 0.9)
+        )
+    ]
+
+    out: dict[str, Any] = {"backend": data["backend"], "depth": args.depth, "legs": {}}
+    for lex_name in args.lexical.split(","):
+        lex = {q: [(c, s) for c, s in v] for q, v in data[lex_name].items()}
+        if not lex:
+            continue
+        t0 = time.perf_counter()
+        per: dict[str, dict[str, float]] = collections.defaultdict(dict)
+        for n, q in enumerate(queries):
+            dense = [(c, s) for c, s in data["dense"][q]]
+            lq = lex.get(q, [])
+            _HITS.clear()
+            first = _fused(base, dense, lq, text_of, queries[q])
+            per["no feedback"][q] = _ndcg10([doc_of[k] for k, _ in first], qrels[q])
+            qv = qemb[qidx[q]]
+            for v in variants:
+                src = first if v.source == "hybrid" else dense
+                fb = emb[[cidx[k] for k, _ in src[: v.k]]].mean(axis=0)
+                fb /= np.linalg.norm(fb) or 1.0
+                q2 = v.alpha * qv + (1 - v.alpha) * fb
+                q2 /= np.linalg.norm(q2) or 1.0
+                sims = emb @ q2
+                top = np.argpartition(-sims, DEPTH)[:DEPTH]
+                top = top[np.argsort(-sims[top])]
+                dense2 = [(ids[j], float(sims[j])) for j in top]
+                _HITS.clear()
+                fused = _fused(base, dense2, lq, text_of, queries[q])
+                per[v.name][q] = _ndcg10([doc_of[k] for k, _ in fused], qrels[q])
+                if lex_name == args.lexical.split(",")[0]:
+                    per[v.name + " (dense leg alone)"][q] = _ndcg10(
+                        [doc_of[c] for c, _ in dense2], qrels[q]
+                    )
+            if n % 100 == 0:
+                print(f"{lex_name}: {n}/{len(queries)} queries", flush=True)
+        out["legs"][lex_name] = _report(per, queries, f"lexical leg: {lex_name}", t0)
+    path = OUT / f"feedback_{data['backend']}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"written {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- missing scores, BM25
+
+
+def _zfuse(
+    legs: dict[str, list[tuple[str, float]]], *, center: str, one_leg_penalty: float
+) -> list[str]:
+    """z-score fusion as retrieval/fusion.py with two knobs it does not have: the origin
+    (the list's minimum, as shipped, or its mean) and a penalty for a chunk only one leg
+    found (0 = as shipped: absent counts as the list's origin)."""
+    score: dict[str, float] = collections.defaultdict(float)
+    found: dict[str, int] = collections.defaultdict(int)
+    for items in legs.values():
+        if not items:
+            continue
+        vals = [v for _, v in items]
+        mean = sum(vals) / len(vals)
+        sd = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5 or 1.0
+        origin = min(vals) if center == "min" else mean
+        for c, v in items:
+            score[c] += (v - origin) / sd
+            found[c] += 1
+    both = sum(1 for items in legs.values() if items) > 1
+    for c in score:
+        if both and found[c] == 1:
+            score[c] -= one_leg_penalty
+    return sorted(score, key=lambda c: -score[c])
+
+
+def _scores(args: argparse.Namespace) -> int:
+    """What a leg's missing score should be: the shipped rule (absent = the list's
+    minimum), the true cosine of a lexical-only chunk filled in (the query service knows
+    it after hydration), BM25 ranks 51-100 filled in for dense-only chunks, a penalty for
+    one-leg chunks, and z measured from the mean instead of the minimum."""
+    import numpy as np
+
+    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    queries: dict[str, str] = data["queries"]
+    qrels: dict[str, dict[str, int]] = data["qrels"]
+    doc_of: dict[str, str] = data["doc_of"]
+    chunks = _chunks()
+    emb, _ = _embed_cached(chunks, args.backend)
+    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
+    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
+    cidx = {c["chunk_id"]: i for i, c in enumerate(chunks)}
+    out: dict[str, Any] = {"backend": data["backend"], "legs": {}}
+    for lex_name in args.lexical.split(","):
+        t0 = time.perf_counter()
+        per: dict[str, dict[str, float]] = collections.defaultdict(dict)
+        for q in queries:
+            full = [(c, s) for c, s in data[lex_name].get(q, [])]
+            for depth in (50, 100):
+                dl = [(c, s) for c, s in data["dense"][q][:depth]]
+                ll = full[:depth]
+                have_d, have_l, bm25 = {c for c, _ in dl}, {c for c, _ in ll}, dict(full)
+                extra = [c for c, _ in ll if c not in have_d]
+                sims = emb[[cidx[c] for c in extra]] @ qemb[qidx[q]] if extra else []
+                filled_d = dl + [(c, float(x)) for c, x in zip(extra, sims, strict=True)]
+                filled_l = ll + [(c, bm25[c]) for c, _ in dl if c not in have_l and c in bm25]
+                variants: dict[str, dict[str, list[tuple[str, float]]]] = {
+                    "shipped": {"d": dl, "l": ll},
+                    "cosine filled in": {"d": filled_d, "l": ll},
+                    "BM25 filled in": {"d": dl, "l": filled_l},
+                    "both filled in": {"d": filled_d, "l": filled_l},
+                }
+                for name, legs in variants.items():
+                    order = _zfuse(legs, center="min", one_leg_penalty=0.0)
+                    per[f"depth {depth}, {name}"][q] = _ndcg10([doc_of[c] for c in order], qrels[q])
+                for center, pen in itertools.product(("min", "mean"), (0.25, 0.5, 1.0, 1.5)):
+                    order = _zfuse({"d": dl, "l": ll}, center=center, one_leg_penalty=pen)
+                    per[f"depth {depth}, z from {center}, one-leg penalty {pen}"][q] = _ndcg10(
+                        [doc_of[c] for c in order], qrels[q]
+                    )
+        out["legs"][lex_name] = _report(per, queries, f"lexical leg: {lex_name}", t0)
+    path = OUT / f"scores_{data['backend']}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"written {path}")
+    return 0
+
+
+def _bm25(args: argparse.Namespace) -> int:
+    """Lucene's BM25 k1 and b (the index's similarity setting in production): the
+    lexical leg alone and fused with the dense leg (z-score, depth 50) for each pair."""
+    from tune_retrieval import ndcg10 as doc_ndcg10
+
+    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    queries: dict[str, str] = data["queries"]
+    qrels: dict[str, dict[str, int]] = data["qrels"]
+    doc_of: dict[str, str] = data["doc_of"]
+    chunks = _chunks()
+    t0 = time.perf_counter()
+    per: dict[str, dict[str, float]] = collections.defaultdict(dict)
+    for k1, b in itertools.product((0.6, 0.9, 1.2, 1.5, 2.0), (0.3, 0.5, 0.75, 0.9)):
+        lex = _lucene(chunks, queries, k1=k1, b=b)
+        for q in queries:
+            ll = [(c, float(s)) for c, s in lex.get(q, [])]
+            per[f"k1 {k1} b {b}: lexical alone"][q] = doc_ndcg10(
+                [doc_of[c] for c, _ in ll], qrels[q]
+            )
+            order = _zfuse(
+                {"d": [(c, s) for c, s in data["dense"][q][:50]], "l": ll[:50]},
+                center="min",
+                one_leg_penalty=0.0,
+            )
+            per[f"k1 {k1} b {b}: hybrid"][q] = _ndcg10([doc_of[c] for c in order], qrels[q])
+        print(f"k1 {k1} b {b} done", flush=True)
+    rows = _report(per, queries, "Lucene BM25 k1 / b", t0)
+    path = OUT / f"bm25_{data['backend']}.json"
+    path.write_text(json.dumps({"backend": data["backend"], "rows": rows}, indent=1))
+    print(f"written {path}")
+    return 0
+
+
 # ---------------------------------------------------------------- abstention
 
 
@@ -529,12 +766,28 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("search", help="fusion variants, chosen on train, held-out report")
     s.add_argument("--backend", default="onnx-int8")
     s.add_argument("--lexical", default="lucene,osmem")
+    f = sub.add_parser("feedback", help="dense pseudo-relevance feedback variants")
+    f.add_argument("--backend", default="onnx-int8")
+    f.add_argument("--lexical", default="lucene,osmem")
+    f.add_argument("--depth", type=int, default=50)
+    sc = sub.add_parser("scores", help="missing scores filled in, one-leg penalty, z origin")
+    sc.add_argument("--backend", default="onnx-int8")
+    sc.add_argument("--lexical", default="lucene,osmem")
+    bm = sub.add_parser("bm25", help="Lucene BM25 k1 / b grid, alone and fused")
+    bm.add_argument("--backend", default="onnx-int8")
     a = sub.add_parser("abstain", help="SciFact claims through the abstention rules")
     a.add_argument("--backend", default="onnx-int8")
     a.add_argument("--lexical", default="osmem", help="lucene or osmem (the stack's)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    run = {"legs": _legs, "search": _search, "abstain": _abstain}[args.cmd]
+    run = {
+        "legs": _legs,
+        "search": _search,
+        "feedback": _feedback,
+        "scores": _scores,
+        "bm25": _bm25,
+        "abstain": _abstain,
+    }[args.cmd]
     rc = run(args)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return rc
