@@ -614,6 +614,68 @@ def _bm25(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- plot
+
+
+def _plot(args: argparse.Namespace) -> int:
+    """One picture of every search: per family, the shipped fusion and the variant best
+    on the training half, each on the training half, the held-out half and all 809,
+    against the 0.745 target -> bench/out/tune/searches_<backend>.png"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    b = args.backend
+
+    def load(name: str) -> Any:
+        path = OUT / f"{name}_{b}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    bars: list[tuple[str, dict[str, float]]] = []
+    hybrid = load("hybrid")
+    if hybrid is not None:
+        for leg in ("lucene", "osmem"):
+            if leg in hybrid["legs"]:
+                res = hybrid["legs"][leg]
+                shipped = next(
+                    r
+                    for r in res["every"]
+                    if r["variant"].startswith("zscore wd=1.0 wl=1.0 depth=50 max")
+                )
+                bars.append((f"shipped (z-score)\n{leg}", shipped))
+                bars.append((f"fusion grid best\n{leg}", res["chosen"]))
+    for name, label in (("feedback", "dense feedback"), ("scores", "missing scores")):
+        data = load(name)
+        if data is not None:
+            for leg, rows in data["legs"].items():
+                bars.append((f"{label} best\n{leg}", rows[0]))
+    bm25 = load("bm25")
+    if bm25 is not None:
+        best = next(r for r in bm25["rows"] if r["variant"].endswith("hybrid"))
+        bars.append(("BM25 k1/b best\nlucene", best))
+    if not bars:
+        raise SystemExit("run the searches first (search, feedback, scores, bm25)")
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(bars)), 4.5))
+    width = 0.27
+    for i, (part, colour) in enumerate(
+        (("train", "#4c72b0"), ("held_out", "#dd8452"), ("all", "#55a868"))
+    ):
+        xs = [j + (i - 1) * width for j in range(len(bars))]
+        ax.bar(xs, [r[part] for _, r in bars], width, label=part.replace("_", "-"), color=colour)
+    ax.axhline(0.745, color="black", linestyle="--", linewidth=1, label="target 0.745")
+    ax.set_xticks(range(len(bars)), [n for n, _ in bars], fontsize=7)
+    ax.set_ylim(0.69, 0.76)
+    ax.set_ylabel("nDCG@10 (SciFact train)")
+    ax.set_title("hybrid fusion searches: chosen on the train half, reported on the held-out half")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    path = OUT / f"searches_{b}.png"
+    fig.savefig(path, dpi=120)
+    print(f"written {path}")
+    return 0
+
+
 # ---------------------------------------------------------------- abstention
 
 
@@ -775,6 +837,8 @@ def main(argv: list[str]) -> int:
     sc.add_argument("--lexical", default="lucene,osmem")
     bm = sub.add_parser("bm25", help="Lucene BM25 k1 / b grid, alone and fused")
     bm.add_argument("--backend", default="onnx-int8")
+    pl = sub.add_parser("plot", help="every search's best against the shipped fusion")
+    pl.add_argument("--backend", default="onnx-int8")
     a = sub.add_parser("abstain", help="SciFact claims through the abstention rules")
     a.add_argument("--backend", default="onnx-int8")
     a.add_argument("--lexical", default="osmem", help="lucene or osmem (the stack's)")
@@ -786,6 +850,7 @@ def main(argv: list[str]) -> int:
         "feedback": _feedback,
         "scores": _scores,
         "bm25": _bm25,
+        "plot": _plot,
         "abstain": _abstain,
     }[args.cmd]
     rc = run(args)
