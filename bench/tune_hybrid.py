@@ -643,9 +643,9 @@ def _plot(args: argparse.Namespace) -> int:
                     for r in res["every"]
                     if r["variant"].startswith("zscore wd=1.0 wl=1.0 depth=50 max")
                 )
-                bars.append((f"shipped (z-score)\n{leg}", shipped))
-                bars.append((f"fusion grid best\n{leg}", res["chosen"]))
-    for name, label in (("feedback", "dense feedback"), ("scores", "missing scores")):
+                bars.append((f"shipped\n{leg}", shipped))
+                bars.append((f"grid best\n{leg}", res["chosen"]))
+    for name, label in (("feedback", "feedback"), ("scores", "missing score")):
         data = load(name)
         if data is not None:
             for leg, rows in data["legs"].items():
@@ -653,7 +653,7 @@ def _plot(args: argparse.Namespace) -> int:
     bm25 = load("bm25")
     if bm25 is not None:
         best = next(r for r in bm25["rows"] if r["variant"].endswith("hybrid"))
-        bars.append(("BM25 k1/b best\nlucene", best))
+        bars.append(("k1/b best\nlucene", best))
     if not bars:
         raise SystemExit("run the searches first (search, feedback, scores, bm25)")
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(bars)), 4.5))
@@ -668,7 +668,7 @@ def _plot(args: argparse.Namespace) -> int:
     ax.set_ylim(0.69, 0.76)
     ax.set_ylabel("nDCG@10 (SciFact train)")
     ax.set_title("hybrid fusion searches: chosen on the train half, reported on the held-out half")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     path = OUT / f"searches_{b}.png"
     fig.savefig(path, dpi=120)
