@@ -17,6 +17,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import hypothesis
 import pytest
 import pytest_asyncio
 
@@ -42,6 +43,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # test_embedding_backends.py); every other test, and every service process it starts,
 # runs torch unless the environment says otherwise.
 os.environ.setdefault("RAGLINE_EMBEDDER_BACKEND", "torch")
+
+# Property tests check properties, not speed: hypothesis' default 200 ms deadline per
+# example made them fail at random on a loaded 2-core machine (a slow example is not a
+# counter-example). Timing is measured by `make bench`, never asserted in tests. A test
+# that sets its own deadline or example count keeps it.
+hypothesis.settings.register_profile("ragline", deadline=None)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ragline"))
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
