@@ -30,6 +30,7 @@ from ragline.events import (
 from ragline.order import ACL_FROM_CHANGE, ACL_FROM_UPSERT, AclKey, ContentKey, content_key
 
 __all__ = [
+    "Accepted",
     "Decision",
     "ImplausibleSequence",
     "SeqRule",
@@ -45,6 +46,7 @@ __all__ = [
     "narrowing_event",
     "narrows",
     "seq_implausible",
+    "upsert_identity",
 ]
 
 
@@ -60,6 +62,23 @@ class Decision(StrEnum):
     FORWARD = "forward"  # delete / acl change passed on to the indexer
     DELETE = "delete"  # (metric label of a forwarded delete)
     NARROWING = "narrowing"  # (metric label of an upsert's ACL narrowing on the fast path)
+    # accepted by an earlier delivery of the same batch (a crash before its offset commit),
+    # stale now only against that batch's own newer change: passed on again (ADR 0008)
+    AGAIN = "again"
+
+
+class Accepted(NamedTuple):
+    """A change intake accepted and the indexer has not applied yet, as the status row's
+    log holds it (``document_status.accepted_changes``, migration 0140)."""
+
+    kind: str  # "delete" | "acl" | "content" | "metadata" (an upsert: its decision)
+    seq: int
+    identity: str  # the event id it was passed on with (events.change_identity)
+    content_hash: str = ""  # an upsert's
+
+    def entry(self, seq_epoch: int) -> list[str | int]:
+        """The log entry (JSON): kind, seq, identity, generation, content hash."""
+        return [self.kind, self.seq, self.identity, seq_epoch, self.content_hash]
 
 
 class StatedAcl(NamedTuple):
@@ -111,6 +130,19 @@ class StoredState:
     # document_status.stated_acl_*: the newest ACL statement intake accepted (an upsert's
     # or an ACL change's), applied or still in flight (migration 0130)
     stated_acl: StatedAcl | None = None
+    # document_status.accepted_changes of this generation: the changes intake accepted
+    # that the indexer has not applied yet (migration 0140)
+    accepted: tuple[Accepted, ...] = ()
+
+    def accepted_again(self, identity: str) -> Accepted | None:
+        """The change with this identity, if intake accepted it already: a redelivery
+        (its batch crashed before the offset commit) to pass on again, even though the
+        batch's own newer change, recorded with it, makes it look stale now."""
+        return next((a for a in self.accepted if a.identity == identity), None)
+
+    def upsert_accepted_at(self, seq: int) -> bool:
+        """Did intake accept an upsert at ``seq`` not applied yet (fetch it again)?"""
+        return any(a.seq == seq and a.kind in ("content", "metadata") for a in self.accepted)
 
     def newest_seq(self, *, include_acl: bool) -> int | None:
         """The highest source_seq seen for this document.
@@ -356,6 +388,17 @@ def narrows(
     return now in order and order.index(meta.classification.value) > order.index(now)
 
 
+def upsert_identity(event: SourceUpsert, *, content_hash: str, meta_digest: str) -> str:
+    """The identity of an upsert's ``doc.fetched`` (its bytes and metadata, ADR 0006)."""
+    return change_identity(
+        event.tenant_id,
+        event.document_id,
+        "source.upsert",
+        event.source_seq,
+        f"{content_hash}:{meta_digest}",
+    )
+
+
 def fetched_event(
     event: SourceUpsert,
     *,
@@ -367,13 +410,7 @@ def fetched_event(
 ) -> DocFetched:
     if change not in (Decision.CONTENT, Decision.METADATA):
         raise ValueError(f"no doc.fetched for decision {change}")
-    identity = change_identity(
-        event.tenant_id,
-        event.document_id,
-        "source.upsert",
-        event.source_seq,
-        f"{content_hash}:{meta_digest}",
-    )
+    identity = upsert_identity(event, content_hash=content_hash, meta_digest=meta_digest)
     return DocFetched(
         **{**event.derived("doc.fetched"), "event_id": identity, "content_hash": content_hash},
         meta=meta,

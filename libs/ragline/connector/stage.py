@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ from ragline.config import Settings
 from ragline.connector.fairness import InteractiveAdmission, TenantBudget
 from ragline.connector.fetch import ContentFetcher, Fetched
 from ragline.connector.intake import (
+    Accepted,
     Decision,
     ImplausibleSequence,
     SeqRule,
@@ -33,6 +34,7 @@ from ragline.connector.intake import (
     narrowing_event,
     narrows,
     seq_implausible,
+    upsert_identity,
 )
 from ragline.connector.metrics import DECISIONS
 from ragline.connector.settings import ConnectorSettings
@@ -154,6 +156,7 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             i: ev
             for i, ev in upserts.items()
             if decide_before_fetch(stored.get(_key(ev)), ev, metas[i][1]) is None
+            or _accepted_at(stored.get(_key(ev)), ev)  # passed on again? (migration 0140)
         }
         fetched = await self._fetch_all(need)
         view = dict(stored)  # the stored state as this batch's earlier events left it
@@ -167,6 +170,10 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
         acl_changes: dict[_Key, tuple[StatedAcl, list[int]]] = {}
         # the generation each document's changes were stamped with (0090)
         epochs = {k: st.seq_epoch for k, st in stored.items()}
+        # every change accepted per document, recorded with the batch's writes (0140): a
+        # redelivery of the batch passes them on again (ADR 0008, amendment (3))
+        log: dict[_Key, list[Accepted]] = {}
+        acl_log: dict[_Key, list[Accepted]] = {}
         # (index, key, decision, outputs or the version's failure) awaiting the write
         waiting: list[tuple[int, _Key, Decision, list[_Out] | BaseException]] = []
         for i, ev in changes.items():
@@ -174,25 +181,38 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             st = view.get(key)
             if not isinstance(ev, SourceUpsert):
                 decision = decide_control(st, ev)
-                if decision is Decision.STALE:
-                    results[i] = self._nothing(ev, decision, ctx)
-                    continue
                 control = Output(topic=Topics.DOC_CONTROL.value, event=control_event(ev))
+                identity = control.event.event_id
+                if decision is Decision.STALE:
+                    known = st is not None and st.accepted_again(identity) is not None
+                    results[i] = (
+                        self._again([control], ctx) if known else self._nothing(ev, decision, ctx)
+                    )
+                    continue
                 if isinstance(ev, SourceAclChange):
                     DECISIONS.labels("acl").inc()
                     statement = acl_statement(ev, kept=st.classification if st else None)
                     view[key] = _seen(st, ev.source_seq, acl=True).with_statement(statement)
                     held, idx = acl_changes.get(key, (statement, []))
                     acl_changes[key] = (_newest(held, statement), [*idx, i])
+                    acl_log.setdefault(key, []).append(Accepted("acl", ev.source_seq, identity))
                     results[i] = [control]
                 else:  # a delete is a content change: recorded like one (no hash)
                     _note(accepts, key, _Intake(ev.source_seq, None))
+                    log.setdefault(key, []).append(Accepted("delete", ev.source_seq, identity))
                     view[key] = _seen(st, ev.source_seq, acl=False)
                     waiting.append((i, key, Decision.DELETE, [control]))
                 continue
             meta, mhash = metas[i]
             early = decide_before_fetch(st, ev, mhash)
             got = fetched.get(i)
+            again = self._upsert_again(early, st, ev, meta, mhash, got, ctx)
+            if again is not None:
+                results[i] = again
+                continue
+            if early in _LOSES and isinstance(got, BaseException) and _accepted_at(st, ev):
+                results[i] = got  # accepted already: retried, never dropped
+                continue
             if early is not None or got is None:
                 results[i] = self._nothing(ev, early or Decision.STALE, ctx)
                 if early is Decision.UNCHANGED:
@@ -218,6 +238,10 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             decision = decide_upsert(
                 st, source_seq=ev.source_seq, content_hash=chash, meta_hash=mhash, meta=meta
             )
+            again = self._upsert_again(decision, st, ev, meta, mhash, got, ctx)
+            if again is not None:
+                results[i] = again
+                continue
             if decision not in (Decision.CONTENT, Decision.METADATA):
                 results[i] = self._nothing(ev, decision, ctx)
                 if decision is Decision.UNCHANGED:
@@ -232,43 +256,18 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             doc = fetched_event(
                 ev, meta=meta, data=got.data, content_hash=chash, change=decision, meta_digest=mhash
             )
-            doc = self.admission.place(doc)  # heavy or over budget: bulk (ADR 0012)
-            outs: list[_Out] = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
-            if narrows(st, meta, statement):  # revocation never waits for the content
-                DECISIONS.labels(Decision.NARROWING.value).inc()
-                outs.insert(
-                    0, Output(topic=Topics.DOC_CONTROL.value, event=narrowing_event(ev, meta))
-                )
-            waiting.append((i, key, decision, outs))
+            log.setdefault(key, []).append(
+                Accepted(decision.value, ev.source_seq, doc.event_id, chash)
+            )
+            waiting.append((i, key, decision, self._upsert_outputs(st, ev, meta, doc)))
         if advances:  # the restated seq is held too: an older version after it is stale
-            refused: dict[_Key, BaseException] = {}
-            try:
-                refused.update(
-                    await self.state.record_restated(
-                        {k: (s, epochs.get(k, 0)) for k, (s, _) in advances.items()}
-                    )
-                )
-            except Exception as exc:
-                refused = dict.fromkeys(advances, exc)
-            for k, err in refused.items():  # decided again (the runtime retries them)
-                for i in advances[k][1]:
-                    results[i] = err
+            restated = {k: (s, epochs.get(k, 0)) for k, (s, _) in advances.items()}
+            # refusals only (ChangedMeanwhile): decided again, the runtime retries them
+            await self._spread(self.state.record_restated(restated), advances, results, ctx)
         if acl_changes:  # recorded as accepted statements (ACL-1), or stale meanwhile
-            recorded: dict[_Key, bool | BaseException] = {}
-            try:
-                recorded.update(
-                    await self.state.record_acl_stated(
-                        {k: (s, epochs.get(k, 0)) for k, (s, _) in acl_changes.items()}
-                    )
-                )
-            except Exception as exc:
-                recorded = dict.fromkeys(acl_changes, exc)
-            for k, ok in recorded.items():
-                for i in acl_changes[k][1]:
-                    if isinstance(ok, BaseException):
-                        results[i] = ok
-                    elif not ok:
-                        results[i] = self._nothing(changes[i], Decision.STALE, ctx)
+            acl_stated = {k: (s, epochs.get(k, 0)) for k, (s, _) in acl_changes.items()}
+            write = self.state.record_acl_stated(acl_stated, log=acl_log)
+            await self._spread(write, acl_changes, results, ctx, changes)
         if waiting:
             try:
                 written = await self.state.record_accepted_each(
@@ -281,6 +280,7 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                     },
                     stated=stated,
                     epochs={k: epochs.get(k, 0) for k in accepts},
+                    log=log,
                 )
             except Exception as exc:
                 for i, *_ in waiting:
@@ -298,6 +298,78 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
                 else:  # a newer event moved the status on meanwhile
                     results[i] = self._nothing(changes[i], Decision.STALE, ctx)
         return results
+
+    def _upsert_outputs(
+        self, st: StoredState | None, ev: SourceUpsert, meta: DocumentMeta, doc: DocFetched
+    ) -> list[_Out]:
+        """An accepted upsert's ``doc.fetched`` (its lane chosen), after its fast-path
+        narrowing when its ACL takes something from readers (ADR 0007)."""
+        doc = self.admission.place(doc)  # heavy or over budget: bulk (ADR 0012)
+        outs: list[_Out] = [Output(topic=Topics.DOC_FETCHED.value, event=doc)]
+        if narrows(st, meta, acl_statement(ev, meta)):  # revocation never waits
+            DECISIONS.labels(Decision.NARROWING.value).inc()
+            outs.insert(0, Output(topic=Topics.DOC_CONTROL.value, event=narrowing_event(ev, meta)))
+        return outs
+
+    def _upsert_again(
+        self,
+        decision: Decision | None,
+        st: StoredState | None,
+        ev: SourceUpsert,
+        meta: DocumentMeta,
+        mhash: str,
+        got: Fetched | BaseException | None,
+        ctx: StageContext,
+    ) -> list[_Out] | None:
+        """The outputs of an upsert intake accepted already (its batch was redelivered
+        after a crash before the offset commit: ``decision``, against the batch's own
+        newer change, would drop it), passed on again with the decision it was accepted
+        with; None if it is not so (not dropped, not fetched, not in the row's log)."""
+        if decision not in _LOSES or not isinstance(got, Fetched):
+            return None
+        chash = content_hash(got.data)
+        held = (
+            None
+            if st is None
+            else st.accepted_again(upsert_identity(ev, content_hash=chash, meta_digest=mhash))
+        )
+        if held is None or held.kind not in (Decision.CONTENT.value, Decision.METADATA.value):
+            return None
+        doc = fetched_event(
+            ev,
+            meta=meta,
+            data=got.data,
+            content_hash=chash,
+            change=Decision(held.kind),
+            meta_digest=mhash,
+        )
+        return self._again(self._upsert_outputs(st, ev, meta, doc), ctx)
+
+    def _again(self, outs: list[_Out], ctx: StageContext) -> list[_Out]:
+        self._accepted(outs[-1], Decision.AGAIN, ctx)
+        return outs
+
+    async def _spread(
+        self,
+        write: Awaitable[Mapping[_Key, bool | BaseException]],
+        held: Mapping[_Key, tuple[StatedAcl, list[int]]],
+        results: list[Sequence[_Out] | BaseException],
+        ctx: StageContext,
+        changes: Mapping[int, _Change] | None = None,
+    ) -> None:
+        """One of the batch's per-document writes (``held``: its batch indices per key):
+        an exception of the whole write, or one key's error, is that key's changes' result;
+        a key the write refused (False) makes its changes stale (``changes``)."""
+        try:
+            outcome = dict(await write)
+        except Exception as exc:
+            outcome = dict.fromkeys(held, exc)
+        for k, ok in outcome.items():
+            for i in held[k][1]:
+                if isinstance(ok, BaseException):
+                    results[i] = ok
+                elif not ok and changes is not None:
+                    results[i] = self._nothing(changes[i], Decision.STALE, ctx)
 
     async def _fetch_all(self, need: dict[int, SourceUpsert]) -> dict[int, Fetched | BaseException]:
         gate = asyncio.Semaphore(self.fetch_concurrency)
@@ -338,6 +410,15 @@ class ConnectorStage(Stage[_Change, DocFetched | DocControl]):
             },
         )
         return []
+
+
+# the decisions an upsert already accepted by a crashed delivery of its batch can get on
+# its redelivery (the batch's own newer change is held): it is then passed on again
+_LOSES = (Decision.STALE, Decision.SEQ_CONFLICT)
+
+
+def _accepted_at(st: StoredState | None, ev: SourceUpsert) -> bool:
+    return st is not None and st.upsert_accepted_at(ev.source_seq)
 
 
 def _key(ev: _Change) -> _Key:

@@ -9,7 +9,7 @@ for one key Postgres refuses).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from ragline.connector.intake import StatedAcl, StoredState
+from ragline.connector.intake import Accepted, StatedAcl, StoredState
 from ragline.errors import NotBuiltError, PermanentError, RaglineError, TransientError
 from ragline.store.pg_errors import pg_errors
 from ragline.store.pool import open_pool
@@ -39,7 +39,7 @@ _COLUMNS = sql.SQL(
     "d.source_seq, d.acl_seq, d.content_hash, d.meta_hash, d.status, "
     "s.source_seq, s.status, s.content_hash, d.acl_groups, d.classification, "
     "coalesce(s.seq_epoch, 0), s.stated_acl_seq, s.stated_acl_rank, "
-    "s.stated_acl_digest"
+    "s.stated_acl_digest, s.accepted_changes"
 )
 
 # one round trip for a whole batch of (tenant, document) keys
@@ -68,6 +68,40 @@ _NEWER_STATED = sql.SQL(
 )
 
 
+# the log of changes intake accepted that the indexer has not applied (migration 0140,
+# docs/adr/0008 amendment (3)): ``held`` and ``added`` merged, without duplicates,
+# without entries of another generation than ``epoch`` or that the documents row already
+# holds (a change at least as new applied: passing it on again would change nothing),
+# the newest _LOG_MAX by seq; NULL when empty
+_LOG_MAX = 64
+_LOG_APPLIED = sql.SQL(
+    "CASE WHEN u.e->>0 = 'acl' "
+    "THEN (doc.acl_seq, doc.acl_rank::int) >= ((u.e->>1)::bigint, 1) "
+    "ELSE (doc.source_seq, CASE WHEN doc.status = 'deleted' THEN 1 ELSE 0 END, "
+    "      CASE WHEN doc.status = 'deleted' THEN '' ELSE coalesce(doc.content_hash, '') END) "
+    "  >= ((u.e->>1)::bigint, CASE WHEN u.e->>0 = 'delete' THEN 1 ELSE 0 END, u.e->>4) END"
+)
+
+
+def _log_merge(held: str, added: str, epoch: str, t: str, d: str) -> sql.Composed:
+    return sql.SQL(
+        "(SELECT jsonb_agg(k.e ORDER BY (k.e->>1)::bigint, k.e->>2) FROM ("
+        "  SELECT u.e FROM (SELECT DISTINCT a.e FROM jsonb_array_elements("
+        "    coalesce({held}, '[]'::jsonb) || coalesce({added}, '[]'::jsonb)) AS a(e)) u"
+        "  WHERE (u.e->>3)::bigint = {epoch} AND NOT EXISTS (SELECT 1 FROM documents doc"
+        "    WHERE doc.tenant_id = {t} AND doc.document_id = {d} AND {applied})"
+        "  ORDER BY (u.e->>1)::bigint DESC LIMIT {cap}) k)"
+    ).format(
+        held=sql.SQL(held),
+        added=sql.SQL(added),
+        epoch=sql.SQL(epoch),
+        t=sql.SQL(t),
+        d=sql.SQL(d),
+        applied=_LOG_APPLIED,
+        cap=sql.Literal(_LOG_MAX),
+    )
+
+
 def _stated_set(q: str, r: str, g: str, cond: sql.Composable) -> sql.Composed:
     """SET clauses writing the statement (q, r, g) when ``cond`` holds, else keeping it."""
     return sql.SQL(", ").join(
@@ -91,13 +125,14 @@ _ACCEPT = sql.SQL(
     "INSERT INTO document_status AS ds "
     "  (tenant_id, document_id, source_seq, content_hash, stage, status, reason_code, "
     "   reason, acl_groups, acl_seq, acl_rank, updated_at, seq_epoch, "
-    "   stated_acl_seq, stated_acl_rank, stated_acl_digest) "
+    "   stated_acl_seq, stated_acl_rank, stated_acl_digest, accepted_changes) "
     "SELECT x.t, x.d, x.q, x.h, 'connector', coalesce(x.st, 'accepted'), x.rc, x.rs, "
     "  a.g, a.s, coalesce(a.r, 0), now(), coalesce(x.e, cur.seq_epoch, 0), "
-    "  CASE WHEN x.sd IS NOT NULL THEN x.gs END, CASE WHEN x.sd IS NOT NULL THEN 0 END, x.sd "
+    "  CASE WHEN x.sd IS NOT NULL THEN x.gs END, CASE WHEN x.sd IS NOT NULL THEN 0 END, x.sd, "
+    "  x.lg "
     "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::bigint[], "
-    "            %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[]) "
-    "  AS x(t, d, q, h, g, gs, st, rc, rs, sd, e) "
+    "            %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::jsonb[]) "
+    "  AS x(t, d, q, h, g, gs, st, rc, rs, sd, e, lg) "
     "LEFT JOIN document_status cur ON cur.tenant_id = x.t AND cur.document_id = x.d "
     "LEFT JOIN documents doc ON doc.tenant_id = x.t AND doc.document_id = x.d "
     "LEFT JOIN pending_acl p ON p.tenant_id = x.t AND p.document_id = x.d "
@@ -113,10 +148,18 @@ _ACCEPT = sql.SQL(
     "  source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash, "
     "  stage = EXCLUDED.stage, status = EXCLUDED.status, reason_code = EXCLUDED.reason_code, "
     "  reason = EXCLUDED.reason, "
-    "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl}, {stated} "
+    "  findings = NULL, updated_at = EXCLUDED.updated_at, {acl}, {stated}, "
+    "  accepted_changes = {log} "
     "WHERE {old} <= {new} AND ds.seq_epoch <= EXCLUDED.seq_epoch "
     "RETURNING ds.tenant_id, ds.document_id"
 ).format(
+    log=_log_merge(
+        "ds.accepted_changes",
+        "EXCLUDED.accepted_changes",
+        "ds.seq_epoch",
+        "ds.tenant_id",
+        "ds.document_id",
+    ),
     old=status_key_sql("ds"),
     new=status_key_sql("EXCLUDED"),
     acl=status_acl_update_sql("ds"),
@@ -149,14 +192,19 @@ _ACL_OK = sql.SQL("ds.seq_epoch <= x.e AND {n}").format(
     n=_NEWER_STATED.format(q=sql.SQL("x.q"), r=sql.SQL("1"))
 )
 _ACL_STATED = sql.SQL(
-    "UPDATE document_status AS ds SET {stated} "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::bigint[]) "
-    "  AS x(t, d, q, g, e) "
+    "UPDATE document_status AS ds SET {stated}, "
+    "  accepted_changes = CASE WHEN {ok} THEN {log} ELSE ds.accepted_changes END "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::bigint[], "
+    "            %s::jsonb[]) AS x(t, d, q, g, e, lg) "
     "WHERE ds.tenant_id = x.t AND ds.document_id = x.d "
     "RETURNING ds.tenant_id, ds.document_id, ds.seq_epoch > x.e, "
     "  (ds.stated_acl_seq, ds.stated_acl_rank, ds.stated_acl_digest) "
     "  IS NOT DISTINCT FROM (x.q, 1::smallint, x.g)"
-).format(stated=_stated_set("x.q", "1", "x.g", _ACL_OK))
+).format(
+    stated=_stated_set("x.q", "1", "x.g", _ACL_OK),
+    ok=_ACL_OK,
+    log=_log_merge("ds.accepted_changes", "x.lg", "ds.seq_epoch", "ds.tenant_id", "ds.document_id"),
+)
 
 # an unchanged restatement at a newer seq (the indexed bytes, metadata and ACL again):
 # the status row of the indexed version takes the seq, so an older upsert or delete after
@@ -205,12 +253,13 @@ Acl = tuple[tuple[str, ...], int]  # (acl_groups, the seq they were stated at)
 Stated = tuple[StatedAcl, int]  # (an ACL statement, the generation it was stamped with)
 _NEWER_GEN = "a reset-seq started a newer generation of the document meanwhile"
 Reason = tuple[str, str]  # (reason_code, reason) of a version quarantined at intake
+Log = Mapping[Key, Sequence[Accepted]]  # the changes accepted per key (migration 0140)
 _REASON_MAX = 1000  # as the runtime's doc.quarantined
 
 
 def _state(row: tuple[Any, ...]) -> StoredState | None:
     d_seq, d_acl, d_hash, d_meta, d_status, s_seq, s_status, s_hash, d_groups, d_cls, ep = row[:11]
-    st_seq, st_rank, st_digest = row[11:]
+    st_seq, st_rank, st_digest, log = row[11:]
     if d_status is None and s_status is None:
         return None
     stated = None
@@ -229,7 +278,21 @@ def _state(row: tuple[Any, ...]) -> StoredState | None:
         classification=d_cls,
         seq_epoch=ep,
         stated_acl=stated,
+        accepted=_accepted(log, ep),
     )
+
+
+def _accepted(log: Any, epoch: int) -> tuple[Accepted, ...]:
+    """The entries of the status row's log of this generation (hostile shapes skipped:
+    the log only ever makes a change be passed on again, never dropped)."""
+    out: list[Accepted] = []
+    for e in log if isinstance(log, list) else ():
+        if not (isinstance(e, list) and len(e) == 5 and e[3] == epoch):
+            continue
+        kind, seq, identity, _, chash = e
+        if isinstance(seq, int) and all(isinstance(v, str) for v in (kind, identity, chash)):
+            out.append(Accepted(kind, seq, identity, chash))
+    return tuple(out)
 
 
 class StateStore:
@@ -354,16 +417,22 @@ class StateStore:
         }
 
     async def record_acl_stated(
-        self, stated: Mapping[Key, Stated]
+        self, stated: Mapping[Key, Stated], *, log: Log | None = None
     ) -> dict[Key, bool | RaglineError]:
         """Record ACL changes intake forwards as the newest accepted statement of their
-        document's status row (documents without one: nothing to record). Per key: True
-        (recorded, or no row), False (a newer statement is held: the change is stale),
-        or ``ChangedMeanwhile`` (the row is of a newer generation than the one stamped)."""
+        document's status row (documents without one: nothing to record), and ``log``
+        (every ACL change of the batch per key) in the row's log of accepted changes, in
+        the same statement. Per key: True (recorded, or no row), False (a newer statement
+        is held: the change is stale), or ``ChangedMeanwhile`` (the row is of a newer
+        generation than the one stamped)."""
         if not stated:
             return {}
+        params = (
+            *_stated_params(stated),
+            _log_params(sorted(stated), log or {}, {k: e for k, (_, e) in stated.items()}),
+        )
         async with self._conn() as conn:
-            cur = await conn.execute(_ACL_STATED, _stated_params(stated))
+            cur = await conn.execute(_ACL_STATED, params)
             rows = await cur.fetchall()
         out: dict[Key, bool | RaglineError] = dict.fromkeys(stated, True)
         for t, d, newer, written in rows:
@@ -378,6 +447,7 @@ class StateStore:
         quarantined: Mapping[Key, Reason] | None = None,
         stated: Mapping[Key, str] | None = None,
         epochs: Mapping[Key, int] | None = None,
+        log: Log | None = None,
     ) -> dict[Key, bool | RaglineError]:
         """Per key: True written, False a newer change holds the row, or the error of
         that key alone (permanent: Postgres refuses it; ``ChangedMeanwhile``: a reset-seq
@@ -388,14 +458,15 @@ class StateStore:
         upsert's key, not a delete's). ``stated``: the digest of the upsert's ACL (at the
         seq in ``acls``), recorded as the newest accepted statement (migration 0130).
         ``epochs``: the generation each key's change was stamped with (absent: the
-        current one)."""
+        current one). ``log``: every change of the batch accepted per key, recorded in
+        the row's log when the row is written (migration 0140)."""
         if not accepted:
             return {}
         acls, quarantined = acls or {}, quarantined or {}
-        stated, epochs = stated or {}, epochs or {}
+        stated, epochs, log = stated or {}, epochs or {}, log or {}
         out: dict[Key, bool | RaglineError] = {}
         try:
-            written = await self._accept(accepted, acls, quarantined, stated, epochs)
+            written = await self._accept(accepted, acls, quarantined, stated, epochs, log)
             out = {k: k in written for k in accepted}
         except PermanentError as exc:
             if len(accepted) == 1:
@@ -408,6 +479,7 @@ class StateStore:
                         _one(quarantined, k),
                         _one(stated, k),
                         _one(epochs, k),
+                        _one(log, k),
                     )
                 except PermanentError as exc:
                     out[k] = exc
@@ -431,6 +503,7 @@ class StateStore:
         quarantined: Mapping[Key, Reason],
         stated: Mapping[Key, str],
         epochs: Mapping[Key, int],
+        log: Log,
     ) -> set[Key]:
         keys = sorted(accepted)
         acl = [acls.get(k) for k in keys]
@@ -447,6 +520,7 @@ class StateStore:
             [w[1][:_REASON_MAX] if w is not None else None for w in why],
             [stated.get(k) if acls.get(k) is not None else None for k in keys],
             [epochs.get(k) for k in keys],
+            _log_params(keys, log, epochs),
         )
         async with self._conn() as conn:
             cur = await conn.execute(_ACCEPT, params)
@@ -463,6 +537,14 @@ def _stated_params(stated: Mapping[Key, Stated]) -> tuple[list[Any], ...]:
         [stated[k][0].digest for k in keys],
         [stated[k][1] for k in keys],
     )
+
+
+def _log_params(keys: Sequence[Key], log: Log, epochs: Mapping[Key, int]) -> list[Jsonb | None]:
+    """The jsonb[] of log entries, one per key (NULL: nothing to add); each entry carries
+    the generation its change was stamped with."""
+    return [
+        Jsonb([a.entry(epochs.get(k, 0)) for a in log[k]]) if log.get(k) else None for k in keys
+    ]
 
 
 _V = TypeVar("_V")

@@ -394,3 +394,50 @@ def test_an_acl_only_restore_after_a_quarantine_is_applied(
     m.do_acl(0, A, "next", G1)  # seq 6: an ACL change after it, then seq 4 again
     m.do_upsert(0, A, "next", "good", "ok", G12, "keep")  # seq 7
     m.settle()
+
+
+def crash_first_intake() -> Chooser:
+    """Pipeline order; the connector's first batch (64 records) crashes after its effect
+    (the status write) and before its offset commit, and is delivered again."""
+    crashed = False
+
+    def choose(pending: list[str]) -> tuple[str, int, bool]:
+        nonlocal crashed
+        topic, n, _ = fifo(pending)
+        crash = topic == Topics.SOURCE_CHANGES.value and not crashed
+        crashed = crashed or crash
+        return topic, n, crash
+
+    return choose
+
+
+@known("crash_redelivery")
+@pytest.mark.parametrize("newest", ["oversize", "secret"])
+def test_a_crashed_batch_redelivered_loses_no_delete_or_revocation(
+    lifecycle_world: World, newest: VersionKind
+) -> None:
+    """seq 1 indexed for g1 and g2; one connector batch then carries, per document, an
+    older change and a newer version that is quarantined (by the connector: oversize; or
+    a later stage: a blocked secret). The batch crashes after its status write and is
+    redelivered: the status row holds the quarantined version, so the older change was
+    stale the second time and never reached the indexer. A deleted document (A), a group
+    revoked by an ACL change (B), by a version indexed (tenant 2, A) or quarantined itself
+    (tenant 2, B) read seq 1 again through the groups it shares with the newest version.
+    Each older change is in the status row's log of accepted changes and passed on again."""
+    m = machine(lifecycle_world, "crash_redelivery")
+    for t in (0, 1):
+        for d in (A, B):
+            m.do_upsert(t, d, "next", "new", "ok", G12, "new")  # seq 1
+    m.settle()
+    m.do_delete(0, A, "next")  # seq 2: deleted
+    m.do_upsert(0, A, "next", "new", newest, G1, "new")  # seq 3 (g1 shares seq 1's ACL)
+    m.do_acl(0, B, "next", ("g2",))  # seq 2: g1 revoked
+    m.do_upsert(0, B, "next", "new", newest, G12, "new")  # seq 3: g1, g2
+    m.do_upsert(1, A, "next", "new", "ok", ("g2",), "new")  # seq 2: g1 revoked, indexed
+    m.do_upsert(1, A, "next", "new", newest, G12, "keep")  # seq 3
+    m.do_upsert(1, B, "next", "new", "secret", ("g2",), "new")  # seq 2: g1 revoked, quarantined
+    m.do_upsert(1, B, "next", "new", newest, G12, "keep")  # seq 3
+    m.settle(crash_first_intake())
+    # the next change decides again, as usual
+    m.do_upsert(0, B, "next", "new", "ok", G1, "new")
+    m.settle()

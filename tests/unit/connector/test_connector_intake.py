@@ -6,7 +6,7 @@ import base64
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragline.connector.intake import (
@@ -341,3 +341,49 @@ def test_accepted_statements_keep_the_newest_key() -> None:
     assert indexed().with_statement(a).with_statement(b).stated_acl == b
     same_seq = acl_statement(_acl_change(12, ("ops",)))
     assert indexed().with_statement(b).with_statement(same_seq).stated_acl == same_seq
+
+
+# ---------------------------------------------------------------- the log of accepted changes
+def test_the_log_of_accepted_changes_finds_a_change_by_its_identity() -> None:
+    from ragline.connector.intake import Accepted
+
+    st_ = StoredState(
+        accepted=(Accepted("delete", 6, "d6"), Accepted("metadata", 4, "u4", "h4")),
+    )
+    assert st_.accepted_again("d6") == Accepted("delete", 6, "d6")
+    assert st_.accepted_again("nope") is None
+    assert st_.upsert_accepted_at(4) and not st_.upsert_accepted_at(6)
+    assert Accepted("metadata", 4, "u4", "h4").entry(3) == ["metadata", 4, "u4", 3, "h4"]
+
+
+_ENTRY = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(),
+    st.lists(
+        st.one_of(st.none(), st.integers(-(2**63), 2**63), st.text(), st.booleans()),
+        max_size=6,
+    ),
+)
+
+
+@settings(deadline=None)
+@given(
+    log=st.one_of(
+        st.none(),
+        st.text(),
+        st.dictionaries(st.text(), st.integers()),
+        st.lists(_ENTRY, max_size=8),
+    ),
+    epoch=st.integers(0, 3),
+)
+def test_a_hostile_log_never_breaks_reading_the_state(log: object, epoch: int) -> None:
+    """The status row's log is read by intake; whatever shape it has, reading it never
+    fails, and only well-formed entries of the row's generation are kept."""
+    from ragline.connector.state import _accepted
+
+    out = _accepted(log, epoch)
+    for a in out:
+        assert isinstance(a.seq, int) and isinstance(a.identity, str)
+    good = [["acl", 2**63, "i\x00\ud800", epoch, ""], ["delete", 1, "x", epoch + 1, ""]]
+    assert [a.seq for a in _accepted(good, epoch)] == [2**63]

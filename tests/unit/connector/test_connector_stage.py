@@ -12,7 +12,7 @@ import pytest
 
 from ragline.config import Settings
 from ragline.connector.fetch import ContentFetcher
-from ragline.connector.intake import StatedAcl, StoredState
+from ragline.connector.intake import Accepted, StatedAcl, StoredState
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage, effective_meta
 from ragline.connector.state import ChangedMeanwhile
@@ -45,6 +45,11 @@ class MemoryState:
         self.poison: set[str] = set()  # documents whose status write Postgres refuses
         self.acls: dict[tuple[str, str], tuple[tuple[str, ...], int]] = {}
         self.refuse_restated = False
+        self.logged: dict[Key, list[Accepted]] = {}  # the row's log of accepted changes
+
+    def _log(self, log: dict[Key, list[Accepted]] | None, keys: Iterable[Key]) -> None:
+        for key in keys:
+            self.logged.setdefault(key, []).extend((log or {}).get(key, []))
 
     async def open(self) -> None: ...
 
@@ -70,7 +75,10 @@ class MemoryState:
         return {}
 
     async def record_acl_stated(
-        self, stated: dict[Key, tuple[StatedAcl, int]]
+        self,
+        stated: dict[Key, tuple[StatedAcl, int]],
+        *,
+        log: dict[Key, list[Accepted]] | None = None,
     ) -> dict[Key, bool | Exception]:
         out: dict[Key, bool | Exception] = {}
         for key, (statement, _) in stated.items():
@@ -82,6 +90,7 @@ class MemoryState:
             else:
                 self.rows[key] = old.with_statement(statement)
                 out[key] = True
+        self._log(log, [k for k, ok in out.items() if ok is True])
         return out
 
     async def record_accepted_each(
@@ -92,6 +101,7 @@ class MemoryState:
         quarantined: dict[Key, tuple[str, str]] | None = None,
         stated: dict[Key, str] | None = None,
         epochs: dict[Key, int] | None = None,
+        log: dict[Key, list[Accepted]] | None = None,
     ) -> dict[Key, bool | Exception]:
         self.acls.update(acls or {})
         written: dict[Key, bool | Exception] = {}
@@ -108,6 +118,7 @@ class MemoryState:
             else:
                 self.accepted.append((key[1], seq))
             written[key] = True
+        self._log(log, [k for k, ok in written.items() if ok is True])
         return written
 
 
@@ -499,3 +510,51 @@ async def test_an_acl_change_a_newer_statement_overtook_is_stale(stage: Connecto
         StatedAcl(7, 0, "whatever")
     )
     assert await stage.handle(_acl(6, ("eng", "ops")), CTX) == []
+
+
+@pytest.mark.parametrize("newest", ["quarantined", "accepted"])
+async def test_a_crashed_batch_redelivered_passes_its_older_changes_on_again(
+    stage: ConnectorStage, newest: str
+) -> None:
+    """ADR 0008 amendment (3): the batch's status write holds its newest change of the
+    document (seq 9); the batch crashes before its offset commit and is delivered again.
+    Its older changes (a delete, an ACL change, a version narrowing the ACL) are stale
+    against seq 9 the second time, but they are in the row's log of accepted changes:
+    passed on again, unchanged, without a new status write. A change not in the log (a
+    stale one, or one of another generation) is still dropped."""
+    indexed(stage, 5)
+    state: MemoryState = stage.state  # type: ignore[assignment]
+    key = ("acme", "wiki:rb")
+    state.rows[key] = dataclasses.replace(state.rows[key], acl_groups=("eng",))
+    narrow = META.model_copy(update={"acl_groups": ("ops",)})
+    nine = "x" * 10_001 if newest == "quarantined" else "nine"
+    batch = [
+        upsert(6, "six", narrow),
+        SourceAclChange(tenant_id="acme", document_id="wiki:rb", source_seq=7, acl_groups=("a",)),
+        SourceDelete(tenant_id="acme", document_id="wiki:rb", source_seq=8),
+        upsert(9, nine),
+    ]
+    first = await stage.handle_batch(batch, CTX)
+    assert [type(r).__name__ for r in first[:3]] == ["list"] * 3
+    assert [(a.kind, a.seq) for a in state.logged[key]] == [
+        ("acl", 7),
+        ("content", 6),
+        ("delete", 8),
+    ] + ([("content", 9)] if newest == "accepted" else [])
+    # what the write left: the batch's newest change, the log; the outputs were lost
+    state.rows[key] = dataclasses.replace(
+        state.rows[key],
+        pending_seq=9,
+        pending_status=newest,
+        pending_hash=None if newest == "quarantined" else content_hash(b"nine"),
+        stated_acl=StatedAcl(9, 0, "x"),
+        accepted=tuple(state.logged[key]),
+    )
+    again = await stage.handle_batch(batch, CTX)
+    for before, after in zip(first[:3], again[:3], strict=True):
+        assert isinstance(before, list) and isinstance(after, list)
+        assert [o.event.event_id for o in after] == [o.event.event_id for o in before]
+    assert isinstance(again[0], list) and again[0][0].event.action == "acl"  # narrowing
+    # another generation's log, or a change never accepted: dropped as before
+    state.rows[key] = dataclasses.replace(state.rows[key], accepted=())
+    assert (await stage.handle_batch(batch[:3], CTX)) == [[], [], []]

@@ -1,0 +1,13 @@
+-- 0140 every change intake accepted for a document and the indexer has not applied yet
+-- (docs/adr/0008, amendment (3) "a crashed batch redelivered"): a small log on the status
+-- row, [[kind, seq, change identity, seq_epoch, content hash], ...], kind 'delete', 'acl',
+-- 'content' or 'metadata' (an upsert, with the decision it was passed on with). Written
+-- only by the connector, in the same statement that accepts the changes (the status write,
+-- the ACL statement's update); pruned in those writes of entries the documents row already
+-- holds (a change at least as new was applied) or of an older reset generation; at most
+-- 64 entries (the newest seqs). Read by intake: a change redelivered after a crash between
+-- the batch's status write and its offset commit is recognised as already accepted and
+-- passed on again, instead of being stale against the batch's own newest change (a delete
+-- or a revocation was lost). Additive: old writers never touch it, old readers ignore it;
+-- NULL is the empty log.
+ALTER TABLE document_status ADD COLUMN IF NOT EXISTS accepted_changes jsonb;
