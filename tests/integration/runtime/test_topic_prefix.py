@@ -33,7 +33,7 @@ async def _read_all(settings: Settings, topic: str, want: int, timeout_s: float 
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=settings.kafka_bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
+        group_id=None,  # no group: every partition at once, no join wait (~5 s)
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
@@ -45,9 +45,11 @@ async def _read_all(settings: Settings, topic: str, want: int, timeout_s: float 
         while len(seen) < want and loop.time() < deadline:
             for msgs in (await consumer.getmany(timeout_ms=500)).values():
                 seen.extend(json.loads(m.value)["document_id"] for m in msgs)
-        # a little longer: anything from the other install would show up now
-        for msgs in (await consumer.getmany(timeout_ms=1500)).values():
-            seen.extend(json.loads(m.value)["document_id"] for m in msgs)
+        # a little longer, to the end of the topic: anything from the other install
+        # would show up now
+        while loop.time() < deadline + 30 and (batch := await consumer.getmany(timeout_ms=1500)):
+            for msgs in batch.values():
+                seen.extend(json.loads(m.value)["document_id"] for m in msgs)
     finally:
         await consumer.stop()
     return seen
