@@ -15,9 +15,9 @@ An identifier is split into its letter runs and digit runs (``ifit1`` -> ``ifit`
 ``1``); it matches where the text has those runs in order, each run whole, separated by
 nothing but non-alphanumeric characters (at least one between two runs of the same kind,
 which would otherwise be one run), with no letter or digit directly before the first or
-after the last. The same pattern is used in Python (``matches``) and, as a POSIX regular
-expression, by the corpus-frequency lookup in Postgres (``sql_pattern``,
-specificity.py), so "in no document" and "in a result" mean the same thing.
+after the last. The same test is used in Python (``matches``) and by the corpus-frequency
+lookup in Postgres (``sql_pattern`` over ``ident_text``, which migration 0150 stores per
+chunk; specificity.py), so "in no document" and "in a result" mean the same thing.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from functools import lru_cache
 
 __all__ = [
     "canonical",
+    "ident_text",
     "matches",
     "matches_any",
     "parts",
@@ -54,6 +55,7 @@ _STOP = frozenset((
 # fmt: on
 # a word as the standard tokenizer cuts it, near enough: a run of letters and digits
 _WORD = re.compile(r"[^\W_]+")
+_SEPARATORS = re.compile(r"[\W_]+")
 
 
 def _fold(text: str) -> str:
@@ -111,15 +113,26 @@ def matches_any(idents: Iterable[str], text: str) -> bool:
     return False
 
 
+def ident_text(*parts_: str | None) -> str:
+    """The text the corpus lookup matches in, as migration 0150's ``ragline_ident_text``
+    stores it per chunk (title, contextual header, text): the parts joined by spaces,
+    NFKC case-folded, every run of characters that are neither letter nor digit replaced
+    by one space, one space added at each end (``" ifit-1 x"`` -> ``"  ifit 1 x "``)."""
+    joined = " ".join(p or "" for p in parts_)
+    return " " + _SEPARATORS.sub(" ", _fold(joined)) + " "
+
+
 def sql_pattern(ident: str) -> str | None:
-    """The same test as a PostgreSQL regular expression over ``lower(text)`` (``~``);
-    None when the identifier has no letter or digit. The runs are letters and digits
-    only, so they need no escaping."""
+    """The same test as ``matches``, as a PostgreSQL regular expression over
+    ``ident_text`` (``~``): the runs with one space between two of one kind, an optional
+    one between a letter and a digit run, a space at each end (``" ifit ?1 "``); None when
+    the identifier has no letter or digit. The runs are letters and digits only, so they
+    need no escaping, and the pattern has no character class: it means the same under
+    every collation."""
     runs = parts(ident)
     if not runs:
         return None
-    body = _joined(runs, "[^[:alnum:]]+", "[^[:alnum:]]*")
-    return f"(^|[^[:alnum:]]){body}([^[:alnum:]]|$)"
+    return " " + _joined(runs, " ", " ?") + " "
 
 
 def words(text: str) -> list[str]:

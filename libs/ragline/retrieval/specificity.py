@@ -1,7 +1,7 @@
 """How specific a query's identifiers are in the caller's corpus: in how many of the
 documents the caller can see each one occurs (in a chunk's text, its document title or its
-contextual header; matched as ``ident_match`` defines it: case-folded, whole letter and
-digit runs, any separators: ``IFIT-1`` is ``IFIT1``), and how many
+contextual header; matched as ``ident_match`` defines it: NFKC case-folded, whole letter
+and digit runs, any separators: ``IFIT-1`` is ``IFIT1`` is ``ＩＦＩＴ１``), and how many
 documents that is out of. The abstention rule (``abstain.IdentifierStats``) trusts an
 exact match only for identifiers that are rare, and abstains when none occurs at all.
 
@@ -33,42 +33,36 @@ _log = logging.getLogger(__name__)
 _MAX_IDENTS = 16  # more than this in one query: the first 16 (sorted) are weighed
 _MAX_LEN = 200
 
-# The text an identifier is looked for in: a chunk's title, contextual header and text (a
-# ticket key is often only in its title), lower-cased. No index serves this under RLS
-# (LIKE is not leakproof, so the policy's quals run first: migration 0073); the lookup is a
-# scan of the caller's child chunks bounded by the statement timeout and the cache.
-SEARCH_TEXT = (
-    "lower(coalesce(c.title, '') || ' ' || coalesce(c.contextual_header, '') || ' ' || c.text)"
+# The text an identifier is looked for in: a child chunk's title, contextual header and
+# text, folded as ``ident_match.ident_text`` folds them. Migration 0150 stores it per chunk
+# (``ident_text``, filled by a trigger); a row it could not fill is folded here, on the fly.
+# No index serves this under RLS (LIKE and ~ are not leakproof, so the policy's quals run
+# first: migration 0073); the lookup is one scan of the caller's child chunks, bounded by
+# the statement timeout and the cache.
+_SEARCHED = sql.SQL(
+    "SELECT c.document_id, coalesce(c.ident_text,"
+    " ragline_ident_text(c.title, c.contextual_header, c.text)) AS t"
+    " FROM chunks c WHERE c.level = 'child' OFFSET 0"
 )
 
 
 def df_query(idents: list[str]) -> sql.Composed:
-    """In how many documents (RLS: of the caller's) each identifier occurs: the
-    ``ident_match`` regular expression, behind a ``LIKE`` on the identifier's longest run
-    (escaped) that discards most chunks before the regular expression runs. An identifier
-    without a letter or digit occurs nowhere."""
-    one = sql.SQL(
-        "SELECT {ident}::text AS ident,"
-        " (SELECT count(DISTINCT c.document_id) FROM chunks c"
-        "   WHERE c.level = 'child' AND {text} LIKE {prefilter} AND {text} ~ {pattern}) AS df"
-    )
-    none = sql.SQL("SELECT {ident}::text AS ident, 0::bigint AS df")
-    queries = []
+    """In how many documents (RLS: of the caller's) each identifier occurs, one column per
+    identifier in order (the identifiers themselves are never sent, only their letter and
+    digit runs: an identifier holding NUL or a lone surrogate is no error). Each is
+    ``ident_match.sql_pattern`` behind a ``LIKE`` on its longest run, in one scan. Every
+    identifier must have a letter or digit (``sql_pattern`` is not None)."""
+    counts = []
     for i in idents:
         pattern = sql_pattern(i)
         if pattern is None:
-            queries.append(none.format(ident=sql.Literal(i)))
-            continue
-        longest = max(parts(i), key=len)
-        queries.append(
-            one.format(
-                ident=sql.Literal(i),
-                text=sql.SQL(SEARCH_TEXT),
-                prefilter=sql.Literal(like_pattern(longest)),
-                pattern=sql.Literal(pattern),
+            raise ValueError("an identifier without a letter or digit is looked up nowhere")
+        counts.append(
+            sql.SQL("count(DISTINCT s.document_id) FILTER (WHERE s.t LIKE {} AND s.t ~ {})").format(
+                sql.Literal(like_pattern(max(parts(i), key=len))), sql.Literal(pattern)
             )
         )
-    return sql.SQL(" UNION ALL ").join(queries)
+    return sql.SQL("SELECT {} FROM ({}) AS s").format(sql.SQL(", ").join(counts), _SEARCHED)
 
 
 def like_pattern(ident: str) -> str:
@@ -117,9 +111,12 @@ class IdentifierFrequency:
                         cur = await conn.execute(_DOCS_SQL)
                         row = await cur.fetchone()
                         documents = int(row[0]) if row else 0
-                    if missing:
-                        cur = await conn.execute(df_query(missing))
-                        fresh.update({str(r[0]): int(r[1]) for r in await cur.fetchall()})
+                    looked = [i for i in missing if parts(i)]
+                    fresh.update(dict.fromkeys(missing, 0))
+                    if looked:
+                        cur = await conn.execute(df_query(looked))
+                        row = await cur.fetchone()
+                        fresh.update(zip(looked, (int(n) for n in row or ()), strict=False))
             except RaglineError as exc:
                 _log.warning(
                     "identifier frequency lookup failed",
