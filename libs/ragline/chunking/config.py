@@ -13,6 +13,7 @@ from pydantic_settings import SettingsConfigDict
 from ragline.config import TokenizerSettings
 from ragline.errors import ConfigError
 from ragline.hashing import sha256_hex
+from ragline.text.weight import HeavyThresholds
 
 __all__ = ["ALGORITHM_VERSION", "TOKENIZER_NAME", "ChunkerSettings"]
 
@@ -24,7 +25,7 @@ TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _SPECIAL_TOKENS = 2
 
 
-class ChunkerSettings(TokenizerSettings):
+class ChunkerSettings(TokenizerSettings, HeavyThresholds):
     """Budgets in word pieces of the embedding model's own tokenizer (the tokenizer and
     the header budget are shared with the enricher: ragline.config.models)."""
 
@@ -51,13 +52,9 @@ class ChunkerSettings(TokenizerSettings):
         description="table header repeated in each child; capped at half the child budget",
     )
 
-    # heavy documents (chunking/heavy.py, docs/lanes.md); none of these shape chunks
-    heavy_chars: int = Field(
-        default=1_000_000, ge=0, description="heavy above this many characters; 0 = off"
-    )
-    heavy_blocks: int = Field(default=5_000, ge=0, description="heavy above this many blocks")
-    heavy_lines: int = Field(default=50_000, ge=0, description="heavy above this many lines")
-    heavy_cells: int = Field(default=100_000, ge=0, description="heavy above this many table cells")
+    # heavy documents (ragline.text.weight, docs/lanes.md): heavy_chars, heavy_blocks,
+    # heavy_lines, heavy_cells and heavy_line_chars come from HeavyThresholds; none of
+    # these shape chunks
     heavy_children: int = Field(
         default=1_000,
         ge=0,

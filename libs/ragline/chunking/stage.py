@@ -2,7 +2,7 @@
 
 Chunking is CPU-bound, so it runs off the event loop and the loop stays free for
 heartbeats and commits: in a worker thread, or, for a heavy document
-(``chunking/heavy.py``), in a process of its own that exits afterwards
+(``ragline.text.weight``), in a process of its own that exits afterwards
 (``runtime.oneshot.run_once``): its CPU work never slows the interactive work of this
 process, its memory is given back with the process, and it takes at most
 ``heavy_timeout_s`` (then it is quarantined: ``chunk_timeout``). A heavy document that
@@ -24,7 +24,6 @@ from typing import ClassVar
 
 from ragline.chunking.chunker import Chunker
 from ragline.chunking.config import ChunkerSettings
-from ragline.chunking.heavy import weigh
 from ragline.chunking.metrics import (
     CHILD_TOKENS,
     CHUNK_SECONDS,
@@ -40,6 +39,7 @@ from ragline.runtime.lanes import with_lane
 from ragline.runtime.oneshot import WorkLimit, run_once
 from ragline.runtime.stage import Output, Stage, StageContext
 from ragline.text.tokenizer import load_token_counter
+from ragline.text.weight import weigh
 
 __all__ = ["ChunkerStage", "chunk_event"]
 
@@ -109,7 +109,7 @@ class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
     ) -> Sequence[Output[DocChunked | DocScanned]]:
         assert self._chunker is not None  # opened: the base refuses before start()
         conf = self._chunker_settings
-        over = weigh(event.document).over(conf)
+        over = weigh(event.document).over(conf.heavy_limits)
         if over and event.priority == INTERACTIVE:
             # the interactive lane is never held by a heavy document: it goes back to
             # this stage's bulk lane, where it is chunked (a lane only goes down)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Histogram
 
 __all__ = [
+    "HEAVY_DEMOTED",
     "HEAVY_DOCUMENTS",
     "PARSE_BYTES",
     "PARSE_DOCUMENTS",
@@ -35,4 +36,10 @@ PARSE_WORKER_RESTARTS = Counter(
 HEAVY_DOCUMENTS = Counter(
     "ragline_parsing_heavy_documents_total",
     "Documents above RAGLINE_PARSER_HEAVY_BYTES, parsed in a process of their own",
+)
+HEAVY_DEMOTED = Counter(
+    "ragline_parsing_heavy_demoted_total",
+    "Interactive documents heavy once parsed (RAGLINE_PARSER_HEAVY_*), sent on in the bulk "
+    "lane; one count per measure over its threshold",
+    ["measure"],
 )

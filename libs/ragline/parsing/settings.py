@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from ragline.text.weight import HeavyThresholds
 
 __all__ = ["ParserSettings"]
 
 _MIB = 1024 * 1024
 
 
-class ParserSettings(BaseSettings):
+class ParserSettings(HeavyThresholds):
     """Every limit that protects the parser from hostile or accidental input.
 
     Exceeding one quarantines the document with a specific reason code instead of
-    letting the consumer crash or stall.
+    letting the consumer crash or stall. ``heavy_chars``, ``heavy_blocks``,
+    ``heavy_lines``, ``heavy_cells`` and ``heavy_line_chars`` (``HeavyThresholds``, the
+    chunker's defaults): a parsed document over one that came on the interactive lane is
+    sent on in the bulk lane (docs/lanes.md).
     """
 
     model_config = SettingsConfigDict(env_prefix="RAGLINE_PARSER_", extra="ignore", frozen=True)

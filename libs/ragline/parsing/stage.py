@@ -4,19 +4,30 @@ Parsing runs in the ``ParseExecutor`` (a worker thread, or worker processes with
 timeout that kills a stuck parse), so the event loop stays free for heartbeats and
 commits. The output event id derives from the input's, so a redelivered message yields
 the identical event.
+
+Once parsed, a document's cost to the stages after it is known: one that came on the
+interactive lane and is heavy by ``ragline.text.weight`` (characters, blocks, lines,
+table cells, its longest line; the chunker's measure) is sent on in the bulk lane
+(``doc.parsed.bulk``), so a small but wide document (a CSV of 20,000 columns is 209 KB,
+under the connector's byte threshold) never holds the scanner's interactive lane
+(docs/lanes.md). A lane only goes down.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import ClassVar
 
 from ragline.config import Settings
-from ragline.events import DocFetched, DocParsed, Topics
+from ragline.events import BULK, INTERACTIVE, DocFetched, DocParsed, Topics
 from ragline.parsing.executor import ParseExecutor
 from ragline.parsing.limits import decode_payload
+from ragline.parsing.metrics import HEAVY_DEMOTED
 from ragline.parsing.settings import ParserSettings
+from ragline.runtime.lanes import with_lane
 from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.text.weight import weigh
 
 __all__ = ["ParserStage"]
 
@@ -45,6 +56,19 @@ class ParserStage(Stage[DocFetched, DocParsed]):
             document=document,
             change=event.change,
         )
+        if event.priority == INTERACTIVE:
+            # off the loop: a 1M-line document's lines are split to find the longest
+            over = (await asyncio.to_thread(weigh, document)).over(
+                self.parser_settings.heavy_limits
+            )
+            if over:
+                for measure in over:
+                    HEAVY_DEMOTED.labels(measure=measure).inc()
+                ctx.logger.info(
+                    "heavy document: sent on in the bulk lane",
+                    extra={"fields": {"document_id": event.document_id, "over": ",".join(over)}},
+                )
+                parsed = with_lane(parsed, BULK)  # a lane only goes down (docs/lanes.md)
         ctx.logger.debug(
             "parsed",
             extra={

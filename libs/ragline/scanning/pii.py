@@ -26,7 +26,7 @@ from ragline.scanning.secret_patterns import check_deadline
 if TYPE_CHECKING:
     from presidio_analyzer import EntityRecognizer
 
-__all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract", "phone_windows"]
+__all__ = ["CONTEXT_BOOST", "PiiDetector", "offline_tldextract", "phone_pieces", "phone_windows"]
 
 CONTEXT_BOOST = 0.35
 MIN_SCORE_WITH_CONTEXT = 0.4
@@ -75,6 +75,31 @@ def phone_windows(text: str) -> list[tuple[int, int]]:
         else:
             windows.append((s, e))
     return windows
+
+
+# a window longer than this (a wide table's row of numbers: tens of KB of digits and
+# spaces) is read in pieces that overlap by more than any phone number is long, so the
+# deadline is checked every piece and a scan past it stops within about a piece's time
+# (phonenumbers takes ~0.1 ms per character of such a run: a 40 KB run was ~15 s)
+_PHONE_PIECE = 2048
+_PHONE_OVERLAP = 128
+
+
+def phone_pieces(start: int, end: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into pieces of at most ``_PHONE_PIECE`` characters, each
+    overlapping the next by ``_PHONE_OVERLAP``: a number shorter than the overlap lies
+    whole in some piece (so it is never only partly found)."""
+    if end - start <= _PHONE_PIECE:
+        return [(start, end)]
+    step = _PHONE_PIECE - _PHONE_OVERLAP
+    pieces: list[tuple[int, int]] = []
+    s = start
+    while True:
+        e = min(end, s + _PHONE_PIECE)
+        pieces.append((s, e))
+        if e == end:
+            return pieces
+        s += step
 
 
 def _context_near(text: str, start: int, end: int, words: frozenset[str]) -> bool:
@@ -155,7 +180,7 @@ class PiiDetector:
             elif not has_digit:
                 continue
             check_deadline(deadline)
-            spans.extend(self._patterns(text, entity, plan.min_score))
+            spans.extend(self._patterns(text, entity, plan.min_score, deadline))
         if plan.ner_entities:
             segs = list(layout.segments(20_000))
             per_seg = []
@@ -177,7 +202,7 @@ class PiiDetector:
                 )  # fmt: skip
         return out
 
-    def _raw(self, text: str, entity: str) -> list[tuple[int, int, float]]:
+    def _raw(self, text: str, entity: str, deadline: float | None) -> list[tuple[int, int, float]]:
         rec = self._recognizers[entity]
         if entity == "EMAIL_ADDRESS":
             # presidio's local part takes ``/`` and ``:``, so an address in a URL path
@@ -191,18 +216,20 @@ class PiiDetector:
             return [(r.start, r.end, float(r.score)) for r in found]
         # phonenumbers runs one matcher per region over the whole text (most of presidio's
         # cost on prose); run it only on windows around digit runs that could be a phone
-        out: list[tuple[int, int, float]] = []
-        for ws, we in phone_windows(text):
-            for r in rec.analyze(text[ws:we], [entity], None):  # type: ignore[arg-type]
-                out.append((ws + r.start, ws + r.end, float(r.score)))
-        return out
+        phones: set[tuple[int, int, float]] = set()  # overlapping pieces find one twice
+        for window in phone_windows(text):
+            for ws, we in phone_pieces(*window):
+                check_deadline(deadline)
+                for r in rec.analyze(text[ws:we], [entity], None):  # type: ignore[arg-type]
+                    phones.add((ws + r.start, ws + r.end, float(r.score)))
+        return sorted(phones)
 
     def _patterns(
-        self, text: str, entity: str, min_score: float
+        self, text: str, entity: str, min_score: float, deadline: float | None = None
     ) -> list[tuple[int, int, str, float, str]]:
         words = self._context[entity]
         out: list[tuple[int, int, str, float, str]] = []
-        for start, end, raw_score in self._raw(text, entity):
+        for start, end, raw_score in self._raw(text, entity, deadline):
             score = raw_score
             ctx = bool(words) and _context_near(text, start, end, words)
             if ctx and score < 1.0:  # presidio's enhancer: +0.35, and at least 0.4

@@ -1,5 +1,5 @@
-"""Heavy documents in the chunker (issue 18; chunking/heavy.py, chunking/stage.py): the
-heaviness rule, hostile shapes, the line locator that replaced a per-chunk scan, and the
+"""Heavy documents in the chunker (issue 18; ragline.text.weight, chunking/stage.py): the
+line locator that replaced a per-chunk scan, and the
 stage's offload (a process of its own, the bulk lane, the time bound)."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from prometheus_client import REGISTRY
 
 from ragline.chunking import ChunkerSettings
 from ragline.chunking.chunker import _Lines
-from ragline.chunking.heavy import Weight, weigh
 from ragline.chunking.sections import Piece
 from ragline.chunking.stage import ChunkerStage
 from ragline.config import Settings
@@ -23,74 +22,16 @@ from ragline.errors import QuarantineError
 from ragline.events import (
     BULK,
     INTERACTIVE,
-    Block,
-    BlockKind,
     DocChunked,
     DocScanned,
     DocumentMeta,
     FindingsSummary,
     ParsedDocument,
-    TableData,
     Topics,
 )
 from ragline.runtime.stage import Output, StageContext
 
-# ----------------------------------------------------------------------------- the rule
-
-
-def test_weight_counts_characters_blocks_lines_and_cells() -> None:
-    d = doc(para("one\ntwo\nthree"), table(4, width=3), title="T")
-    w = weigh(d)
-    assert w.blocks == 2
-    assert w.chars == len("one\ntwo\nthree") + len("T")  # the table block's text is ""
-    assert w.lines == 3 + 1
-    assert w.cells == 3 + 4 * 3  # header included
-
-
-def test_each_measure_has_its_own_threshold_and_zero_is_off() -> None:
-    conf = ChunkerSettings(heavy_chars=10, heavy_blocks=2, heavy_lines=3, heavy_cells=4)
-    assert Weight(chars=10, blocks=2, lines=3, cells=4).over(conf) == ()  # "above", not "at"
-    assert Weight(chars=11, blocks=3, lines=4, cells=5).over(conf) == (
-        "chars",
-        "blocks",
-        "lines",
-        "cells",
-    )
-    off = ChunkerSettings(heavy_chars=0, heavy_blocks=0, heavy_lines=0, heavy_cells=0)
-    assert not Weight(chars=10**12, blocks=10**9, lines=10**12, cells=10**12).heavy(off)
-
-
-def test_hostile_shapes_are_weighed_without_tokenizing() -> None:
-    conf = ChunkerSettings()
-    wide = Block(  # 100k columns (the parser folds past 512; the event allows more)
-        kind=BlockKind.TABLE,
-        text="",
-        table=TableData(header=tuple(f"c{i}" for i in range(100_000)), rows=(("1",) * 100_000,)),
-    )
-    assert weigh(doc(wide)).over(conf) == ("cells",)
-    line = para("v," * (10 * 2**20))  # a 20 MB single line
-    assert weigh(doc(line)).over(conf) == ("chars",)
-    assert weigh(doc(line)).lines == 1
-    odd = para("a\x00b\ud800c\udfff\u200b\n" * 60_000)  # NUL, lone surrogates, zero-width
-    w = weigh(doc(odd))
-    assert w.over(conf) == ("lines",) and w.lines == 60_001
-    many = doc(*(para("x") for _ in range(5_001)))
-    assert weigh(many).over(conf) == ("blocks",)
-    # an ordinary document is light: it stays in the thread and its lane
-    assert weigh(doc(para(prose(200)), table(50))).over(conf) == ()
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    texts=st.lists(st.text(alphabet="ab\n\x00\ud800", max_size=40), min_size=1, max_size=5),
-)
-def test_weight_is_additive_over_blocks(texts: list[str]) -> None:
-    blocks = [para(t) for t in texts]
-    whole = weigh(doc(*blocks, title=None))
-    parts = [weigh(doc(b, title=None)) for b in blocks]
-    assert whole.chars == sum(p.chars for p in parts)
-    assert whole.lines == sum(p.lines for p in parts)
-    assert whole.blocks == len(blocks)
+# the rule itself (one measure for the parser and the chunker): tests/unit/text/test_text_weight.py
 
 
 # ----------------------------------------------------------------------------- line locator

@@ -11,10 +11,11 @@ import time
 
 import pytest
 from parsing_helpers import FIXTURES
+from prometheus_client import REGISTRY
 
 from ragline.config import Settings
 from ragline.errors import ContractError, QuarantineError
-from ragline.events import DocFetched, DocParsed, DocumentMeta, Topics
+from ragline.events import BULK, INTERACTIVE, DocFetched, DocParsed, DocumentMeta, Topics
 from ragline.hashing import content_hash
 from ragline.parsing import ParseExecutor, ParserSettings, parse_document
 from ragline.parsing.stage import ParserStage
@@ -157,3 +158,45 @@ async def test_a_heavy_document_gets_a_process_of_its_own() -> None:
         assert {p.pid for p in multiprocessing.active_children()} == children
     finally:
         await executor.stop()
+
+
+def _demoted(measure: str) -> float:
+    labels = {"measure": measure}
+    return REGISTRY.get_sample_value("ragline_parsing_heavy_demoted_total", labels) or 0.0
+
+
+async def test_a_heavy_interactive_document_is_sent_on_in_the_bulk_lane() -> None:
+    """Issue 18: a small but wide CSV (20,000 columns in 209 KB, under every byte
+    threshold) is heavy once parsed; it leaves the interactive lane here, so it never
+    holds the scanner's interactive lane. A light one keeps its lane; a bulk one stays
+    bulk (a lane only goes down); the parsed document is the same in every lane."""
+    header = ",".join(f"c{i}" for i in range(20_000))
+    row = ",".join(str(i % 10) for i in range(20_000))
+    wide = f"{header}\n{row}\n{row}\n".encode()
+    stage = await _started()
+    try:
+        before = _demoted("line_chars")
+        (heavy,) = await stage.handle(_fetched("wide.csv", wide, mime_type="text/csv"), _ctx())
+        assert _demoted("line_chars") == before + 1
+        (light,) = await stage.handle(_fetched("small.csv", b"a,b\n1,2\n"), _ctx())
+        bulk_in = _fetched("wide.csv", wide, mime_type="text/csv").model_copy(
+            update={"priority": BULK}
+        )
+        (bulk,) = await stage.handle(bulk_in, _ctx())
+        assert _demoted("line_chars") == before + 1  # already bulk: not counted
+    finally:
+        await stage.stop()
+    assert heavy.topic == light.topic == bulk.topic == Topics.DOC_PARSED
+    assert heavy.event.priority == BULK and bulk.event.priority == BULK
+    assert light.event.priority == INTERACTIVE
+    assert heavy.event.document == bulk.event.document
+    # the wide document is not heavy by any byte threshold: only by its parsed shape
+    assert len(wide) < ParserSettings().heavy_bytes
+    # the threshold is the stage's own setting: off, the wide document keeps its lane
+    off = ParserStage(Settings(), ParserSettings(workers=0, heavy_line_chars=0))
+    await off.start()
+    try:
+        (kept,) = await off.handle(_fetched("wide.csv", wide, mime_type="text/csv"), _ctx())
+    finally:
+        await off.stop()
+    assert kept.event.priority == INTERACTIVE

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragline.scanning import pii
 from ragline.scanning.engine import Detectors
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import DetectPlan, Finding
-from ragline.scanning.pii import phone_windows
+from ragline.scanning.pii import phone_pieces, phone_windows
 from ragline.scanning.policy import PolicyContext, PolicySet
+from ragline.scanning.secret_patterns import ScanDeadline
 
 DEFAULT_PLAN = (
     PolicySet.default()
@@ -96,3 +102,59 @@ def test_ner_spans_map_back_across_items(detectors: Detectors) -> None:
     assert sorted((f.item, items[f.item][f.start : f.end]) for f in fs) == [
         (1, "Barack Obama"), (3, "Angela Merkel"),
     ]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=st.integers(0, 5000), length=st.integers(0, 20_000), span=st.integers(1, 128))
+def test_phone_pieces_cover_a_window_and_hold_every_short_number_whole(
+    start: int, length: int, span: int
+) -> None:
+    end = start + length
+    pieces = phone_pieces(start, end)
+    assert pieces[0][0] == start and pieces[-1][1] == end
+    assert all(e - s <= 2048 for s, e in pieces)
+    assert all(a[1] > b[0] for a, b in itertools.pairwise(pieces))  # no gap
+    if length >= span:  # a number of up to 128 characters anywhere lies whole in a piece
+        for at in (start, (start + end - span) // 2, end - span):
+            assert any(s <= at and at + span <= e for s, e in pieces)
+
+
+def test_a_phone_number_inside_a_wide_tables_digit_run_is_still_found(
+    detectors: Detectors,
+) -> None:
+    """A row of a wide CSV folded into one cell is tens of KB of digits and spaces: it
+    is read in pieces (the deadline is checked between them), and a phone number across
+    a piece boundary is still found whole."""
+    run = " ".join(str(i % 10) for i in range(2_000))  # 3,999 characters
+    apart = f"{run} call +1 415-555-0132 now {run}"
+    assert ("PHONE_NUMBER", "+1 415-555-0132") in found(detectors, apart)
+    # inside the run and across the first cut (2,048): the same as one whole window
+    # gives (phonenumbers does not take a ``+1`` glued to the digits before it)
+    glued = f"{run[:2040]} +1 415-555-0132 {run}"
+    i = glued.index("415")
+    assert i < 2048 < i + len("415-555-0132")
+    assert ("PHONE_NUMBER", "415-555-0132") in found(detectors, glued)
+    rec = detectors.pii._recognizers["PHONE_NUMBER"]
+    whole = {glued[r.start : r.end] for r in rec.analyze(glued, ["PHONE_NUMBER"], None)}
+    assert whole == {"415-555-0132"}
+
+
+def test_a_long_digit_run_stops_at_the_deadline_between_pieces(
+    detectors: Detectors, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline used to be checked once per pattern: a 40 KB run of digits (a
+    20,000-column CSV's row) kept the phone matcher busy for seconds past it."""
+    calls = 0
+
+    def deadline_after_three(deadline: float | None) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 3:
+            raise ScanDeadline
+
+    run = " ".join(str(i % 10) for i in range(20_000))
+    assert len(phone_pieces(0, len(run))) > 20
+    monkeypatch.setattr(pii, "check_deadline", deadline_after_three)
+    with pytest.raises(ScanDeadline):
+        detectors.pii.detect(Layout([run]), DEFAULT_PLAN, deadline=1.0)
+    assert calls == 4  # stopped at the fourth check, not after the whole run
