@@ -284,9 +284,13 @@ async def large_phase(
     timeout_s: float,
     save: Any,
     out: dict[str, Any],
+    only: tuple[str, ...] = (),
 ) -> None:
-    """Fills ``out`` (and saves the report) one large document at a time."""
+    """Fills ``out`` (and saves the report) one large document at a time (``only``: these
+    inputs, by name; empty: every one)."""
     for name, (mime, text) in large_inputs(quick).items():
+        if only and name not in only:
+            continue
         heavy = doc_event("heavy", f"bench:{name}", mime, text)
         other = doc_event("other", f"bench:one-line-{name}", "text/plain", "One line.")
         await asyncio.sleep(3)  # settle
@@ -380,6 +384,7 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
                 timeout_s=args.large_timeout,
                 save=save,
                 out=report["large_documents"],
+                only=tuple(args.large),
             )
     return report
 
@@ -456,6 +461,13 @@ def main() -> int:
     ap.add_argument(
         "--large-timeout", type=float, default=900, help="seconds to wait per large document"
     )
+    ap.add_argument(
+        "--large",
+        action="append",
+        default=[],
+        choices=sorted(large_inputs(True)),
+        help="only this large input (repeatable; default: every one)",
+    )
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     stem = "freshness_baseline" if args.baseline else "freshness"
@@ -464,6 +476,7 @@ def main() -> int:
         + ("_noedits" if args.no_edits else "")
         + ("_large" if args.large_only else "")
         + ("_quick" if args.quick else "")
+        + "".join(f"_{n}" for n in args.large)
     )
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")
