@@ -4,6 +4,7 @@ the make targets compare with."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import shutil
@@ -348,3 +349,26 @@ def test_make_targets_compare_with_committed_baselines_that_load() -> None:
     for target in ("eval", "eval-scifact"):
         assert f"--save-baseline {bdir}" in _make_commands(target, "SAVE_BASELINE=1")
     assert "--save-baseline" not in golden + scifact
+
+
+def test_scifact_tuning_table_starts_with_the_baseline_row() -> None:
+    """bench/eval_scifact.py --tune: the committed baseline's hybrid row heads the table
+    the steps are read against."""
+    spec = importlib.util.spec_from_file_location(
+        "eval_scifact", ROOT / "bench" / "eval_scifact.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    b = load_report(ROOT / "bench" / "baselines" / "beir-scifact-train.json")
+    steps = [
+        mod._baseline_step(b),
+        {"step": "defaults", "env": {}, "hybrid": mod._row(b, "hybrid")},
+        {"step": "rrf_k 20", "env": {"RAGLINE_QUERY_RRF_K": "20"}, "hybrid": mod._row(b, "x")},
+    ]
+    lines = mod._tuning_md(steps).splitlines()
+    assert lines[2].startswith(
+        "| baseline (44d2bdf, 2026-12-01) | (its own code and settings) | 0.727 |"
+    )
+    assert lines[3].startswith("| defaults | defaults | 0.727 |")
+    assert lines[4].startswith("| rrf_k 20 | RRF_K=20 | n/a |")
