@@ -367,8 +367,8 @@ def test_scifact_tuning_table_starts_with_the_baseline_row() -> None:
         {"step": "rrf_k 20", "env": {"RAGLINE_QUERY_RRF_K": "20"}, "hybrid": mod._row(b, "x")},
     ]
     lines = mod._tuning_md(steps).splitlines()
-    assert lines[2].startswith(
-        "| baseline (44d2bdf, 2026-12-01) | (its own code and settings) | 0.727 |"
-    )
-    assert lines[3].startswith("| defaults | defaults | 0.727 |")
+    ndcg = f"{b.value('hybrid', 'ndcg@10'):.3f}"
+    head = f"| baseline ({b.meta.git_commit}, {b.meta.created_at:%Y-%m-%d}) | (its own code"
+    assert lines[2].startswith(head) and f"settings) | {ndcg} |" in lines[2]
+    assert lines[3].startswith(f"| defaults | defaults | {ndcg} |")
     assert lines[4].startswith("| rrf_k 20 | RRF_K=20 | n/a |")
