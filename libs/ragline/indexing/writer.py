@@ -460,6 +460,18 @@ class IndexWriter:
             cls = stricter_classification(state.classification, cls)
         new_key = AclKey(ev.source_seq, rank)
         stored_key = AclKey(state.acl_seq, state.acl_rank)
+        if (
+            not acl_applies(new_key, stored_key)
+            and rank == ACL_FROM_CHANGE
+            and state.status == "indexed"
+            and _provisional(state)
+            and ev.source_seq >= state.source_seq
+        ):
+            # overtaken by a narrowing of a newer version (its fast path or its quarantine,
+            # ADR 0007) that was sent after it: it still revokes, as an intersection (it
+            # never widens: a group it grants waits for a newer full statement)
+            narrowed = await self._narrow(conn, state, groups, cls, stored_key.seq)
+            return narrowed or _unchanged(state, IndexAction.ACL)
         same = groups == state.acl_groups and cls in (None, state.classification)
         if not acl_applies(new_key, stored_key) or (new_key == stored_key and same):
             return _unchanged(state, IndexAction.ACL)

@@ -441,3 +441,21 @@ def test_a_crashed_batch_redelivered_loses_no_delete_or_revocation(
     # the next change decides again, as usual
     m.do_upsert(0, B, "next", "new", "ok", G1, "new")
     m.settle()
+
+
+@known("quarantine_acl")
+@pytest.mark.parametrize("kind", ["oversize", "secret"])
+def test_an_acl_change_overtaken_by_a_newer_versions_quarantine_still_revokes(
+    lifecycle_world: World, kind: VersionKind
+) -> None:
+    """seq 1 indexed for g1 and g2; the ACL change at seq 2 revokes g1; seq 3 (g1 only) is
+    quarantined and its quarantine reaches the indexer first: seq 1 narrowed to g1 with
+    ACL key (3, 0), and the ACL change (2, 1) was then dropped as older: g1, revoked,
+    read seq 1 (found while checking ADR 0008 amendment (3); no crash needed). The change
+    now still narrows what stays indexed (an intersection): nobody reads seq 1."""
+    m = machine(lifecycle_world, "quarantine_acl")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.settle()
+    m.do_acl(0, A, "next", ("g2",))  # seq 2: g1 revoked
+    m.do_upsert(0, A, "next", "new", kind, G1, "keep")  # seq 3: g1 only, quarantined
+    m.settle(late(Topics.DOC_CONTROL))
