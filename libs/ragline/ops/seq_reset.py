@@ -48,7 +48,8 @@ class SeqReset:
     ledger_entries_dropped: int
     seq_epoch: int  # the document's reset generation from now on
     # changes accepted before the reset and not applied, refused from now on: "content",
-    # "delete" (the status row is now 'failed', reason_code 'reset_seq') and/or "acl"
+    # "delete" (the status row is now 'failed', reason_code 'reset_seq') and/or "acl" (the
+    # same, when the row said 'indexed': the ACL change has no status of its own)
     refused_in_flight: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -130,6 +131,13 @@ async def reset_seq(
                     " WHERE tenant_id = %(t)s AND document_id = %(d)s AND status = 'accepted'",
                     {**p, "rc": REFUSED_REASON_CODE, "why": _refused_reason(epoch)},
                 )
+            elif "acl" in refused:  # the row says 'indexed', but the ACL change never lands
+                await conn.execute(
+                    "UPDATE document_status SET status = 'failed', stage = 'reset-seq',"
+                    " reason_code = %(rc)s, reason = %(why)s, findings = NULL"
+                    " WHERE tenant_id = %(t)s AND document_id = %(d)s AND status = 'indexed'",
+                    {**p, "rc": REFUSED_REASON_CODE, "why": _refused_reason(epoch, acl=True)},
+                )
             await conn.execute(
                 "INSERT INTO seq_resets (tenant_id, document_id, old_source_seq, old_acl_seq,"
                 " old_status_seq, new_seq, actor, reason) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -148,10 +156,12 @@ async def reset_seq(
     )
 
 
-def _refused_reason(epoch: int) -> str:
+def _refused_reason(epoch: int, *, acl: bool = False) -> str:
+    what = "an ACL change " if acl else ""
+    kept = " (the indexed version keeps its previous ACL)" if acl else ""
     return (
-        f"accepted before `ragline documents reset-seq` started generation {epoch}; the "
-        "indexer refuses it: re-send the document from the source (`ragline sync`)"
+        f"{what}accepted before `ragline documents reset-seq` started generation {epoch}; "
+        f"the indexer refuses it{kept}: re-send the document from the source (`ragline sync`)"
     )
 
 

@@ -459,3 +459,22 @@ def test_an_acl_change_overtaken_by_a_newer_versions_quarantine_still_revokes(
     m.do_acl(0, A, "next", ("g2",))  # seq 2: g1 revoked
     m.do_upsert(0, A, "next", "new", kind, G1, "keep")  # seq 3: g1 only, quarantined
     m.settle(late(Topics.DOC_CONTROL))
+
+
+@known("reset_in_flight")
+def test_an_acl_change_refused_by_a_reset_has_a_visible_status(lifecycle_world: World) -> None:
+    """An ACL change accepted before a reset-seq is refused downstream like a content
+    change; it has no status of its own, and the row kept saying 'indexed' (the old ACL
+    stayed, silently). The reset now marks the row 'failed' with reason code reset_seq
+    and a reason naming the ACL change; the source's re-send clears it."""
+    m = machine(lifecycle_world, "reset_in_flight")
+    m.do_upsert(0, A, "next", "new", "ok", G12, "new")  # seq 1
+    m.settle()
+    m.do_acl(0, A, "next", G1)  # seq 2: accepted, then refused
+    m.do_reset_in_flight(0, A, 0)
+    m.settle()
+    world = lifecycle_world
+    assert world.run(status_row(world, m.tenants[0], A)) == ("failed", "reset_seq", "reset-seq")
+    m.do_upsert(0, A, "next", "keep", "ok", G1, "keep")  # `ragline sync`: seq 1 with its ACL
+    m.settle()
+    assert world.run(status_row(world, m.tenants[0], A)) == ("indexed", None, "indexer")
