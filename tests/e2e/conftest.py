@@ -28,6 +28,9 @@ CONNECTOR_ENV = {
     "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_BURST": str(FAIR_BURST),
     "RAGLINE_CONNECTOR_TENANT_INTERACTIVE_RATE": "0.5",
 }
+# the golden and canary tests ask hundreds of questions as a few subjects: no rate limit
+# (it has tests of its own, tests/integration/query/test_degraded.py)
+QUERY_ENV = {"RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0"}
 
 
 @dataclass
@@ -87,6 +90,8 @@ def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
             env = dict(os.environ)
             if name == "connector":
                 env = {**CONNECTOR_ENV, **env}  # the environment may still override
+            elif name == "query":
+                env = {**QUERY_ENV, **env}
             pipe.services[name] = ServiceProcess(
                 name,
                 env=env,

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ragline.config import Settings
 from ragline.evaluation.client import QueryClient
 from ragline.evaluation.gate import check_thresholds, load_thresholds, render_violations
 from ragline.evaluation.golden import load_golden
@@ -32,7 +29,8 @@ from ragline.evaluation.plot import plot_report
 from ragline.evaluation.report import build_report, render_categories, render_table, save_report
 from ragline.evaluation.runner import run_modes
 from ragline.evaluation.settings import EvalSettings
-from ragline.platform.private import PIPELINE
+
+from .conftest import Pipeline
 
 GOLDEN_SETS = tuple(Path(__file__).resolve().parents[1] / n for n in ("golden", "golden_marine"))
 MODES = ("lexical", "dense", "hybrid", "hybrid+rerank")
@@ -54,24 +52,22 @@ def _fusion_losses(report: Any) -> list[tuple[str, float, float]]:
     return out
 
 
-async def test_golden_set_end_to_end(
-    stack: Settings, service_process: Callable[..., Any], tmp_path: Path
-) -> None:
-    secret = secrets.token_urlsafe(32)
-    env = {
-        "RAGLINE_QUERY_JWT_SECRET": secret,
-        "RAGLINE_QUERY_MAX_TOP_K": str(max(TOP_K, 50)),
-        "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
-    }
-    procs = [service_process(name, env=env) for name in PIPELINE]
-    query = service_process("query", env=env)
-    await asyncio.gather(*(asyncio.to_thread(p.wait_metrics, 180.0) for p in procs))
-
+async def test_golden_set_end_to_end(pipeline: Pipeline, tmp_path: Path) -> None:
+    # the session's pipeline (tests/e2e/conftest.py: every service once, the query
+    # service's rate limit off); its connector demotes most of a set's upserts to the
+    # bulk lane (the e2e tenant budget): the same documents, indexed after any
+    # interactive work
+    query = pipeline.services["query"]
     datasets = [load_golden(root) for root in GOLDEN_SETS]
     ingests = await asyncio.gather(
         *(
             ingest_dataset(
-                d, stack, timeout_s=600, poll_interval_s=0.5, progress=False, drain=("indexer",)
+                d,
+                pipeline.settings,
+                timeout_s=600,
+                poll_interval_s=0.5,
+                progress=False,
+                drain=("indexer",),
             )
             for d in datasets
         )
@@ -82,7 +78,9 @@ async def test_golden_set_end_to_end(
             f"{root.name} ingest differs from its manifest: {ingest.unexpected}"
         )
 
-    es = EvalSettings(query_url=query.http_url, jwt_secret=secret, concurrency=2, warmup_queries=2)
+    es = EvalSettings(
+        query_url=query.http_url, jwt_secret=pipeline.jwt_secret, concurrency=2, warmup_queries=2
+    )
     all_runs = []
     async with QueryClient(es) as client:
         for _ in range(120):
