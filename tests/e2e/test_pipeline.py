@@ -51,7 +51,7 @@ async def _wait_status(
         if all(got.get(d, ("",))[0] == s for d, s in want.items()):
             await quiesce(pipe)  # OpenSearch and the cache have caught up too
             return got
-        await asyncio.sleep(1)
+        await asyncio.sleep(0.5)
     raise AssertionError(f"timed out: want {want}, got {got}\n{pipe.logs()[-5000:]}")
 
 
