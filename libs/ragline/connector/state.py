@@ -71,12 +71,15 @@ _NEWER_STATED = sql.SQL(
 # the log of changes intake accepted that the indexer has not applied (migration 0140,
 # docs/adr/0008 amendment (3)): ``held`` and ``added`` merged, without duplicates,
 # without entries of another generation than ``epoch`` or that the documents row already
-# holds (a change at least as new applied: passing it on again would change nothing),
+# holds (a change at least as new applied: passing it on again would change nothing; for
+# an ACL change: a newer version indexed, or a newer full ACL statement, not a narrowing,
+# which an older ACL change still narrows, ADR 0007),
 # the newest _LOG_MAX by seq; NULL when empty
 _LOG_MAX = 64
 _LOG_APPLIED = sql.SQL(
     "CASE WHEN u.e->>0 = 'acl' "
-    "THEN (doc.acl_seq, doc.acl_rank::int) >= ((u.e->>1)::bigint, 1) "
+    "THEN doc.source_seq > (u.e->>1)::bigint OR ((doc.acl_seq, doc.acl_rank::int) "
+    "  >= ((u.e->>1)::bigint, 1) AND NOT (doc.acl_rank = 0 AND doc.acl_seq > doc.source_seq)) "
     "ELSE (doc.source_seq, CASE WHEN doc.status = 'deleted' THEN 1 ELSE 0 END, "
     "      CASE WHEN doc.status = 'deleted' THEN '' ELSE coalesce(doc.content_hash, '') END) "
     "  >= ((u.e->>1)::bigint, CASE WHEN u.e->>0 = 'delete' THEN 1 ELSE 0 END, u.e->>4) END"

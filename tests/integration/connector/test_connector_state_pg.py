@@ -158,3 +158,54 @@ async def test_a_quarantine_at_intake_is_recorded_and_makes_older_upserts_stale(
         assert isinstance(newer, list) and isinstance(newer[0].event, DocFetched)
     finally:
         await stage.stop()
+
+
+async def test_the_log_of_accepted_changes_is_written_merged_and_pruned(
+    stack: Settings, tenant: str
+) -> None:
+    """Migration 0140 (ADR 0008 amendment (3)): every change a written status row accepts
+    is logged with it, merged with what the row holds, read back per generation; a
+    refused write logs nothing; entries the documents row already holds are pruned (a
+    narrowing does not prune an older ACL change: it still narrows it)."""
+    from ragline.connector.intake import Accepted, StatedAcl
+
+    store = StateStore(stack.admin_dsn())
+    await store.open()
+    key = (tenant, "wiki:log")
+    try:
+        await seed_document(stack, tenant, "wiki:log", seq=1)
+        d2, a3 = Accepted("delete", 2, "id-d2"), Accepted("acl", 3, "id-a3")
+        u4 = Accepted("content", 4, "id-u4", "h4")
+        assert await store.record_accepted_each({key: (2, None)}, log={key: [d2]}) == {key: True}
+        written = await store.record_acl_stated({key: (StatedAcl(3, 1, "g"), 0)}, log={key: [a3]})
+        assert written == {key: True}
+        assert await store.record_accepted_each({key: (4, "h4")}, log={key: [u4]}) == {key: True}
+        # refused (an older change than the row's): nothing logged
+        stale = Accepted("delete", 1, "id-d1")
+        assert await store.record_accepted_each({key: (1, None)}, log={key: [stale]}) == {
+            key: False
+        }
+        got = await store.get(*key)
+        assert got is not None and set(got.accepted) == {d2, a3, u4}
+        assert got.accepted_again("id-a3") == a3 and got.upsert_accepted_at(4)
+        async with await psycopg.AsyncConnection.connect(stack.admin_dsn(), autocommit=True) as c:
+            # the indexer applied the delete at 2, then seq 4's quarantine narrowed (4, 0)
+            await c.execute(
+                "UPDATE documents SET source_seq = 2, status = 'deleted', acl_seq = 4,"
+                " acl_rank = 0 WHERE tenant_id = %s AND document_id = %s",
+                key,
+            )
+        again = await store.record_accepted_each({key: (4, "h4")}, log={key: [u4]})
+        assert again == {key: True}
+        got = await store.get(*key)
+        assert got is not None and set(got.accepted) == {a3, u4}  # the delete is pruned
+        async with await psycopg.AsyncConnection.connect(stack.admin_dsn(), autocommit=True) as c:
+            await c.execute(  # another generation: its entries are not this one's
+                "UPDATE document_status SET seq_epoch = 1 WHERE tenant_id = %s"
+                " AND document_id = %s",
+                key,
+            )
+        got = await store.get(*key)
+        assert got is not None and got.accepted == ()
+    finally:
+        await store.close()
