@@ -9,7 +9,8 @@ directory's content hash), written atomically, so replicas sharing a directory a
 image that pre-exports at build time (deploy/Dockerfile) all reuse one export.
 
 ``OnnxEmbedder`` tokenizes once with the model's own ``tokenizer.json`` (the chunker's
-tokenizer), sorts a batch by length to cut padding, and feeds token ids to the session:
+tokenizer), sorts a batch by length to cut padding, and feeds token ids to the session
+(int8: one text per run, so a vector never depends on its batch neighbours):
 ``encode_ids`` takes pre-tokenized input. Output contract: the ``Embedder`` one
 (L2-normalised float32 rows, the model's dimension, ``name``/``revision``/``dim``).
 
@@ -222,6 +223,13 @@ class OnnxEmbedder(EmbedderIdentity):
         self._revision = onnx_revision(base, variant)
         self._name = name or (DEFAULT_MODEL_NAME if model is None else location.name)
         self._batch_size = batch_size
+        # Dynamic int8 quantization scales each activation tensor by its own range, and
+        # a batch is one tensor: a row's vector would depend on its batch neighbours
+        # (and their padding), measured cosine down to 0.978 between the same text alone
+        # and batched. Run alone, a text's vector depends on its text only, as the
+        # query's always did; on 2 cores it is also faster (no padding: 50 vs 41
+        # chunks/s on SciFact, docs/benchmarks.md "Embedder backends").
+        self._rows_alone = int8
         self._max_len = _max_seq_length(location)
         path = export_onnx(location, onnx_dir or default_onnx_dir(), base, int8=int8)
         self._tok = load_tokenizer(location)
@@ -265,8 +273,9 @@ class OnnxEmbedder(EmbedderIdentity):
         """Embed pre-tokenized input (``tokenize``'s output): no second tokenization."""
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # less padding
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        step = 1 if self._rows_alone else self._batch_size
+        for start in range(0, len(order), step):
+            rows = order[start : start + step]
             out[rows] = self._run([ids[i][: self._max_len] for i in rows])
         return out
 
