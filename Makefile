@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pytest-xdist workers for tests/unit (`make test`, `make test-unit`); 0 runs them in-process
+UNIT_WORKERS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -35,11 +37,16 @@ status: install ## health of every component and service
 	$(BIN)/ragline stack status; $(BIN)/ragline services status
 
 test: install lint ## lint + the whole suite (unit, integration, e2e on the real stack)
-	@# e2e last: its session-scoped pipeline of service processes must not consume other tests' events
-	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests/unit tests/integration tests/e2e
+	@# the unit tests (pure logic, no services) in $(UNIT_WORKERS) workers (pytest-xdist), then
+	@# the rest in one process; e2e last: its session-scoped pipeline of service processes
+	@# must not consume other tests' events. Both runs always run; either failing fails.
+	@rc=0; \
+	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 -n $(UNIT_WORKERS) tests/unit || rc=1; \
+	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests/integration tests/e2e || rc=1; \
+	exit $$rc
 
 test-unit: install
-	$(BIN)/pytest -q -m "not integration and not e2e" tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) -m "not integration and not e2e" tests/unit
 
 test-integration: install
 	$(BIN)/pytest -q --timeout=600 tests/integration tests/e2e

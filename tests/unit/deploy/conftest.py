@@ -4,10 +4,13 @@ code's settings classes really read. Helpers live in ``_deploy_helpers``."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +23,11 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     """``[helm binary]`` with private HELM_* dirs; skips (loudly) only if helm cannot be
     downloaded at all."""
     try:
-        binary = _load_get_helm().ensure_helm()
+        # one download at a time: `make test` runs the unit tests in 2 workers (xdist),
+        # and both may ask for helm on a machine that has none yet
+        with (Path(tempfile.gettempdir()) / "ragline-get-helm.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            binary = _load_get_helm().ensure_helm()
     except Exception as exc:  # no registry reachable: say so, do not pass silently
         msg = f"HELM UNAVAILABLE, chart tests SKIPPED: {exc}"
         warnings.warn(msg, stacklevel=1)
