@@ -6,7 +6,7 @@ recorded (a table on stdout + JSON under bench/out/tune/).
         library's embedder (``load_embedder``, the texts ``embedding.texts.embed_text``
         makes: contextual header, newline, text), the queries embedded by the same model;
         per query the top 100 of three legs: dense (exact cosine), lexical under real
-        Lucene BM25 (k1 1.2, b 0.75, EnglishAnalyzer, ``body`` = header + text, a ``match``
+        Lucene BM25 (the mapping's k1 / b, EnglishAnalyzer, ``body`` = header + text, a ``match``
         query: bench/lucene/LuceneBm25.java, Debian's liblucene8-java) and lexical on the
         local OpenSearch-API stand-in (osmem) with the production mapping and query
         -> bench/out/tune/legs_<backend>.json
@@ -95,8 +95,16 @@ def _embed(chunks: list[dict[str, Any]], queries: list[str], backend: str) -> tu
 
 
 def _lucene(
-    chunks: list[dict[str, Any]], queries: dict[str, str], k1: float = 1.2, b: float = 0.75
+    chunks: list[dict[str, Any]],
+    queries: dict[str, str],
+    k1: float | None = None,
+    b: float | None = None,
 ) -> dict[str, list[Any]]:
+    """Real Lucene over ``body``; k1 / b default to the production mapping's."""
+    from ragline.store.os_index import BM25_B, BM25_K1
+
+    k1 = BM25_K1 if k1 is None else k1
+    b = BM25_B if b is None else b
     if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
         raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
     with tempfile.TemporaryDirectory() as tmp:
