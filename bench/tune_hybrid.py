@@ -657,7 +657,9 @@ def _plot(args: argparse.Namespace) -> int:
         data = load(name)
         if data is not None:
             for leg, rows in data["legs"].items():
-                bars.append((f"{label} best\n{leg}", rows[0]))
+                tried = [r for r in rows if "no feedback" not in r["variant"]]
+                tried = [r for r in tried if "shipped" not in r["variant"]]
+                bars.append((f"{label} best\n{leg}", tried[0]))
     bm25 = load("bm25")
     if bm25 is not None:
         best = next(r for r in bm25["rows"] if r["variant"].endswith("hybrid"))
