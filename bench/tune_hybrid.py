@@ -315,7 +315,7 @@ def _doc_order(fused: list[tuple[str, float]], doc_of: dict[str, str], doc_sum: 
 
 
 def _search(args: argparse.Namespace) -> int:
-    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    data = _load_legs(args.backend)
     queries: dict[str, str] = data["queries"]
     qrels: dict[str, dict[str, int]] = data["qrels"]
     doc_of: dict[str, str] = data["doc_of"]
@@ -451,17 +451,14 @@ class Feedback:
 def _feedback(args: argparse.Namespace) -> int:
     import numpy as np
 
-    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    data = _load_legs(args.backend)
     queries: dict[str, str] = data["queries"]
     qrels: dict[str, dict[str, int]] = data["qrels"]
     doc_of: dict[str, str] = data["doc_of"]
     text_of: dict[str, str] = data["text_of"]
-    chunks = _chunks()
-    emb, _ = _embed_cached(chunks, args.backend)
-    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
-    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
-    ids = [c["chunk_id"] for c in chunks]
-    cidx = {c: i for i, c in enumerate(ids)}
+    vec = _vectors(args.backend)
+    emb, qemb, qidx, cidx = vec.emb, vec.qemb, vec.qidx, vec.cidx
+    ids = [c["chunk_id"] for c in vec.chunks]
     base = Variant(fusion="zscore", depth=args.depth)
     variants = [
         Feedback(source=src, k=k, alpha=a)
@@ -543,17 +540,13 @@ def _scores(args: argparse.Namespace) -> int:
     minimum), the true cosine of a lexical-only chunk filled in (the query service knows
     it after hydration), BM25 ranks 51-100 filled in for dense-only chunks, a penalty for
     one-leg chunks, and z measured from the mean instead of the minimum."""
-    import numpy as np
 
-    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    data = _load_legs(args.backend)
     queries: dict[str, str] = data["queries"]
     qrels: dict[str, dict[str, int]] = data["qrels"]
     doc_of: dict[str, str] = data["doc_of"]
-    chunks = _chunks()
-    emb, _ = _embed_cached(chunks, args.backend)
-    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
-    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
-    cidx = {c["chunk_id"]: i for i, c in enumerate(chunks)}
+    vec = _vectors(args.backend)
+    emb, qemb, qidx, cidx = vec.emb, vec.qemb, vec.qidx, vec.cidx
     out: dict[str, Any] = {"backend": data["backend"], "legs": {}}
     for lex_name in args.lexical.split(","):
         t0 = time.perf_counter()
@@ -594,7 +587,7 @@ def _bm25(args: argparse.Namespace) -> int:
     lexical leg alone and fused with the dense leg (z-score, depth 50) for each pair."""
     from tune_retrieval import ndcg10 as doc_ndcg10
 
-    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    data = _load_legs(args.backend)
     queries: dict[str, str] = data["queries"]
     qrels: dict[str, dict[str, int]] = data["qrels"]
     doc_of: dict[str, str] = data["doc_of"]
@@ -695,7 +688,6 @@ def _abstain(args: argparse.Namespace) -> int:
     document as eval_scifact asks, top 100): which answerable claims abstain and why.
     Identifier statistics are per document (title, header and text), by the library's
     matcher (``ident_match``) and, for comparison, by the old raw substring test."""
-    import numpy as np
 
     from ragline.retrieval.abstain import (
         AbstainPolicy,
@@ -707,16 +699,13 @@ def _abstain(args: argparse.Namespace) -> int:
     from ragline.retrieval.doc_cap import cap_per_document_by_evidence
     from ragline.retrieval.ident_match import matches
 
-    data = json.loads((OUT / f"legs_{args.backend}.json").read_text())
+    data = _load_legs(args.backend)
     queries: dict[str, str] = data["queries"]
     qrels: dict[str, dict[str, int]] = data["qrels"]
     doc_of: dict[str, str] = data["doc_of"]
     text_of: dict[str, str] = data["text_of"]
-    chunks = _chunks()
-    emb, _ = _embed_cached(chunks, args.backend)
-    qemb = np.load(OUT / f"scifact_qemb_{args.backend}.npy")
-    qidx = {q: i for i, q in enumerate(json.loads((OUT / "scifact_qids.json").read_text()))}
-    cidx = {c["chunk_id"]: i for i, c in enumerate(chunks)}
+    vec = _vectors(args.backend)
+    chunks, emb, qemb, qidx, cidx = vec.chunks, vec.emb, vec.qemb, vec.qidx, vec.cidx
     doc_text: dict[str, str] = collections.defaultdict(str)
     for c in chunks:
         doc_text[c["document_id"]] += (
@@ -825,6 +814,38 @@ def _embed_cached(chunks: list[dict[str, Any]], backend: str) -> tuple[Any, None
         "\x00".join(c["chunk_id"] + c["embed_text"] for c in chunks).encode()
     ).hexdigest()[:12]
     return np.load(OUT / f"scifact_emb_{backend}_{key}.npy"), None
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    """The replica's chunks with their cached vectors and the queries' vectors."""
+
+    chunks: list[dict[str, Any]]
+    emb: Any  # one row per chunk, in ``chunks`` order
+    qemb: Any  # one row per query, at ``qidx[query id]``
+    qidx: dict[str, int]
+    cidx: dict[str, int]  # chunk id -> row of ``emb``
+
+
+def _vectors(backend: str) -> _Vectors:
+    import numpy as np
+
+    chunks = _chunks()
+    emb, _ = _embed_cached(chunks, backend)
+    qids = json.loads((OUT / "scifact_qids.json").read_text())
+    return _Vectors(
+        chunks=chunks,
+        emb=emb,
+        qemb=np.load(OUT / f"scifact_qemb_{backend}.npy"),
+        qidx={q: i for i, q in enumerate(qids)},
+        cidx={c["chunk_id"]: i for i, c in enumerate(chunks)},
+    )
+
+
+def _load_legs(backend: str) -> dict[str, Any]:
+    """What ``legs`` wrote: queries, qrels, chunk -> document / text, the legs' lists."""
+    data: dict[str, Any] = json.loads((OUT / f"legs_{backend}.json").read_text())
+    return data
 
 
 def main(argv: list[str]) -> int:
