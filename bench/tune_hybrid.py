@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import hashlib
 import itertools
 import json
@@ -94,6 +95,16 @@ def _embed(chunks: list[dict[str, Any]], queries: list[str], backend: str) -> tu
     return emb, qemb
 
 
+@functools.cache
+def _lucene_classes() -> Path:
+    """LuceneBm25.java compiled once per process (the k1 / b grid runs it 20-odd times)."""
+    if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
+        raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
+    out = Path(tempfile.mkdtemp(prefix="lucene-bm25-"))
+    subprocess.run(["javac", "-cp", LUCENE_CP, "-d", str(out), str(JAVA_SRC)], check=True)
+    return out
+
+
 def _lucene(
     chunks: list[dict[str, Any]],
     queries: dict[str, str],
@@ -105,11 +116,9 @@ def _lucene(
 
     k1 = BM25_K1 if k1 is None else k1
     b = BM25_B if b is None else b
-    if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
-        raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
+    classes = _lucene_classes()
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        subprocess.run(["javac", "-cp", LUCENE_CP, "-d", tmp, str(JAVA_SRC)], check=True)
         with (t / "docs.tsv").open("w", encoding="utf-8") as f:
             for c in chunks:
                 f.write(f"{c['chunk_id']}\t{_flat(c['contextual_header'])}\t{_flat(c['text'])}\n")
@@ -120,7 +129,7 @@ def _lucene(
             [
                 "java",
                 "-cp",
-                f"{tmp}:{LUCENE_CP}",
+                f"{classes}:{LUCENE_CP}",
                 "LuceneBm25",
                 *(str(t / n) for n in ("docs.tsv", "queries.tsv", "hits.tsv")),
                 str(DEPTH),
