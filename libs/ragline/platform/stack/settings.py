@@ -36,6 +36,11 @@ class StackSettings(BaseSettings):
     stop_timeout_s: float = Field(default=15.0, gt=0)
     probe_timeout_s: float = Field(default=3.0, gt=0)
     kafka_replication_factor: int = Field(default=1, ge=1)
+    engine_cache_dir: Path | None = Field(
+        default=None,
+        description="where Maven-fetched engine jars live (default: "
+        "$RAGLINE_ENGINE_CACHE or ~/.cache/ragline/engines; outside the checkout)",
+    )
     opensearch_japanese: bool = Field(
         default=False, description="load the Japanese analyzer (slower start, more memory)"
     )
