@@ -171,9 +171,7 @@ async def test_scaleout_chaos_matches_fault_free_run(stack: Settings, tmp_path: 
     figures: dict[str, Any] = {"seed": SEED, "partitions": min(parts.values())}
     deadline = time.monotonic() + TIMEOUT_S
     try:
-        # 1. fault-free first, one replica each, vectors computed without the cache (the
-        # local broker, Tansu, can leave a group unjoinable for minutes after its members
-        # were SIGKILLed: a run after the chaos hung in JoinGroup)
+        # 1. fault-free first, one replica each, vectors computed without the cache
         base_tenant = unique_tenant("base")
         env = {**os.environ, "RAGLINE_EMBEDDER_CACHE": "false"}
         fleet = Fleet(logs=tmp_path / "base", env=env, replicas=1)
