@@ -46,7 +46,7 @@ from ragline.platform.stack.base import (
 from ragline.platform.stack.engines import EngineJars, engine, ensure_engine, java_binary
 from ragline.platform.stack.errors import StackError
 from ragline.platform.stack.settings import Component
-from ragline.runtime.kafka_errors import kafka_errors
+from ragline.runtime.kafka_errors import BROKER_UNREACHABLE, kafka_errors
 
 __all__ = [
     "BROKER_UNREACHABLE",
@@ -58,8 +58,6 @@ __all__ = [
     "parse_host_port",
 ]
 
-# the words /health, `ragline lag` and `ragline stack status` use when no broker answers
-BROKER_UNREACHABLE = "broker unreachable"
 _MAIN_CLASS = "kafka.Kafka"
 _STORAGE_TOOL = "kafka.tools.StorageTool"
 
