@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from ragline.scanning.injection_corpus import PER_FAMILY, SEED, corpus, split
+from ragline.scanning.injection_corpus import PER_FAMILY, SEED, corpus, fresh_corpus, split
 from ragline.scanning.injection_eval import Measured, measure
 
 
@@ -40,6 +40,9 @@ def main() -> None:
     print("held-out families:", sorted({s.family for s in held}))
     _show("fit", measure(fit))
     _show("held-out", measure(held))
+    _show(
+        "fresh families (out of sample only at their first run: see docs)", measure(fresh_corpus())
+    )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ _ADDR = (
     r"(?:(?:the|any|all|every|an?|our|dear)\s+)?"
     r"(?:(?:ai|virtual|automated|support|digital|llm)\s+)?"
     r"(?:ai|a\.i\.|llms?|gpt|chat\s?bots?|assistants?|(?:language\s+)?models?|agents?|"
-    r"copilots?|summari[sz]ers?|bots?|systems?)"
+    r"copilots?|summari[sz]ers?|bots?|systems?|(?:automated|machine)\s+(?:readers?|tools?|"
+    r"processors?))"
 )
 _DIRECTIVE_LEAD = (
     r"(?:please|kindly|now|then|and|also|so|instead|immediately|first|just|simply|always)"
@@ -61,7 +62,8 @@ _DIRECTIVE_VERB = (
 _SECOND_PERSON = (
     r"\b(?:you\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:required|expected)\s+to|"
     r"are\s+to)(?:\s+now|\s+always|\s+only)?|i\s+(?:need|want|order|command|instruct)\s+you\s+to|"
-    r"you\s+are\s+(?:hereby\s+)?(?:instructed|ordered|directed)\s+to)\s+"
+    r"you\s+are\s+(?:hereby\s+)?(?:instructed|ordered|directed)\s+to|"
+    r"(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+|now\s+){0,3})\s*"
 )
 _OVR_VERB = (
     r"(?:ignore|disregard|forget|override|overrule|bypass|skip|discard|drop|abandon|neglect|"
@@ -76,11 +78,11 @@ _GUIDE = (
 )
 _GUIDE_QUAL = (
     r"(?:(?:all|any|every|the|your|its|my|of|previous|prior|earlier|above|preceding|original|"
-    r"initial|existing|current|standard|default|safety|system|old|former|given|these|those)\s+)*"
+    r"initial|existing|current|standard|default|safety|system|old|former|given|these|those)\s+){0,6}"
 )
 _SENSITIVE = (
-    r"(?:(?:the|your|all|any|every|my|its)\s+)*(?:(?:hidden|secret|initial|original|internal|"
-    r"full|entire|stored|system|admin|root|database|db|other\s+(?:customers|users)'?)\s+)*"
+    r"(?:(?:the|your|all|any|every|my|its)\s+){0,3}(?:(?:hidden|secret|initial|original|internal|"
+    r"full|entire|stored|system|admin|root|database|db|other\s+(?:customers|users)'?)\s+){0,3}"
     r"(?:system\s+prompt|prompts?|instructions|api\s+keys?|access\s+tokens?|tokens|"
     r"passwords?|credentials|secrets|conversation(?:\s+history)?|chat\s+(?:history|log)|"
     r"previous\s+messages|context\s+window|contents\s+of\s+your\s+context(?:\s+window)?|"
@@ -103,7 +105,7 @@ _PERSONA = (
 # comma followed by a directive lead; then optional leads and an addressee vocative
 _CLAUSE = (
     rf"(?:^|[.!?;:\n]\s*|,\s*(?={_DIRECTIVE_LEAD}\b)|\bthen\s+|\band\s+)"
-    rf"(?:(?:{_DIRECTIVE_LEAD}|{_ADDR})[\s,:]+)*"
+    rf"(?:(?:{_DIRECTIVE_LEAD}|{_ADDR})[\s,:]+){{0,3}}"
 )
 # "such as", "like", "for example" before a quote; a third party governing an infinitive
 _MENTION_BEFORE = re.compile(
@@ -118,6 +120,8 @@ _MENTION_BEFORE = re.compile(
     r"|(?:\b(?:say|says|said|claim|claims|claimed|state|states|stated|assert|asserts|argue|"
     r"argues|pretend|pretends|suggest|suggests|insist|insists|announce|announces)\s+that\s+"
     r"[^.!?\n]{0,80}$)"
+    # a capability statement, not a directive: "agents can call the lookup tool"
+    r"|(?:\b(?!you\b|i\b)[a-z]+\s+(?:can|may|could|might|cannot|can't|won't)\s+$)"
     # a third party causing the model to act: "make the agent call the refund tool"
     rf"|(?:\b(?:make|makes|made|making|let|lets|letting|get|gets|got|force|forces|forced|"
     rf"have|has|had)\s+{_ADDR}\s+$)",
@@ -131,10 +135,21 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", _INVISIBLE.sub("", revealed))
 
 
+# quoted in a text about attacks: "which of these is a prompt injection? A) 'Ignore ..."
+_QUOTED_EXAMPLE = re.compile(
+    r"\b(?:injections?|jailbreaks?|attacks?|malicious|phishing|examples?)\b[^\n]{0,200}"
+    r"[\"'\u201c\u2018`]\s*$",
+    _I,
+)
+
+
 def mentioned(text: str, start: int) -> bool:
     """Whether a match at ``start`` is reported speech, not a directive (docstring)."""
     sentence_start = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
-    return bool(_MENTION_BEFORE.search(text[sentence_start:start]))
+    return bool(
+        _MENTION_BEFORE.search(text[sentence_start:start])
+        or _QUOTED_EXAMPLE.search(text[max(0, start - 240) : start])
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -157,11 +172,11 @@ def _c(rule_id: str, pattern: str, weight: int) -> _ClassRule:
 CLASS_RULES: tuple[_ClassRule, ...] = (
     # an addressee, then a directive (imperative or second-person obligation)
     _c("class_addressed",
-       rf"(?:^|[.!?;\n(\[]\s*|\b(?:hey|hi|dear|attention|note\s+(?:to|for)|message\s+(?:to|for)|"
-       rf"instructions?\s+(?:to|for)|to)\s+)(?:the\s+|any\s+|all\s+)?{_ADDR}"
+       rf"(?:^|[.!?;\n(\[]\s*|\b(?:hey|hi|dear|attention|(?:note|notice|message|memo|reminder|"
+       rf"warning|alert|request|instructions?)\s+(?:to|for)|to)\s+)(?:the\s+|any\s+|all\s+)?{_ADDR}"
        rf"(?:\s+(?:reading|processing|summari[sz]ing|seeing|parsing)\s+(?:this|these|it)\w*)?"
        rf"(?:\s+\w+)?"
-       rf"\s*[,:!\u2014-]+\s*(?:{_DIRECTIVE_LEAD}\s+)*{_DIRECTIVE_VERB}"
+       rf"\s*[,:!\u2014-]+\s*(?:{_DIRECTIVE_LEAD}\s+){{0,3}}{_DIRECTIVE_VERB}"
        rf"|\b(?:if|in\s+case)\s+you\s+are\s+(?:an?\s+)?{_ADDR}\b"
        rf"|\b(?:any|every|whichever|whatever)\s+{_ADDR}\s+(?:reading|processing|that\s+reads|"
        rf"who\s+reads|seeing)\b"
@@ -171,13 +186,13 @@ CLASS_RULES: tuple[_ClassRule, ...] = (
        rf"answer|process|read|respond|repl|see|pars|handl|retriev|index|translat|review|"
        rf"analy[sz])\w*\b[^.!?\n,]{{0,60}}\b(?:this|these)\s+(?:page|ticket|document|text|"
        rf"content|message|e-?mail|thread|article|review|file|chunk|data|form|comment|post)s?\b"
-       rf"[^.!?\n]{{0,40}},\s*(?:{_DIRECTIVE_LEAD}\s+)*{_DIRECTIVE_VERB}"
+       rf"[^.!?\n]{{0,40}},\s*(?:{_DIRECTIVE_LEAD}\s+){{0,3}}{_DIRECTIVE_VERB}"
        rf"|\b(?:when(?:ever)?|while|if)\s+(?:this|the)\s+(?:text|document|page|ticket|message|"
        rf"content)\s+is\s+(?:retrieved|read|summari[sz]ed|processed|shown)"
-       rf"[^.!?\n]{{0,80}},\s*(?:{_DIRECTIVE_LEAD}\s+)*{_DIRECTIVE_VERB}", 3),
+       rf"[^.!?\n]{{0,80}},\s*(?:{_DIRECTIVE_LEAD}\s+){{0,3}}{_DIRECTIVE_VERB}", 3),
     # override: a directive verb of the ignore family governing guidance
     _c("class_override",
-       rf"(?:{_CLAUSE}|{_SECOND_PERSON}){_OVR_VERB}\s+{_GUIDE_QUAL}"
+       rf"(?:{_CLAUSE}|{_SECOND_PERSON}|,\s*){_OVR_VERB}\s+{_GUIDE_QUAL}"
        rf"(?:\w+\s+){{0,2}}?{_GUIDE}\b", 3),
     # override: guidance declared void ("your previous instructions no longer apply")
     _c("class_override_void",
@@ -187,6 +202,21 @@ CLASS_RULES: tuple[_ClassRule, ...] = (
        r"guidance|guidelines|rules|prompt|directives)\s+you\s+(?:were\s+given|received|have))"
        r"\s+(?:no\s+longer\s+appl(?:y|ies)|(?:are|is)\s+(?:now\s+)?(?:void|null|cancelled|canceled|"
        r"revoked|obsolete|outdated\s+and)|have\s+been\s+(?:revoked|cancelled|replaced|lifted))", 3),
+    _c("class_precedence",
+       r"\b(?:takes?|has|have)\s+(?:priority|precedence)\s+over\s+(?:all\s+|any\s+)?your\s+"
+       r"(?:\w+\s+)?(?:instructions|guidance|guidelines|rules|prompt|programming)\b"
+       r"|\b(?:overrides?|supersedes?|replaces?)\s+(?:all\s+|any\s+)?your\s+(?:\w+\s+)?"
+       r"(?:instructions|guidance|guidelines|rules|prompt|programming)\b", 3),
+    # a fake authority header: "[SYSTEM]", "<system>", "SYSTEM OVERRIDE:"
+    _c("class_fake_header",
+       r"(?:^|[.!?\n]\s*)(?:\[\s*(?:system|admin|developer|root)\s*\]|<\s*(?:system|admin)\s*>|"
+       r"(?-i:SYSTEM|ADMIN)\s+(?-i:OVERRIDE|NOTICE|MESSAGE|INSTRUCTION)S?\s*:)", 2),
+    # a third-person directive to the reading model: "The AI reading this ticket should ..."
+    _c("class_third_person",
+       rf"\b{_ADDR}\s+(?:reading|processing|summari[sz]ing|seeing|handling)\s+(?:this|these)\s+"
+       rf"\w+\s+(?:should|must|will|needs\s+to|has\s+to|is\s+to)\b"
+       rf"|\b(?:the|any)\s+{_ADDR}\s+(?:must|should|needs\s+to|is\s+to)\s+now\s+"
+       rf"{_DIRECTIVE_VERB}", 2),
     _c("class_new_directive",
        r"(?:^|[.!?;\n]\s*)(?:important\s+)?(?:new|updated|revised|real|actual|true|secret)\s+"
        r"(?:system\s+)?(?:instructions?|directives?|task|guidance(?:\s+for\s+the\s+\w+)?)\s*:", 3),
@@ -195,6 +225,8 @@ CLASS_RULES: tuple[_ClassRule, ...] = (
        r"\b(?:you\s+are\s+now|from\s+now\s+on,?\s+you(?:\s+are|'re|\s+will\s+be)|starting\s+now,?"
        r"\s+you\s+are|now\s+you\s+are|you\s+are\s+no\s+longer)\s+(?:an?\s+|the\s+|my\s+|your\s+|"
        rf"(?-i:[A-Z]))|\byour\s+new\s+(?:role|persona|task|job|purpose|identity|name)\s+is\b"
+       rf"|\byou\s+are\s+(?:an?\s+|the\s+)?{_ADDR}\s+[^.!?\n]{{0,30}}?{_PERSONA}"
+       rf"|\blet'?s\s+(?:play\s+a\s+game|pretend|role-?play)\b[^.!?\n]{{0,20}}:\s*you\s+are\b"
        rf"|{_CLAUSE}(?:act|behave|respond|roleplay|role-play|pose)\s+as\s+(?:if\s+you\s+were\s+)?"
        rf"[^.!?\n]{{0,40}}?{_PERSONA}"
        rf"|{_CLAUSE}(?:pretend\s+(?:to\s+be|you\s+are)|assume\s+the\s+(?:role|identity|persona)\s+of)"

@@ -9,10 +9,17 @@ Deterministic (no timing): the numbers are printed by bench/injection_eval.py.""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from ragline.events import TrustLevel
 from ragline.scanning.injection import InjectionScanner
+from ragline.scanning.injection_classes import CLASS_RULES
 from ragline.scanning.injection_corpus import INJECTION_FAMILIES, corpus, split
 from ragline.scanning.injection_eval import measure
+
+from .test_linear_time import _nested_unbounded, sre_parse
 
 FIT, HELD = split(corpus())
 
@@ -50,3 +57,17 @@ def test_benign_look_alikes_stay_unflagged_at_high_trust() -> None:
     sc = InjectionScanner()
     flagged = [s.family for s in FIT + HELD if not s.injection and sc.scan(s.text, TrustLevel.HIGH)]
     assert len(flagged) <= 0.02 * sum(not s.injection for s in FIT + HELD), flagged
+
+
+@pytest.mark.parametrize("rule", CLASS_RULES, ids=lambda r: r.id)
+def test_class_rules_never_nest_a_repeat_in_an_unbounded_one(rule: Any) -> None:
+    """Clause leads repeated ("and and and ...") made an unbounded lead loop quadratic
+    (52 s at 20 KB); every loop in a class rule is bounded."""
+    assert _nested_unbounded(sre_parse.parse(rule.regex.pattern, rule.regex.flags)) == []
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("unit", ["and ", "please ", "you must ", "assistant, ", "the your "])
+def test_repeated_clause_leads_finish(unit: str) -> None:
+    """At 200 KB a quadratic rule takes hours; the test's own timeout fails it."""
+    InjectionScanner().scan(unit * (200_000 // len(unit)), TrustLevel.LOW)
