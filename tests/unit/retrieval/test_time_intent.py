@@ -186,6 +186,8 @@ NOT_YEARS = [
     "error {Y}", "GW-{Y}", "{Y} units", "ERR-{Y}-17", "in {Y} units", "the {Y} hackathon",
     "ticket #{Y}", "{Y} ms", "costs ${Y}", "{Y}%", "port {Y}", "SA-{Y}-007", "v{Y}.1",
     "{Y},000 requests", "model TN-{Y}", "{Y}-units", "for {Y} customers", "x{Y}",
+    # a temporal cue before a token that is not a year: the token rule alone decides
+    "in {Y}-units", "for ${Y}", "in {Y}.5 seconds", "during {Y}ms", "on #{Y}", "in {Y}%",
 ]  # fmt: skip
 
 
