@@ -20,7 +20,9 @@ strict and taken as given. ``as of <date|year>`` (or ``as_of`` in the request) s
 what was in force then; ``include_history`` lifts the date and supersession filters;
 A period named in the text ("in 2024", "during FY24", "back in March 2024", "pre-2025",
 "last year": the grammar of ``time_intent``) searches what was in force at its close, the
-same way; otherwise the current version is answered, and the response says so.
+same way; a comparison naming two or more years ("between the 2023 and 2025 policies")
+searches every edition (``mode: history``); otherwise the current version is answered,
+and the response says so.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from datetime import date
 
 from ragline.retrieval.api_models import VersionScope
 from ragline.retrieval.filters import SearchFilters
-from ragline.retrieval.time_intent import time_scope
+from ragline.retrieval.time_intent import time_scope, years_named
 
 __all__ = [
     "MAX_COMPARE_SIDES",
@@ -284,6 +286,21 @@ def parse_intent(
     plain = tuple(
         SubSearch(query=q, query_index=i, versions=None, label=None) for i, q in enumerate(queries)
     )
+    if as_of is None and comparing and len(years_named(text)) >= 2:
+        years = ", ".join(str(y) for y in sorted(years_named(text)))
+        return Intent(  # a comparison of periods wants every edition, not one as-of slice
+            searches=plain,
+            scope=VersionScope(
+                mode="history",
+                source="query",
+                unresolved=unresolved,
+                note=f"comparing periods ({years}): all versions, including superseded"
+                + _unresolved_note(unresolved),
+            ),
+            include_superseded=True,
+            effective_at=None,
+            resolve_series_at=None,
+        )
     if include_history:
         return Intent(
             searches=plain,

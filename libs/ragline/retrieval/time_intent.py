@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-__all__ = ["TimeScope", "time_scope"]
+__all__ = ["TimeScope", "time_scope", "years_named"]
 
 _MONTHS = {
     name: i
@@ -299,6 +299,17 @@ def time_scope(text: str, today: date, *, fiscal_year_start_month: int = 1) -> T
             at = today  # "as of 2030": clamped, as before
         return TimeScope(at=at, start=start, end=end, text=m.group(0))
     return None
+
+
+_YEAR_TOKEN_RE = re.compile(
+    r"(?<![\w\-/.#$\u20ac\u00a3:,+@])(?:19|20)\d{2}(?![\w%/@+]|[.,:]\d|-\w)"
+)
+
+
+def years_named(text: str) -> frozenset[int]:
+    """Standalone year tokens, cued or not ("the 2023 and 2025 policies", "from the 2023
+    edition to the 2025 edition"): a comparison naming two of them compares periods."""
+    return frozenset(int(m.group()) for m in _YEAR_TOKEN_RE.finditer(text))
 
 
 def _relation(cue: str, start: date, end: date) -> date | None:

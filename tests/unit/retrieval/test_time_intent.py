@@ -262,3 +262,33 @@ def test_shadowed_versions_are_excluded_in_both_backends() -> None:
     assert {"bool": {"must_not": [{"terms": {"document_id": ["a"]}}]}} in to_opensearch(preds)
     none = compile_predicates(None, include_superseded=True, effective_at=date(2024, 12, 31))
     assert not any(isinstance(p, ExcludedTerms) for p in none)
+
+
+@SETTINGS
+@given(
+    a=st.integers(2000, 2024),
+    gap=st.integers(1, 5),
+    form=st.sampled_from(
+        [
+            "How did the {t} change between the {A} and {B} policies?",
+            "Compare the {t} in the {A} and {B} editions.",
+            "What changed in the {t} from the {A} edition to the {B} edition?",
+            "{t}: {A} vs {B}",
+            "differences in the {t} between {A} and {B}",
+        ]
+    ),
+    topic=TOPIC,
+)
+def test_a_comparison_of_two_years_searches_every_edition(a, gap, form, topic):
+    q = form.replace("{t}", topic).replace("{A}", str(a)).replace("{B}", str(a + gap))
+    i = parse_intent((q,), None, as_of=None, include_history=False, today=date(2026, 3, 1))
+    assert i.scope.mode == "history", q
+    assert i.include_superseded and i.effective_at is None and i.resolve_series_at is None
+
+
+def test_one_year_in_a_comparison_is_still_a_period() -> None:
+    i = parse_intent(
+        ("what changed in the allowance in 2024?",), None, as_of=None, include_history=False,
+        today=date(2026, 3, 1),
+    )  # fmt: skip
+    assert i.scope.mode == "as_of" and i.effective_at == date(2024, 12, 31)
