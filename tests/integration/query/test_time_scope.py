@@ -152,3 +152,14 @@ async def test_shadowing_is_read_in_the_database_under_rls(stack: Settings, tena
         assert await shadowed_versions(pool, staff, at, cap=1) is None
     finally:
         await pool.close()
+
+
+async def test_a_comparison_of_two_years_returns_every_edition_the_caller_may_read(
+    client: httpx.AsyncClient, tenant: str
+) -> None:
+    body = await _search(
+        client, tenant, "How did the standby allowance change between 2021 and 2024?", [STAFF]
+    )
+    assert body["version_scope"]["mode"] == "history"
+    got = {r["document_id"] for r in body["results"]}
+    assert {v[0] for v in VERSIONS} <= got and HIDDEN[0] not in got
