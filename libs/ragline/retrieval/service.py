@@ -43,6 +43,7 @@ from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
 from ragline.retrieval.filters import SearchFilters, compile_predicates
 from ragline.retrieval.fusion import rrf
+from ragline.retrieval.in_force import shadowed_versions
 from ragline.retrieval.intent import Intent, SubSearch, parse_intent
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
@@ -219,8 +220,17 @@ class SearchService:
                 update={"cache": "hit", "trace_id": trace_id, "timings_ms": t.finish()}
             )
 
+        shadowed: tuple[str, ...] = ()
+        if intent.resolve_series_at is not None:
+            with t.stage("in_force"):
+                shadowed = (
+                    await shadowed_versions(self._b.pool, principal, intent.resolve_series_at) or ()
+                )
         subs = await asyncio.gather(
-            *(self._sub_search(principal, req, intent, s, vectors, t, sp) for s in intent.searches)
+            *(
+                self._sub_search(principal, req, intent, s, vectors, t, sp, shadowed)
+                for s in intent.searches
+            )
         )
         degraded = sorted({d for s in subs for d in s.degraded})
         merged = self._merge(list(subs), by_side=intent.scope.mode == "compare")
@@ -339,12 +349,14 @@ class SearchService:
         vectors: dict[str, npt.NDArray[np.float32]],
         t: Timings,
         space: Space | None = None,
+        shadowed: tuple[str, ...] = (),
     ) -> SubSearchResult:
         preds = compile_predicates(
             _sub_filters(req.filters, sub),
             include_superseded=intent.include_superseded,
             effective_at=intent.effective_at,
             unversioned_at=sub.unversioned_at,
+            exclude_documents=shadowed,
         )
         res = await retrieve(
             pool=self._b.pool,
