@@ -58,6 +58,8 @@ def sync_source(root: Path, tenant: str) -> None:
             str(root),
             "--tenant",
             tenant,
+            "--source",
+            "fs",
             "--no-progress",
         ],
         check=True,

@@ -120,7 +120,7 @@ async def _sample_query(settings: Settings, secret: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig, derive_source_name
     from ragline.connector.sync import sync_source
     from ragline.indexing.settings import IndexerSettings
     from ragline.platform.stack import StackManager, StackSettings
@@ -141,7 +141,9 @@ def _up(args: argparse.Namespace) -> int:
         corpus = Path(args.corpus)
         files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
         print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
-        source = FilesystemSource(FsSourceConfig(root=corpus, source="fs", tenant_id=DEMO_TENANT))
+        # the name `ragline sync <corpus> --tenant demo` derives too: one source, not two
+        name = derive_source_name(corpus)
+        source = FilesystemSource(FsSourceConfig(root=corpus, source=name, tenant_id=DEMO_TENANT))
         _, published = asyncio.run(sync_source(settings, source, progress=False))
         print(f"published to source.changes: {dict(sorted((published or {}).items()))}")
         done = asyncio.run(_wait_indexed(settings, DEMO_TENANT, len(files), args.timeout))
