@@ -1,6 +1,5 @@
 """``ragline documents reset-seq``: the operator's way out of a pinned sequence
-(``ragline.ops.seq_reset``); ``ragline documents no-readers``: documents no group may
-read (``ragline.ops.no_readers``). Exit codes: 0 done, 1 a backend failed or no such
+(``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a backend failed or no such
 document, 2 bad arguments. The report goes to stdout (``--json`` for machines).
 """
 
@@ -71,6 +70,8 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _no_readers(args: argparse.Namespace) -> int:
+    """``ragline documents no-readers``: documents no group may read
+    (``ragline.ops.no_readers``)."""
     import psycopg
 
     from ragline.config import Settings
