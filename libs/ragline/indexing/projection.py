@@ -32,20 +32,6 @@ class DocumentFields:
     superseded_by: str | None
 
 
-def document_title(event: DocEmbedded) -> str | None:
-    """What citations call the document: the source's ``meta.title``, else the title the
-    parser read from the document itself (HTML <title>, DOCX/PDF metadata, a Markdown
-    H1; the chunker carries it as ``extra["doc_title"]``). None lets the query side fall
-    back to the file name. ``meta`` itself stays as the source sent it (its hash)."""
-    if event.meta.title:
-        return event.meta.title
-    for c in event.chunks:
-        parsed = c.extra.get("doc_title")
-        if isinstance(parsed, str) and parsed.strip():
-            return parsed.strip()[:1024]
-    return None
-
-
 def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any]:
     """The ``documents`` row of the new generation (documents.DOCUMENT_COLUMNS)."""
     meta = event.meta
@@ -82,7 +68,6 @@ def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any
 def chunk_rows(event: DocEmbedded, fields: DocumentFields) -> list[dict[str, Any]]:
     """One ``chunks`` row per chunk of the event (store.chunks.CHUNK_COLUMNS)."""
     meta = event.meta
-    title = document_title(event)
     rows: list[dict[str, Any]] = []
     for c in event.chunks:
         enr = c.enrichment
@@ -131,7 +116,7 @@ def chunk_rows(event: DocEmbedded, fields: DocumentFields) -> list[dict[str, Any
                 "embedding_model": event.embedding_model if vector is not None else None,
                 "embedding_revision": event.embedding_revision if vector is not None else None,
                 "language": enr.language if enr is not None else meta.language,
-                "title": title,
+                "title": document_title(event),
                 "uri": meta.uri,
                 "source_type": meta.source_type,
             }
@@ -153,3 +138,17 @@ def os_source(row: Mapping[str, Any], revision: int) -> dict[str, Any]:
     source["section_path"] = " / ".join(row.get("section_path") or ())
     source["revision"] = revision
     return source
+
+
+def document_title(event: DocEmbedded) -> str | None:
+    """What citations call the document: the source's ``meta.title``, else the title the
+    parser read from the document itself (HTML <title>, DOCX/PDF metadata, a Markdown
+    H1; the chunker carries it as ``extra["doc_title"]``). None lets the query side fall
+    back to the file name. ``meta`` itself stays as the source sent it (its hash)."""
+    if event.meta.title:
+        return event.meta.title
+    for c in event.chunks:
+        parsed = c.extra.get("doc_title")
+        if isinstance(parsed, str) and parsed.strip():
+            return parsed.strip()[:1024]
+    return None
