@@ -63,7 +63,8 @@ def local_secrets(settings: Settings) -> dict[str, str]:
 def _print_services(settings: Settings) -> None:
     for st in supervisor.status(settings):
         health = "healthy" if st.healthy else ("running" if st.alive else "stopped")
-        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
+        extra = "".join(f"  {e}" for e in st.endpoints)
+        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}{extra}")
 
 
 def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
