@@ -136,19 +136,27 @@ async def bench_stage(settings: Settings, n: int) -> dict[str, Any]:
             results = await stage.handle_batch(rest[i : i + 64], ctx)
             assert all(isinstance(r, list) and len(r) == 1 for r in results)
         out["new_docs_per_s_batch64"] = round(len(rest) / (time.perf_counter() - t))
-        # pretend the indexer wrote them, then replay: every one is 'unchanged'
+        # pretend the indexer wrote them (the version's ACL, and the status rows moved
+        # from 'accepted', in flight, to 'indexed'), then replay: every one is 'unchanged'
         async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as c:
             for ev in events:
                 await c.execute(
                     "INSERT INTO documents (tenant_id, document_id, content_hash, meta_hash,"
-                    " source_seq, status) VALUES (%s, %s, %s, %s, 1, 'indexed')",
+                    " source_seq, acl_seq, acl_groups, status)"
+                    " VALUES (%s, %s, %s, %s, 1, 1, %s, 'indexed')",
                     (
                         tenant,
                         ev.document_id,
                         content_hash((ev.content_text or "").encode()),
                         meta_hash(ev.meta),
+                        list(ev.meta.acl_groups),
                     ),
                 )
+            await c.execute(
+                "UPDATE document_status SET status = 'indexed', stage = 'indexer',"
+                " accepted_changes = NULL WHERE tenant_id = %s",
+                (tenant,),
+            )
             await c.commit()
         replay = upserts(tenant, n, seq=2)
         t = time.perf_counter()
