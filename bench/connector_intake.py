@@ -31,7 +31,7 @@ from ragline.connector.fs_watch import FsWatcher
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.connector.webhook import sign
-from ragline.events import DocumentMeta, EventBase, SourceUpsert
+from ragline.events import BULK, DocumentMeta, EventBase, SourceUpsert, lane_topic
 from ragline.hashing import content_hash, meta_hash
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import (
@@ -169,8 +169,13 @@ async def bench_stage(settings: Settings, n: int) -> dict[str, Any]:
 
 
 async def count_fetched(settings: Settings, tenant: str, n: int, timeout_s: float) -> float:
+    """When the ``n``-th doc.fetched of ``tenant`` arrived, in either lane (over its
+    interactive budget a tenant's upserts travel in the bulk lane: docs/lanes.md)."""
     consumer = AIOKafkaConsumer(
-        "doc.fetched", bootstrap_servers=settings.kafka_bootstrap, auto_offset_reset="earliest"
+        "doc.fetched",
+        lane_topic("doc.fetched", BULK),
+        bootstrap_servers=settings.kafka_bootstrap,
+        auto_offset_reset="earliest",
     )
     await consumer.start()
     seen = 0
@@ -182,6 +187,8 @@ async def count_fetched(settings: Settings, tenant: str, n: int, timeout_s: floa
                 seen += sum(1 for r in records if json.loads(r.value)["tenant_id"] == tenant)
     finally:
         await consumer.stop()
+    if seen < n:
+        raise RuntimeError(f"only {seen} of {n} doc.fetched arrived within {timeout_s:.0f} s")
     return time.monotonic()
 
 
