@@ -147,8 +147,10 @@ async def _sync(args: argparse.Namespace, settings: Settings, source: Filesystem
 
     def show(plan: SyncPlan) -> None:
         if args.list:
+            unread = set(plan.no_readers)
             for action, item in plan.emit:
-                print(f"{action.value:<8} {item.document_id}")
+                mark = "  no_readers" if item.document_id in unread else ""
+                print(f"{action.value:<8} {item.document_id}{mark}")
         if args.list or plan.refusal is not None:
             for doc_id in plan.deletes:
                 print(f"delete   {doc_id}")
