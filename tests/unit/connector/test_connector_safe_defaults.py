@@ -120,3 +120,33 @@ async def test_items_without_available_metadata_are_not_reported() -> None:
     src: Any = Listed([held, unknown])
     plan = await build_plan(src, {}, progress=False)
     assert plan.no_readers == []
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.n = 0
+
+    async def publish(self, topic: str, event: Any) -> None:
+        self.n += 1
+
+
+async def test_the_watcher_names_files_without_readers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ragline.connector.fs_watch import FsWatcher
+
+    root = _tree(tmp_path)
+    sink = _Sink()
+    watcher = FsWatcher(_source(root), sink)
+    with caplog.at_level("WARNING"):
+        await watcher.poll_once()
+    assert sink.n == 2  # published all the same: deny by default, reported
+    assert watcher.no_readers == ["notes:open.md"]
+    assert [r for r in caplog.records if "no readers" in r.getMessage()]
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        await watcher.poll_once()  # the same list again: not logged again
+    assert not [r for r in caplog.records if "no readers" in r.getMessage()]
+    (root / "_policy.yaml").write_text("acl_groups: [all]\n")
+    await watcher.poll_once()
+    assert watcher.no_readers == []
