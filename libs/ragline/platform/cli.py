@@ -164,7 +164,9 @@ def _up(args: argparse.Namespace) -> int:
                 f'  curl -s localhost:{port}/v1/search -H "Authorization: Bearer $TOKEN" '
                 "-H 'content-type: application/json' "
                 '-d \'{"query": "remote work equipment allowance", "top_k": 3}\'\n'
-                f"  API docs: http://localhost:{port}/docs   stop: make down"
+                f"  API docs: http://localhost:{port}/docs   stop: make down\n"
+                "Your own folder (source = the folder's name; readable by group eng):\n"
+                f"  .venv/bin/ragline sync ~/notes --tenant {DEMO_TENANT} --default-groups eng"
             )
     except RaglineError as exc:
         print(f"ragline up: {exc}", file=sys.stderr)
