@@ -63,7 +63,8 @@ def local_secrets(settings: Settings) -> dict[str, str]:
 def _print_services(settings: Settings) -> None:
     for st in supervisor.status(settings):
         health = "healthy" if st.healthy else ("running" if st.alive else "stopped")
-        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
+        extra = "".join(f"  {e}" for e in st.endpoints)
+        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}{extra}")
 
 
 def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -120,7 +121,7 @@ async def _sample_query(settings: Settings, secret: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig, derive_source_name
     from ragline.connector.sync import sync_source
     from ragline.indexing.settings import IndexerSettings
     from ragline.platform.stack import StackManager, StackSettings
@@ -141,7 +142,9 @@ def _up(args: argparse.Namespace) -> int:
         corpus = Path(args.corpus)
         files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
         print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
-        source = FilesystemSource(FsSourceConfig(root=corpus, source="fs", tenant_id=DEMO_TENANT))
+        # the name `ragline sync <corpus> --tenant demo` derives too: one source, not two
+        name = derive_source_name(corpus)
+        source = FilesystemSource(FsSourceConfig(root=corpus, source=name, tenant_id=DEMO_TENANT))
         _, published = asyncio.run(sync_source(settings, source, progress=False))
         print(f"published to source.changes: {dict(sorted((published or {}).items()))}")
         done = asyncio.run(_wait_indexed(settings, DEMO_TENANT, len(files), args.timeout))
@@ -161,7 +164,9 @@ def _up(args: argparse.Namespace) -> int:
                 f'  curl -s localhost:{port}/v1/search -H "Authorization: Bearer $TOKEN" '
                 "-H 'content-type: application/json' "
                 '-d \'{"query": "remote work equipment allowance", "top_k": 3}\'\n'
-                f"  API docs: http://localhost:{port}/docs   stop: make down"
+                f"  API docs: http://localhost:{port}/docs   stop: make down\n"
+                "Your own folder (source = the folder's name; readable by group eng):\n"
+                f"  .venv/bin/ragline sync ~/notes --tenant {DEMO_TENANT} --default-groups eng"
             )
     except RaglineError as exc:
         print(f"ragline up: {exc}", file=sys.stderr)

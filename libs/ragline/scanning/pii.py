@@ -21,6 +21,7 @@ from ragline.scanning.entities import PATTERN_RECOGNIZERS
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import DetectPlan, Finding, FindingKind
 from ragline.scanning.ner import NER_SCORE, NerEngine
+from ragline.scanning.person import plausible_person
 from ragline.scanning.secret_patterns import check_deadline
 
 if TYPE_CHECKING:
@@ -187,8 +188,10 @@ class PiiDetector:
             for _, seg in segs:
                 check_deadline(deadline)
                 per_seg.extend(self.ner.entities([seg], plan.ner_entities))
-            for (offset, _), ents in zip(segs, per_seg, strict=True):
+            for (offset, seg), ents in zip(segs, per_seg, strict=True):
                 for s, e, ent in ents:
+                    if ent == "PERSON" and not plausible_person(seg[s:e]):
+                        continue  # a number, a table label or a job title (person.py)
                     if plan.min_score <= NER_SCORE:
                         spans.append((offset + s, offset + e, ent, NER_SCORE, "spacy"))
         out: list[Finding] = []
