@@ -42,7 +42,7 @@ from ragline.store.os_client import make_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
-N_DOCS = int(os.environ.get("RAGLINE_BROKER_FAULT_DOCS", "16"))
+N_DOCS = int(os.environ.get("RAGLINE_BROKER_FAULT_DOCS", "10"))
 WEBHOOK_SECRET = "broker-fault-webhook-secret"
 
 
@@ -51,14 +51,11 @@ async def private_kafka(
     stack: Settings, tmp_path: Path
 ) -> AsyncIterator[tuple[Settings, LocalKafka]]:
     """A Kafka of this test's own (the session's stays untouched), with the topics."""
-    settings = stack.model_copy(
-        update={
-            "state_dir": tmp_path / "kafka-state",
-            "kafka_bootstrap": f"127.0.0.1:{free_port()}",
-        }
-    )
+    settings = stack.model_copy(update={"kafka_bootstrap": f"127.0.0.1:{free_port()}"})
+    # its own state dir (for the broker only: Postgres stays the session's)
+    own = settings.model_copy(update={"state_dir": tmp_path / "kafka-state"})
     manager = StackManager(
-        settings, StackSettings(components=frozenset({Component.KAFKA})), detached=False
+        own, StackSettings(components=frozenset({Component.KAFKA})), detached=False
     )
     kafka = manager.servers[Component.KAFKA]
     assert isinstance(kafka, LocalKafka)

@@ -19,6 +19,8 @@ only creates what is missing.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -208,6 +210,7 @@ async def ensure_topics(
             present = set(await client.list_topics())
             missing = [t for t in wanted if t not in present]
             created = await _create(client, missing, partitions, rf, configs)
+            await _until_led(client, created, timeout_s)
             counts = await _describe(client, wanted)
             existing = [t for t in wanted if t not in created]
             drift = await _config_drift(client, existing, rf, configs) if configs else {}
@@ -263,6 +266,29 @@ async def _create(
         elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
             raise TopicSetupError(f"cannot create {topic}: {error_name(code)}")
     return created
+
+
+async def _until_led(client: AIOKafkaAdminClient, topics: list[str], timeout_s: float) -> None:
+    """Wait until every partition of ``topics`` has a leader. Kafka answers CreateTopics
+    once the controller committed them; a broker learns of them a moment later, and until
+    then a produce gets NOT_LEADER and a describe UNKNOWN_TOPIC."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(topics)
+    while pending:
+        described: list[dict[str, Any]] = await client.describe_topics(pending)
+        led = {
+            str(t["topic"])
+            for t in described
+            if t.get("error_code", 0) == 0
+            and t.get("partitions")
+            and all(p.get("leader", -1) >= 0 for p in t["partitions"])
+        }
+        pending = [t for t in pending if t not in led]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TopicSetupError(f"no leader after {timeout_s:.0f} s for {pending[:3]}")
+        await asyncio.sleep(0.1)
 
 
 async def _config_drift(
