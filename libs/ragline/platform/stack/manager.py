@@ -95,7 +95,13 @@ class StackManager:
                         ),
                     ),
                 )
-            return LocalOpenSearch(s, opts, japanese=self.stack.opensearch_japanese)
+            return LocalOpenSearch(
+                s,
+                opts,
+                root=self.paths.opensearch,
+                heap_mb=self.stack.opensearch_heap_mb,
+                cache_dir=self.stack.engine_cache_dir,
+            )
         timeouts = {
             "probe_timeout_s": self.stack.probe_timeout_s,
             "start_timeout_s": self.stack.start_timeout_s,

@@ -66,8 +66,10 @@ class StackSettings(BaseSettings):
         description="where Maven-fetched engine jars live (default: "
         "$RAGLINE_ENGINE_CACHE or ~/.cache/ragline/engines; outside the checkout)",
     )
-    opensearch_japanese: bool = Field(
-        default=False, description="load the Japanese analyzer (slower start, more memory)"
+    opensearch_heap_mb: int = Field(
+        default=1024,
+        ge=256,
+        description="max heap of the local OpenSearch node (-Xmx; -Xms is min(512, this))",
     )
     # the configs of the topics `up` creates (their own prefix, RAGLINE_TOPICS_*), read
     # with these settings so a stack is described by one object
@@ -112,6 +114,10 @@ class StackPaths:
     @property
     def run(self) -> Path:
         return self.state_dir / "run"
+
+    @property
+    def opensearch(self) -> Path:  # node homes and data, kept across restarts
+        return self.state_dir / "opensearch"
 
     def log(self, component: Component) -> Path:
         return self.logs / f"{component.value}.log"
