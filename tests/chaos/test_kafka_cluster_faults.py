@@ -50,14 +50,12 @@ TIMEOUT_S = float(os.environ.get("RAGLINE_CHAOS_TIMEOUT_S", "3600"))
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def cluster(stack: Settings, tmp_path: Path) -> AsyncIterator[tuple[Settings, LocalKafka]]:
-    settings = stack.model_copy(
-        update={
-            "state_dir": tmp_path / "kafka3",
-            "kafka_bootstrap": ",".join(f"127.0.0.1:{free_port()}" for _ in range(3)),
-        }
-    )
+    bootstrap = ",".join(f"127.0.0.1:{free_port()}" for _ in range(3))
+    settings = stack.model_copy(update={"kafka_bootstrap": bootstrap})
+    # its own state dir (for the brokers only: Postgres stays the session's)
+    own = settings.model_copy(update={"state_dir": tmp_path / "kafka3"})
     stack_settings = StackSettings(components=frozenset({Component.KAFKA}), kafka_brokers=3)
-    kafka = StackManager(settings, stack_settings, detached=False).servers[Component.KAFKA]
+    kafka = StackManager(own, stack_settings, detached=False).servers[Component.KAFKA]
     assert isinstance(kafka, LocalKafka)
     await kafka.start()
     try:

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 from chaos.chaos_helpers import (
@@ -35,15 +36,28 @@ from ragline.errors import BackendUnavailable
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.kafka import LocalKafka
 from ragline.platform.stack.settings import Component
-from ragline.platform.stack.testing import free_port, unique_tenant
+from ragline.platform.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.runtime.lag import stage_lag
 from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.store.os_client import make_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
-N_DOCS = int(os.environ.get("RAGLINE_BROKER_FAULT_DOCS", "16"))
+N_DOCS = int(os.environ.get("RAGLINE_BROKER_FAULT_DOCS", "10"))
 WEBHOOK_SECRET = "broker-fault-webhook-secret"
+
+
+async def readyz_within(proc: ServiceProcess, reason: str, timeout_s: float) -> bool:
+    """Whether the service's /readyz answers 503 with ``reason`` within ``timeout_s``."""
+    url = proc.metrics_url.replace("/metrics", "/readyz")
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(timeout=5) as client:
+        while time.monotonic() < deadline:
+            r = await client.get(url)
+            if r.status_code == 503 and r.text == reason:
+                return True
+            await asyncio.sleep(0.5)
+    return False
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -51,14 +65,11 @@ async def private_kafka(
     stack: Settings, tmp_path: Path
 ) -> AsyncIterator[tuple[Settings, LocalKafka]]:
     """A Kafka of this test's own (the session's stays untouched), with the topics."""
-    settings = stack.model_copy(
-        update={
-            "state_dir": tmp_path / "kafka-state",
-            "kafka_bootstrap": f"127.0.0.1:{free_port()}",
-        }
-    )
+    settings = stack.model_copy(update={"kafka_bootstrap": f"127.0.0.1:{free_port()}"})
+    # its own state dir (for the broker only: Postgres stays the session's)
+    own = settings.model_copy(update={"state_dir": tmp_path / "kafka-state"})
     manager = StackManager(
-        settings, StackSettings(components=frozenset({Component.KAFKA})), detached=False
+        own, StackSettings(components=frozenset({Component.KAFKA})), detached=False
     )
     kafka = manager.servers[Component.KAFKA]
     assert isinstance(kafka, LocalKafka)
@@ -101,9 +112,12 @@ async def test_broker_sigkill_mid_ingest_loses_and_doubles_nothing(
         assert killed is not None
         await asyncio.sleep(0.5)
 
-        # while it is away: lag says so, the webhook refuses with Retry-After
+        # while it is away: lag and the stages' readiness say so, the webhook refuses
+        # with Retry-After
         with pytest.raises(BackendUnavailable, match="broker unreachable"):
             await stage_lag(settings, ["indexer"])
+        indexer = fleet.procs[("indexer", 0)]
+        assert await readyz_within(indexer, "broker unreachable", 20.0)
         connector = fleet.procs[("connector", 0)]
         hook = unique_tenant("hook")
         late = upserts(hook, docs[:1])[0]

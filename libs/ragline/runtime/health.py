@@ -8,7 +8,9 @@ loop is blocked or a handler hangs forever: a probe on /metrics keeps a wedged p
   blocked (a sync call, a CPU-bound handler, a deadlock): not live;
 - a message (or batch) in the handler for longer than ``handler_timeout_s`` means the
   consumer stopped making progress (a hung await): not live;
-- ready only while the consumer is started and not stopping (and live).
+- ready only while the consumer is started and not stopping (and live), and while some
+  Kafka bootstrap address answers (``watch_broker``): "broker unreachable" otherwise.
+  A broker outage never makes a consumer un-live: restarting it would not help.
 
 Thread-safe by construction: the probe thread only reads floats and a bool.
 """
@@ -20,7 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ConsumerHealth", "HealthReport"]
+__all__ = ["ConsumerHealth", "HealthReport", "tcp_answers", "watch_broker"]
+
+# the words an operator greps for (also kafka_errors.BROKER_UNREACHABLE)
+_BROKER_UNREACHABLE = "broker unreachable"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +46,7 @@ class ConsumerHealth:
     _next: int = field(default=0, init=False)
     _busy_since: float | None = field(default=None, init=False)
     _consuming: bool = field(default=False, init=False)
+    _broker_ok: bool = field(default=True, init=False)
 
     # ------------------------------------------------------------------ event loop side
     def beat(self) -> None:
@@ -54,6 +60,9 @@ class ConsumerHealth:
 
     def consuming(self, on: bool) -> None:
         self._consuming = on
+
+    def broker(self, reachable: bool) -> None:
+        self._broker_ok = reachable
 
     def handling(self) -> int:
         """A handler starts; returns its token for ``handled``."""
@@ -87,6 +96,36 @@ class ConsumerHealth:
         live = self.live()
         if not live.ok:
             return live
+        if not self._broker_ok:
+            return HealthReport(ok=False, reason=_BROKER_UNREACHABLE)
         if not self._consuming:
             return HealthReport(ok=False, reason="not consuming")
         return HealthReport(ok=True, reason="ok")
+
+
+async def tcp_answers(host: str, port: int, timeout_s: float) -> str | None:
+    """None when ``host:port`` accepts a TCP connection, else why not (one line)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    except (OSError, TimeoutError) as exc:
+        return f"no TCP answer at {host}:{port} ({type(exc).__name__})"
+    writer.close()
+    await writer.wait_closed()
+    return None
+
+
+async def watch_broker(
+    health: ConsumerHealth, bootstrap: str, *, interval_s: float = 5.0, timeout_s: float = 2.0
+) -> None:
+    """Until cancelled: ``health.broker(...)`` is whether any bootstrap address accepts a
+    connection (aiokafka reconnects by itself; this only tells the probes and the
+    operator why nothing moves)."""
+    addresses = []
+    for part in bootstrap.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if port.isdigit():
+            addresses.append((host.strip("[]"), int(port)))
+    while True:
+        answers = [await tcp_answers(h, p, timeout_s) for h, p in addresses]
+        health.broker(not addresses or any(a is None for a in answers))
+        await asyncio.sleep(interval_s)

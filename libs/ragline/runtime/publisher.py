@@ -33,8 +33,11 @@ def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBr
     (``acks=all``; with ``min.insync.replicas`` 2 on three brokers a write survives the
     loss of one) and is idempotent: a retry after a lost acknowledgement (a leader
     change, a broker restart) never writes a record twice (docs/adr/0014)."""
+    # a list: FastStream hands a string to aiokafka as ONE address, so a comma-separated
+    # bootstrap ("b-1:9092,b-2:9092") would name a host "b-1:9092,b-2"
+    bootstrap = [a.strip() for a in settings.kafka_bootstrap.split(",") if a.strip()]
     return KafkaBroker(
-        settings.kafka_bootstrap,
+        bootstrap,
         client_id=client_id,
         logger=logging.getLogger("ragline.faststream"),
         security=faststream_security(settings),

@@ -11,6 +11,7 @@ from ragline.catalog import default_http_port, default_metrics_port
 from ragline.config import Settings, TracingSettings
 from ragline.errors import ConfigError
 from ragline.runtime.consumer import StageRunner
+from ragline.runtime.health import watch_broker
 from ragline.runtime.http import HttpService, make_server
 from ragline.runtime.lanes import LaneSettings
 from ragline.runtime.logs import configure_logging
@@ -55,6 +56,7 @@ async def _run_stage(
         loop.add_signal_handler(sig, runner.stopping.set)
     serve_metrics(metrics_port(stage.name, settings), settings.metrics_host, runner.health)
     beat_task = asyncio.create_task(runner.health.run())
+    broker_task = asyncio.create_task(watch_broker(runner.health, settings.kafka_bootstrap))
     await stage.start()
     server = None
     server_task: asyncio.Task[None] | None = None
@@ -82,6 +84,7 @@ async def _run_stage(
             await server_task
         await stage.stop()
         beat_task.cancel()
+        broker_task.cancel()
         log.info("stopped", extra={"fields": {"fatal": runner.fatal is not None}})
     return 1 if runner.fatal is not None else 0
 

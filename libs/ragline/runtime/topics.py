@@ -1,8 +1,10 @@
 """Create the pipeline's topics (idempotent) and read back their partition counts, over
 the plain Kafka admin protocol (aiokafka), so it works on any Kafka-compatible cluster.
 
+``topic_table`` is the one table of every topic: partitions, replication factor
+(default ``min(3, live brokers)``), ``min.insync.replicas``, retention, cleanup policy.
 Topics are created with explicit configs per family (``TopicSettings``,
-``RAGLINE_TOPICS_*``), never the broker's defaults:
+``RAGLINE_TOPICS_*``), never the broker's defaults (and never auto-created):
 
 - **raw**: topics before the scanner (``source.changes``, ``doc.fetched``,
   ``doc.parsed``) carry unredacted text (secrets, PII): the shortest retention;
@@ -19,6 +21,8 @@ only creates what is missing.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -39,6 +43,7 @@ __all__ = [
     "RAW_TOPICS",
     "TopicFamily",
     "TopicReport",
+    "TopicRow",
     "TopicSettings",
     "TopicSetupError",
     "default_replication_factor",
@@ -47,6 +52,8 @@ __all__ = [
     "topic_configs",
     "topic_family",
     "topic_partitions",
+    "topic_row",
+    "topic_table",
 ]
 
 
@@ -107,6 +114,76 @@ class TopicSettings(BaseSettings):
         return 2 if replication_factor >= 3 else 1
 
 
+@dataclass(frozen=True, kw_only=True)
+class TopicRow:
+    """One topic as ``ragline topics create`` (and ``ragline stack up``) makes it."""
+
+    logical: str  # without the install's prefix
+    family: TopicFamily
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    retention_hours: float
+    # no topic is compacted: each record is one change of a document, and compaction
+    # would drop a change a lagging consumer has not seen yet; the latest state of a
+    # document lives in Postgres
+    cleanup_policy: Literal["delete", "compact"]
+    compression: str
+    max_message_bytes: int
+
+
+def topic_row(
+    logical: str,
+    settings: TopicSettings,
+    *,
+    partitions: int,
+    replication_factor: int,
+    max_message_bytes: int,
+) -> TopicRow:
+    family = topic_family(logical)
+    hours = {
+        TopicFamily.RAW: settings.raw_retention_hours,
+        TopicFamily.PIPELINE: settings.retention_hours,
+        TopicFamily.DLQ: settings.dlq_retention_hours,
+    }[family]
+    return TopicRow(
+        logical=logical,
+        family=family,
+        partitions=partitions,
+        replication_factor=replication_factor,
+        min_insync_replicas=settings.min_isr(replication_factor),
+        retention_hours=hours,
+        cleanup_policy="delete",
+        compression=settings.compression,
+        # the producer's request limit (publisher.make_broker): a body below the claim
+        # check threshold always fits
+        max_message_bytes=max(max_message_bytes * 2, 1_048_576),
+    )
+
+
+def topic_table(
+    settings: TopicSettings,
+    *,
+    partitions: int,
+    replication_factor: int,
+    max_message_bytes: int,
+) -> list[TopicRow]:
+    """Every pipeline and dead-letter topic, one row each: the one table of what the
+    platform creates (a bulk twin has its topic's partitions: keys stay in step)."""
+    from ragline.events import ALL_TOPICS
+
+    return [
+        topic_row(
+            t,
+            settings,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            max_message_bytes=max_message_bytes,
+        )
+        for t in ALL_TOPICS
+    ]
+
+
 def topic_configs(
     logical: str,
     settings: TopicSettings,
@@ -115,19 +192,19 @@ def topic_configs(
     max_message_bytes: int,
 ) -> dict[str, str]:
     """The explicit configs of one topic (logical name, without the install's prefix)."""
-    hours = {
-        TopicFamily.RAW: settings.raw_retention_hours,
-        TopicFamily.PIPELINE: settings.retention_hours,
-        TopicFamily.DLQ: settings.dlq_retention_hours,
-    }[topic_family(logical)]
+    row = topic_row(
+        logical,
+        settings,
+        partitions=1,
+        replication_factor=replication_factor,
+        max_message_bytes=max_message_bytes,
+    )
     return {
-        "cleanup.policy": "delete",
-        "retention.ms": str(int(hours * _HOUR_MS)),
-        "min.insync.replicas": str(settings.min_isr(replication_factor)),
-        "compression.type": settings.compression,
-        # the producer's request limit (publisher.make_broker): a body below the claim
-        # check threshold always fits
-        "max.message.bytes": str(max(max_message_bytes * 2, 1_048_576)),
+        "cleanup.policy": row.cleanup_policy,
+        "retention.ms": str(int(row.retention_hours * _HOUR_MS)),
+        "min.insync.replicas": str(row.min_insync_replicas),
+        "compression.type": row.compression,
+        "max.message.bytes": str(row.max_message_bytes),
     }
 
 
@@ -208,6 +285,7 @@ async def ensure_topics(
             present = set(await client.list_topics())
             missing = [t for t in wanted if t not in present]
             created = await _create(client, missing, partitions, rf, configs)
+            await _until_led(client, created, timeout_s)
             counts = await _describe(client, wanted)
             existing = [t for t in wanted if t not in created]
             drift = await _config_drift(client, existing, rf, configs) if configs else {}
@@ -263,6 +341,29 @@ async def _create(
         elif code != _TOPIC_ALREADY_EXISTS:  # lost a race with another `up`: fine
             raise TopicSetupError(f"cannot create {topic}: {error_name(code)}")
     return created
+
+
+async def _until_led(client: AIOKafkaAdminClient, topics: list[str], timeout_s: float) -> None:
+    """Wait until every partition of ``topics`` has a leader. Kafka answers CreateTopics
+    once the controller committed them; a broker learns of them a moment later, and until
+    then a produce gets NOT_LEADER and a describe UNKNOWN_TOPIC."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(topics)
+    while pending:
+        described: list[dict[str, Any]] = await client.describe_topics(pending)
+        led = {
+            str(t["topic"])
+            for t in described
+            if t.get("error_code", 0) == 0
+            and t.get("partitions")
+            and all(p.get("leader", -1) >= 0 for p in t["partitions"])
+        }
+        pending = [t for t in pending if t not in led]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TopicSetupError(f"no leader after {timeout_s:.0f} s for {pending[:3]}")
+        await asyncio.sleep(0.1)
 
 
 async def _config_drift(

@@ -167,3 +167,19 @@ def test_lag_is_measured_from_the_committed_offset() -> None:
     }
     asyncio.run(StageRunner._probe_lag(runner, _FakeConsumer(set()), runner.lag))  # type: ignore[arg-type]
     assert _series(reg) == {}  # nothing owned any more: nothing exported
+
+
+def test_the_topic_table_has_every_topic_once_with_its_settings() -> None:
+    from ragline.runtime.topics import topic_table
+
+    rows = topic_table(TopicSettings(), partitions=6, replication_factor=3, max_message_bytes=1)
+    assert [r.logical for r in rows] == list(ALL_TOPICS)
+    assert {(r.partitions, r.replication_factor, r.min_insync_replicas) for r in rows} == {
+        (6, 3, 2)
+    }
+    assert {r.cleanup_policy for r in rows} == {"delete"}  # changes, not latest states
+    by = {r.logical: r for r in rows}
+    assert by["doc.fetched.bulk"].retention_hours == by["doc.fetched"].retention_hours == 72
+    for r in rows:  # the table is what creation sets
+        cfg = topic_configs(r.logical, TopicSettings(), replication_factor=3, max_message_bytes=1)
+        assert cfg["retention.ms"] == str(int(r.retention_hours * 3_600_000))

@@ -123,3 +123,31 @@ def test_without_health_every_path_is_metrics() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_ready_says_broker_unreachable_while_no_bootstrap_address_answers() -> None:
+    import socket
+
+    from ragline.runtime.health import watch_broker
+
+    h = ConsumerHealth()
+    h.beat()
+    h.consuming(True)
+    assert h.ready().ok
+    dead = free_port()
+    with socket.socket() as listening:  # one address of two answers: reachable
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        alive = listening.getsockname()[1]
+        task = asyncio.create_task(
+            watch_broker(h, f"127.0.0.1:{dead},127.0.0.1:{alive}", interval_s=0.05)
+        )
+        await asyncio.sleep(0.3)
+        assert h.ready().ok, h.ready()
+        task.cancel()
+    task = asyncio.create_task(watch_broker(h, f"127.0.0.1:{dead}", interval_s=0.05))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    report = h.ready()
+    assert not report.ok and report.reason == "broker unreachable"
+    assert h.live().ok  # a broker outage is no reason to restart the consumer

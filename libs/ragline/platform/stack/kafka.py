@@ -46,6 +46,7 @@ from ragline.platform.stack.base import (
 from ragline.platform.stack.engines import EngineJars, engine, ensure_engine, java_binary
 from ragline.platform.stack.errors import StackError
 from ragline.platform.stack.settings import Component
+from ragline.runtime.health import tcp_answers
 from ragline.runtime.kafka_errors import BROKER_UNREACHABLE, kafka_errors
 
 __all__ = [
@@ -79,16 +80,6 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     ]
 
 
-async def _tcp_answers(host: str, port: int, timeout_s: float) -> str | None:
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
-    except (OSError, TimeoutError) as exc:
-        return f"no TCP answer at {host}:{port} ({type(exc).__name__})"
-    writer.close()
-    await writer.wait_closed()
-    return None
-
-
 def kafka_probe(
     bootstrap: str, options: Mapping[str, Any] | None = None, *, min_brokers: int = 1
 ) -> Probe:
@@ -103,7 +94,7 @@ def kafka_probe(
             if not port.isdigit():
                 refusals.clear()
                 break
-            refused = await _tcp_answers(host.strip("[]"), int(port), timeout_s)
+            refused = await tcp_answers(host.strip("[]"), int(port), timeout_s)
             if refused is None:
                 refusals.clear()
                 break

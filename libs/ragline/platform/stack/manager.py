@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragline.config import Settings
 from ragline.errors import RaglineError
@@ -81,11 +81,12 @@ class StackManager:
             if component is Component.POSTGRES:
                 return EmbeddedPostgres(s, self.paths.pgdata, opts)
             if component is Component.KAFKA:
+                timeout = max(self.stack.start_timeout_s, self.stack.kafka_start_timeout_s)
                 return LocalKafka(
                     state_dir=self.paths.state_dir,
                     bootstrap=s.kafka_bootstrap,
                     brokers=self.stack.kafka_brokers,
-                    options=opts,
+                    options=replace(opts, start_timeout_s=timeout),
                     engine_cache_dir=self.stack.engine_cache_dir,
                     tuning=BrokerTuning(
                         heap_mb=self.stack.kafka_heap_mb,

@@ -125,6 +125,15 @@ async def terminate(
         if await wait_gone(pid, share if sig != signal.SIGKILL else 5.0):
             break
     gone = not is_running(pid)
-    if gone and pid in _CHILDREN:
-        _CHILDREN.pop(pid).wait(timeout=1)
+    proc = _CHILDREN.get(pid)
+    if gone and proc is not None:
+        # "gone" may be a zombie thread-group leader whose other threads still run (a
+        # JVM's main thread ends before its shutdown hooks): reap it only once it exited
+        try:
+            await asyncio.to_thread(proc.wait, timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            await asyncio.to_thread(proc.wait, 10)
+        _CHILDREN.pop(pid, None)
     return gone

@@ -49,6 +49,12 @@ class StackSettings(BaseSettings):
         "cluster gets 3 (and min.insync.replicas 2) and a single dev broker 1",
     )
     kafka_heap_mb: int = Field(default=512, ge=128, description="-Xmx of each local broker")
+    kafka_start_timeout_s: float = Field(
+        default=180.0,
+        gt=0,
+        description="how long a local broker may take to answer (a JVM: ~5 s idle, "
+        "over a minute on 2 cores at load 25)",
+    )
     kafka_group_initial_rebalance_delay_ms: int = Field(
         default=0,
         ge=0,
