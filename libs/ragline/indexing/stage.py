@@ -1,14 +1,20 @@
 """The indexer stage: Postgres first (one transaction per event), then one OpenSearch
 projection per batch, then ``doc.indexed`` for every event whose stores are both written.
 
-If OpenSearch fails after Postgres committed, the affected events fail with the
-translated error (TransientError is retried by the runtime, then dead-lettered);
-Postgres keeps the truth, ``documents.os_revision`` stays behind ``revision``, and the
-next event of the document, the retry (a ledger hit) or ``ragline repair`` catches up.
+If OpenSearch cannot be reached or throttles after Postgres committed, the batch waits
+for it, retrying the projection with exponential backoff for up to
+``os_outage_wait_s`` (consumption pauses meanwhile: backpressure, nothing is dropped or
+dead-lettered during a node restart). Past that, or on a permanent error, the affected
+events fail with the translated error (TransientError is retried by the runtime, then
+dead-lettered); Postgres keeps the truth, ``documents.os_revision`` stays behind
+``revision``, and the next event of the document, the retry (a ledger hit) or
+``ragline repair`` catches up.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -41,6 +47,8 @@ from ragline.store.pg_errors import pg_errors
 from ragline.store.pool import open_pool
 
 __all__ = ["IndexerStage"]
+
+_log = logging.getLogger(__name__)
 
 Indexable = DocEmbedded | DocControl | DocQuarantined
 
@@ -176,10 +184,30 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
         for tenant, docs in sorted(by_tenant.items()):
             t0 = time.perf_counter()
             try:
-                await self.syncer.sync(conn, tenant, sorted(docs))
+                await self._sync_waiting(conn, tenant, sorted(docs))
             except RaglineError as exc:
                 OS_SYNC_FAILURES.labels(type(exc).__name__).inc()
                 failed[tenant] = exc
             finally:
                 OS_SYNC_SECONDS.observe(time.perf_counter() - t0)
         return failed
+
+    async def _sync_waiting(self, conn: Any, tenant: str, docs: list[str]) -> None:
+        """``sync``, retried with exponential backoff while OpenSearch is unreachable or
+        throttling (TransientError), for up to ``os_outage_wait_s``."""
+        deadline = time.monotonic() + self.config.os_outage_wait_s
+        wait = self.config.os_retry_backoff_s
+        while True:
+            try:
+                await self.syncer.sync(conn, tenant, docs)
+                return
+            except TransientError as exc:
+                if time.monotonic() + wait > deadline:
+                    raise
+                OS_SYNC_FAILURES.labels(type(exc).__name__).inc()
+                _log.warning(
+                    "opensearch unavailable, waiting",
+                    extra={"fields": {"error": type(exc).__name__, "wait_s": wait}},
+                )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2.0, self.config.os_retry_backoff_max_s)
