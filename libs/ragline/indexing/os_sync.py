@@ -12,7 +12,8 @@ repair`` and ``ragline reindex`` all go through here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from opensearchpy import AsyncOpenSearch
 from psycopg import AsyncConnection
@@ -21,6 +22,7 @@ from ragline.indexing.projection import os_source
 from ragline.store.chunks import fetch_children
 from ragline.store.documents import lock_documents
 from ragline.store.os_bulk import (
+    BulkResult,
     IndexMissing,
     Refresh,
     bulk_index,
@@ -38,6 +40,9 @@ class SyncResult:
     documents: int = 0
     chunks_written: int = 0
     chunks_deleted: int = 0
+    # document id -> why OpenSearch rejected one of its chunks for good (a mapping
+    # rejection): none of its chunks stays in the index and its os_revision stays behind
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
 class OsSyncer:
@@ -109,16 +114,22 @@ class OsSyncer:
                 (str(row["chunk_id"]), os_source(row, live[row["document_id"]])) for row in rows
             ]
             try:
-                written = await bulk_index(
-                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
-                )
-            except IndexMissing:  # the alias vanished (server restart): recreate, retry once
+                bulk = await self._bulk(index, docs)
+            except IndexMissing:  # the alias vanished (deleted by hand): recreate, retry once
                 self._known_indexes.discard(index)
                 index = await self.ensure(tenant_id)
-                written = await bulk_index(
-                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
-                )
+                bulk = await self._bulk(index, docs)
+            doc_of = {str(row["chunk_id"]): str(row["document_id"]) for row in rows}
+            rejected: dict[str, str] = {}
+            for cid, why in sorted(bulk.rejected.items()):
+                rejected.setdefault(doc_of[cid], why)
             deleted = 0
+            if rejected:  # no partial copy of a rejected document stays searchable
+                deleted += await delete_documents(
+                    self.client, index, sorted(rejected), refresh=self.refresh
+                )
+                live = {d: r for d, r in live.items() if d not in rejected}
+                todo = [t for t in todo if t[0] not in rejected]
             if not fresh_index:
                 if live:
                     deleted += await delete_stale(
@@ -135,4 +146,19 @@ class OsSyncer:
                         " WHERE tenant_id = %s AND document_id = %s",
                         [(rev, tenant_id, doc) for doc, _, rev in todo],
                     )
-        return SyncResult(documents=len(todo), chunks_written=written, chunks_deleted=deleted)
+        return SyncResult(
+            documents=len(todo),
+            chunks_written=bulk.written,
+            chunks_deleted=deleted,
+            rejected=rejected,
+        )
+
+    async def _bulk(self, index: str, docs: list[tuple[str, dict[str, Any]]]) -> BulkResult:
+        return await bulk_index(
+            self.client,
+            index,
+            docs,
+            refresh=self.refresh,
+            batch_size=self.bulk_size,
+            allow_rejects=True,
+        )
