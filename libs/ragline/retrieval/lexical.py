@@ -22,7 +22,13 @@ from ragline.retrieval.term_evidence import TermStats, query_terms
 from ragline.store.os_client import os_errors
 from ragline.store.os_index import index_name
 
-__all__ = ["LexicalHit", "LexicalSearcher", "build_query", "scope_filter"]
+__all__ = [
+    "QUESTION_STOP_WORDS",
+    "LexicalHit",
+    "LexicalSearcher",
+    "build_query",
+    "scope_filter",
+]
 
 # ONE field: the contextual header (title > section path) and the chunk text, copied
 # together at index time (store/os_index.py). BM25 then sees the header's words and the
@@ -31,6 +37,33 @@ __all__ = ["LexicalHit", "LexicalSearcher", "build_query", "scope_filter"]
 # lost 0.03 nDCG@10 on SciFact (docs/evaluation.md "Lexical leg").
 _FIELD = "body"
 _MAX_ANALYZED = 20_000  # characters of a query analysed for its term statistics
+# Words a question is made of rather than about (Snowball's English stop list, the one
+# PostgreSQL's 'english' configuration uses, on which the term rules were fitted):
+# Lucene's own English stop set has 33 words and keeps "which", "how", "does", ...
+_QUESTION_WORDS = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his "
+    "himself she her hers herself it its itself they them their theirs themselves what "
+    "which who whom this that these those am is are was were be been being have has had "
+    "having do does did doing a an the and but if or because as until while of at by for "
+    "with about against between into through during before after above below to from up "
+    "down in out on off over under again further then once here there when where why how "
+    "all any both each few more most other some such no nor not only own same so than too "
+    "very s t can will just don should now"
+)
+QUESTION_STOP_WORDS: tuple[str, ...] = tuple(_QUESTION_WORDS.split())
+# ``body``'s analyzer (Lucene's EnglishAnalyzer: possessive, lowercase, stop, Porter)
+# with the question words also dropped before stemming: the terms it leaves are the
+# index's own terms, so their document frequencies can be counted
+_QUERY_TERMS_ANALYZER: dict[str, Any] = {
+    "tokenizer": "standard",
+    "filter": [
+        {"type": "stemmer", "language": "possessive_english"},
+        "lowercase",
+        {"type": "stop", "stopwords": "_english_"},
+        {"type": "stop", "stopwords": list(QUESTION_STOP_WORDS)},
+        {"type": "stemmer", "language": "porter"},
+    ],
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,7 +148,8 @@ class LexicalSearcher:
         top_chunk_id: str | None,
         timeout_s: float = 1.0,
     ) -> TermStats | None:
-        """Per word of ``text`` (as ``body`` analyses it), how many child chunks in the
+        """Per word of ``text`` (as ``body`` analyses it, question words dropped:
+        ``QUESTION_STOP_WORDS``), how many child chunks in the
         caller's scope hold it, how many chunks that scope has, and which words the chunk
         ``top_chunk_id`` holds: one ``_analyze`` and one ``size: 0`` search whose query is
         the lexical leg's own filter (``scope_filter``), so nothing outside the caller's
@@ -126,8 +160,7 @@ class LexicalSearcher:
             if not await self._client.indices.exists(index=index, request_timeout=timeout_s):
                 return None
             analyzed = await self._client.indices.analyze(
-                index=index,
-                body={"field": _FIELD, "text": text[:_MAX_ANALYZED]},
+                body={**_QUERY_TERMS_ANALYZER, "text": text[:_MAX_ANALYZED]},
                 request_timeout=timeout_s,
             )
         terms = query_terms(t.get("token") for t in analyzed.get("tokens", ()))

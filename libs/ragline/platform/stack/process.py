@@ -126,5 +126,10 @@ async def terminate(
             break
     gone = not is_running(pid)
     if gone and pid in _CHILDREN:
-        _CHILDREN.pop(pid).wait(timeout=1)
+        child = _CHILDREN.pop(pid)
+        try:
+            child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:  # it looked gone (a JVM whose leader thread
+            child.kill()  # exited first shows as a zombie) but was still exiting
+            child.wait(timeout=5)
     return gone
