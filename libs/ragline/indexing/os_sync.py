@@ -29,7 +29,8 @@ from ragline.store.os_bulk import (
     delete_documents,
     delete_stale,
 )
-from ragline.store.os_index import ensure_index, index_name
+from ragline.store.os_client import os_errors
+from ragline.store.os_index import ensure_index, index_name, shadow_alias
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["OsSyncer", "SyncResult"]
@@ -139,6 +140,7 @@ class OsSyncer:
                     deleted += await delete_documents(
                         self.client, index, dead, refresh=self.refresh
                     )
+            await self._shadow_write(index, docs, live, dead, rejected)
             with pg_errors():
                 async with conn.cursor() as c:
                     await c.executemany(
@@ -152,6 +154,28 @@ class OsSyncer:
             chunks_deleted=deleted,
             rejected=rejected,
         )
+
+    async def _shadow_write(
+        self,
+        alias: str,
+        docs: list[tuple[str, dict[str, Any]]],
+        live: dict[str, int],
+        dead: list[str],
+        rejected: dict[str, str],
+    ) -> None:
+        """The same projection into the tenant's shadow index, when one is being built
+        (blue-green, ``os_index.open_shadow``), so it is complete when it is flipped."""
+        shadow = shadow_alias(alias)
+        with os_errors():
+            if not await self.client.indices.exists_alias(name=shadow):
+                return
+        keep = [(cid, src) for cid, src in docs if src.get("document_id") not in rejected]
+        await bulk_index(self.client, shadow, keep, refresh=self.refresh, batch_size=self.bulk_size)
+        if live:
+            await delete_stale(self.client, shadow, sorted(live.items()), refresh=self.refresh)
+        gone = sorted({*dead, *rejected})
+        if gone:
+            await delete_documents(self.client, shadow, gone, refresh=self.refresh)
 
     async def _bulk(self, index: str, docs: list[tuple[str, dict[str, Any]]]) -> BulkResult:
         return await bulk_index(

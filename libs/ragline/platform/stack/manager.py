@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragline.config import Settings
 from ragline.errors import RaglineError
@@ -82,9 +82,10 @@ class StackManager:
                 return EmbeddedPostgres(s, self.paths.pgdata, opts)
             if component is Component.KAFKA:
                 return LocalBroker(s.kafka_bootstrap, opts)
+            slow = max(opts.start_timeout_s, self.stack.opensearch_start_timeout_s)
             return LocalOpenSearch(
                 s,
-                opts,
+                replace(opts, start_timeout_s=slow),
                 root=self.paths.opensearch,
                 heap_mb=self.stack.opensearch_heap_mb,
                 cache_dir=self.stack.engine_cache_dir,
