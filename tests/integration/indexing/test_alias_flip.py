@@ -52,7 +52,9 @@ async def test_flip_under_load_never_shows_a_missing_or_partial_index(
 
     async def search() -> None:
         while not stop.is_set():
-            hits = await searcher.search(who, "harbour crane article", [], limit=200)
+            hits = await searcher.search(
+                who, "harbour crane article", [], limit=200, timeout_s=60.0
+            )
             counts.append(len(hits))
 
     task = asyncio.create_task(search())

@@ -31,7 +31,6 @@ from ragline.config import Settings
 from ragline.events import Topics
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.samples import embedded_event
-from ragline.platform.stack.base import LocalOptions
 from ragline.platform.stack.opensearch import LocalOpenSearch
 from ragline.platform.stack.testing import free_port, unique_tenant
 from ragline.retrieval.embed import QueryEmbedder
@@ -48,19 +47,8 @@ N_DOCS = 150
 @pytest_asyncio.fixture(loop_scope="session")
 async def node(stack: Settings, tmp_path: Path) -> AsyncIterator[LocalOpenSearch]:
     url = f"http://127.0.0.1:{free_port()}"
-    opts = LocalOptions(
-        log=tmp_path / "opensearch.log",
-        pidfile=tmp_path / "opensearch.pid",
-        detached=False,
-        probe_timeout_s=3.0,
-        start_timeout_s=120.0,
-        stop_timeout_s=15.0,
-    )
-    server = LocalOpenSearch(
-        stack.model_copy(update={"opensearch_url": url}),
-        opts,
-        root=tmp_path / "node",
-        heap_mb=512,
+    server = LocalOpenSearch.standalone(
+        stack.model_copy(update={"opensearch_url": url}), tmp_path, heap_mb=512
     )
     await server.start()
     yield server
