@@ -41,7 +41,7 @@ from ragline.retrieval.diversity import mmr_order
 from ragline.retrieval.doc_cap import cap_per_document_by_evidence
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
-from ragline.retrieval.filters import SearchFilters, compile_predicates
+from ragline.retrieval.filters import Predicate, SearchFilters, compile_predicates
 from ragline.retrieval.fusion import rrf
 from ragline.retrieval.in_force import shadowed_versions
 from ragline.retrieval.intent import Intent, SubSearch, parse_intent
@@ -146,7 +146,7 @@ class SearchService:
         self._versions = KnownVersions(backends.pool)
         self._spaces = SpaceResolver(backends.pool)
         self._ident_df = IdentifierFrequency(backends.pool)
-        self._term_df = QueryTermFrequency(backends.pool)
+        self._term_df = QueryTermFrequency(backends.lexical)
         self._policy = AbstainPolicy(
             min_similarity=settings.ranking.abstain_min_similarity,
             min_rerank=settings.ranking.abstain_min_rerank,
@@ -256,7 +256,7 @@ class SearchService:
             ]
             terms = None
             if req.mode == "hybrid" and "lexical_unavailable" not in degraded:
-                terms = await self._query_terms(principal, req, final)
+                terms = await self._query_terms(principal, req, intent, final)
             assessment = assess(evidence, req.query_texts, self._policy, stats, terms)
             reason = assessment.reason
         with t.stage("finalize"):
@@ -294,10 +294,11 @@ class SearchService:
         return response
 
     async def _query_terms(
-        self, principal: Principal, req: SearchRequest, final: list[Candidate]
+        self, principal: Principal, req: SearchRequest, intent: Intent, final: list[Candidate]
     ) -> TermStats | None:
         """The query's words in the caller's corpus, read only when they can decide: the
-        best similarity is within the term rules' reach (term_evidence.py)."""
+        best similarity is within the term rules' reach (term_evidence.py). Counted in
+        the lexical index under the first sub-search's filters (the lexical leg's)."""
         tp = self._policy.terms
         sims = [c.row.similarity for c in final if c.row.similarity is not None]
         if tp is None or not sims:
@@ -306,8 +307,24 @@ class SearchService:
         if not (thr - tp.band <= best < max(thr, tp.missing_min_similarity)):
             return None
         lexical = [c for c in final if c.bm25_rank is not None]
-        top = min(lexical, key=lambda c: c.bm25_rank or 0).row.text if lexical else ""
-        return await self._term_df.get(principal, " ".join(req.query_texts), top)
+        top = min(lexical, key=lambda c: c.bm25_rank or 0).row.chunk_id if lexical else None
+        preds = self._preds(req, intent, intent.searches[0])
+        return await self._term_df.get(principal, " ".join(req.query_texts), preds, top)
+
+    def _preds(
+        self,
+        req: SearchRequest,
+        intent: Intent,
+        sub: SubSearch,
+        shadowed: tuple[str, ...] = (),
+    ) -> list[Predicate]:
+        return compile_predicates(
+            _sub_filters(req.filters, sub),
+            include_superseded=intent.include_superseded,
+            effective_at=intent.effective_at,
+            unversioned_at=sub.unversioned_at,
+            exclude_documents=shadowed,
+        )
 
     async def _audit(
         self,
@@ -351,13 +368,7 @@ class SearchService:
         space: Space | None = None,
         shadowed: tuple[str, ...] = (),
     ) -> SubSearchResult:
-        preds = compile_predicates(
-            _sub_filters(req.filters, sub),
-            include_superseded=intent.include_superseded,
-            effective_at=intent.effective_at,
-            unversioned_at=sub.unversioned_at,
-            exclude_documents=shadowed,
-        )
+        preds = self._preds(req, intent, sub, shadowed)
         res = await retrieve(
             pool=self._b.pool,
             lexical=self._b.lexical,
