@@ -92,7 +92,7 @@ fmt: install
 schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event models
 	$(BIN)/ragline schemas
 
-bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
+bench: install-torch ## benchmarks (torch rows included: the torch extra): prints numbers, writes bench/out/*.json and plots
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # the committed baselines (slim summaries, <dir>/<dataset>.json) `make eval` and `make
