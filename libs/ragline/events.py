@@ -857,9 +857,7 @@ def read_event(topic: str, body: bytes | str) -> Any:
     ignored at any depth, schema versions up to ``MAX_READ_SCHEMA_VERSION``)."""
     topic = lane_of_topic(topic)[0]
     tolerant = topic != Topics.SOURCE_CHANGES and not topic.endswith(".dlq")
-    event = input_adapter(topic).validate_json(
-        body, context={TOLERANT: True} if tolerant else None
-    )
+    event = input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)
     # a sealed event whose text changed after the scanner is refused here (dead-lettered);
     # an unsealed one of an older release is read, and refused at its next publish
     why = seal_problem(event)
