@@ -204,3 +204,31 @@ def test_no_index_row_from_unsealed_or_changed_text() -> None:
 def test_findings_summary_is_not_text() -> None:
     """Findings carry labels and offsets only: no seal needed (guards the seal's scope)."""
     assert "scan_seal" not in FindingsSummary.model_fields
+
+
+# ------------------------------------------------------------------ split lines
+
+WRAPPED = [  # (text, the pieces of the value, one per line)
+    ('key = "AKIAPTGZ4J" +\n      "FEBZ9SDO78"', ("AKIAPTGZ4J", "FEBZ9SDO78")),
+    ("the key is AKIAPTGZ4J\nFEBZ9SDO78 for prod", ("AKIAPTGZ4J", "FEBZ9SDO78")),
+    ("card 4111 1111 1111\n1111 expires soon", ("4111 1111 1111", "1111 expires")),
+    ("card 4111111111\n111111 on file", ("4111111111", "111111")),
+    ("token = ghp_DOrHIPESvjRmeA6m\n   OOCrlwBVLuOJm5ug1dTo", ("ghp_DOrHIPESvjRmeA6m", "OOCrlwBVLuOJm5ug1dTo")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "pieces"), WRAPPED)
+def test_a_secret_or_card_wrapped_over_two_lines_is_redacted_whole(
+    make_scanner: Callable[..., Scanner], text: str, pieces: tuple[str, str]
+) -> None:
+    out = _scan(make_scanner(), make_event([text], metadata={"note": text}))
+    for scanned in (out.document.blocks[0].text, str(out.meta.metadata["note"])):
+        assert "[REDACTED:" in scanned
+        assert pieces[0] not in scanned
+        assert pieces[1].split()[0] not in scanned  # the second line's part too
+
+
+def test_ordinary_wrapped_prose_is_left_alone(make_scanner: Callable[..., Scanner]) -> None:
+    text = "The deployment configuration\nfile lists 1234 5678\n9012 rows and\nnothing secret."
+    out = _scan(make_scanner(), make_event([text]))
+    assert out.document.blocks[0].text == text
