@@ -232,3 +232,26 @@ def test_ordinary_wrapped_prose_is_left_alone(make_scanner: Callable[..., Scanne
     text = "The deployment configuration\nfile lists 1234 5678\n9012 rows and\nnothing secret."
     out = _scan(make_scanner(), make_event([text]))
     assert out.document.blocks[0].text == text
+
+
+# ------------------------------------------------------------------ identifiers in logs
+
+
+def test_log_lines_carry_a_keyed_digest_of_document_ids() -> None:
+    """A file name with a secret blocks its document (secret_in_identity), but the
+    connector ("accepted") and the runtime ("dead-lettered") log it first: as a digest."""
+    import json
+    import logging
+
+    from ragline.runtime.logs import JsonFormatter, log_id
+
+    doc = "fs:canary/names/notes-AKIA4SKYNOO654FI6QNQ.md"
+    lines = []
+    for service in ("connector", "scanner"):
+        rec = logging.LogRecord("ragline", logging.WARNING, "f", 1, "dead-lettered", None, None)
+        rec.fields = {"document_id": doc, "error_class": "ScanBlocked"}
+        lines.append(json.loads(JsonFormatter(service, b"install-key").format(rec)))
+    assert all("AKIA4SKYNOO654FI6QNQ" not in json.dumps(line) for line in lines)
+    # the same digest in every service (an operator can follow one document), keyed
+    assert lines[0]["document_id"] == lines[1]["document_id"] == log_id(doc, b"install-key")
+    assert log_id(doc, b"install-key") != log_id(doc, b"other-key") != log_id(doc)
