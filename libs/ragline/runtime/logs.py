@@ -12,7 +12,6 @@ install's ``RAGLINE_LOG_ID_KEY`` gives the digest of a known id to search the lo
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging

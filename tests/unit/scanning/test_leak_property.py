@@ -243,7 +243,7 @@ async def _pipeline(
     key="x",
     lane=INTERACTIVE,
     seed=7,
-)  # noqa: E501
+)
 def test_no_planted_value_after_the_scanner(
     make_scanner: Callable[..., Scanner],
     caplog: pytest.LogCaptureFixture,

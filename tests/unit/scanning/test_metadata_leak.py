@@ -213,7 +213,8 @@ WRAPPED = [  # (text, the pieces of the value, one per line)
     ("the key is AKIAPTGZ4J\nFEBZ9SDO78 for prod", ("AKIAPTGZ4J", "FEBZ9SDO78")),
     ("card 4111 1111 1111\n1111 expires soon", ("4111 1111 1111", "1111 expires")),
     ("card 4111111111\n111111 on file", ("4111111111", "111111")),
-    ("token = ghp_DOrHIPESvjRmeA6m\n   OOCrlwBVLuOJm5ug1dTo", ("ghp_DOrHIPESvjRmeA6m", "OOCrlwBVLuOJm5ug1dTo")),
+    ("token = ghp_DOrHIPESvjRmeA6m\n   OOCrlwBVLuOJm5ug1dTo",
+     ("ghp_DOrHIPESvjRmeA6m", "OOCrlwBVLuOJm5ug1dTo")),
 ]  # fmt: skip
 
 
