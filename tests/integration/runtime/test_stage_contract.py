@@ -58,6 +58,7 @@ from ragline.events import (
     SourceUpsert,
     Topics,
     input_adapter,
+    meta_sealed,
 )
 from ragline.indexing.samples import pseudo_embedding
 from ragline.indexing.settings import IndexerSettings
@@ -244,7 +245,10 @@ async def test_quarantine_shape(walk: Walk, name: str) -> None:
     q = quarantined_event(step.input, exc, stage=name)
     _assert_quarantine_shape(q, step.input, name)
     if hasattr(step.input, "meta"):
-        assert q.meta == step.input.meta
+        # the scanner's sealed meta travels on; an unscanned input's keeps no text field
+        # (doc.quarantined is a post-scanner topic: issue 31)
+        meta = step.input.meta
+        assert q.meta == (meta if meta_sealed(meta) else meta.without_text())
 
 
 def _own_quarantines(walk: Walk) -> dict[str, EventBase]:
