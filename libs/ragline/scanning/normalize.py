@@ -43,10 +43,13 @@ _CONFUSABLE = str.maketrans(
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 # soft wraps, removed in the view: a quoted string continued by ``+`` on the next line;
 # a newline inside a token (the line ends in 10+ token characters, the next line starts
-# with 4+); a newline between digit groups (a card or account number wrapped)
+# with 4+ holding a digit, not a word, and is not a new ``name=``/``name:``); a newline
+# between digit groups (a card or account number wrapped)
 _SOFT_WRAP = re.compile(
     r"""(["'])[ \t]*\+[ \t]*\r?\n[ \t]*\1"""
-    r"|(?<=[A-Za-z0-9+/_-]{10})\r?\n[ \t]*(?=[A-Za-z0-9+/=_-]{4})"
+    # (not when the next line starts a new assignment: ``KEY=...`` / ``key: ...``)
+    r"|(?<=[A-Za-z0-9+/_-]{10})\r?\n[ \t]*(?=[A-Za-z0-9+/=_-]{4})(?=[A-Za-z+/=_-]*\d)"
+    r"(?![A-Za-z0-9_.-]+[ \t]*[=:])"
     r"|(?<=\d{4}[ -]\d{4})\r?\n[ \t]*(?=\d{4}(?!\d))"
 )
 

@@ -39,6 +39,8 @@ _SSN_SHAPE = re.compile(r"^\d{3}-\d{2}-\d{4}$")  # no phone plan uses 3-2-4
 # an SSN-shaped value (presidio's "SSN5" shape, one delimiter throughout)
 _SSN_ANY = re.compile(r"(?<![\w.-])\d{3}([- .])\d{2}\1\d{4}(?![\w-])")
 _SSN_LABELLED_SCORE = 0.5  # presidio's SSN5 score; the context word adds the boost
+# the published example numbers (SSA, presidio): documentation, not a person's
+_SSN_SAMPLES = frozenset({"078051120", "123456789", "987654320"})
 _AFTER_VERSION = re.compile(r"\d\.\d+\.$|\bv\d+(?:\.\d+)*\.?$")
 _DIGIT_GROUPS = re.compile(r"\d+")
 _VERSIONISH = re.compile(r"(?:\bv|version|release|ver\.?)\s*$", re.IGNORECASE)
@@ -234,13 +236,15 @@ class PiiDetector:
         (``SSN: 412-34-0000``). Presidio drops values the SSA never issues (serial 0000,
         group 00, area 000/666/9xx, one repeated digit, published samples): right for
         finding SSNs in free text, wrong for a value a person labelled as one, which is
-        sensitive (or a typo of one) whatever its validity. The canary draws such a value
-        about once in 10,000 (a serial of 0000): the one SSN a scan left in place (issue 31)."""
+        sensitive (or a typo of one) whatever its validity; only the published example
+        numbers stay text. The canary draws such a value about once in 10,000 (a serial
+        of 0000): the one SSN a scan left in place (issue 31)."""
         hits = [(r.start, r.end, float(r.score)) for r in rec.analyze(text, ["US_SSN"], None)]  # type: ignore[arg-type]
         seen = {(s, e) for s, e, _ in hits}
         words = self._context["US_SSN"]
         for m in _SSN_ANY.finditer(text):
-            if m.span() not in seen and _context_near(text, m.start(), m.end(), words):
+            sample = re.sub(r"\D", "", m.group(0)) in _SSN_SAMPLES
+            if m.span() not in seen and not sample and _context_near(text, *m.span(), words):
                 hits.append((m.start(), m.end(), _SSN_LABELLED_SCORE))
         return hits
 
