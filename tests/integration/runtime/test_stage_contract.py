@@ -205,7 +205,10 @@ async def test_the_envelope_is_copied(walk: Walk, name: str) -> None:
             assert ev.content_hash == src.content_hash
         for field in DOCUMENT_FIELDS:
             if field in type(ev).model_fields and field in type(src).model_fields:
-                assert getattr(ev, field) == getattr(src, field), field
+                got, want = getattr(ev, field), getattr(src, field)
+                if name == "scanner" and field == "meta":  # the scanner seals it (issue 31)
+                    got = got.model_copy(update={"scan_seal": None})
+                assert got == want, field
 
 
 @pytest.mark.parametrize("name", PIPELINE)
