@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install install-torch up down status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help install install-torch up down status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -75,6 +75,14 @@ chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run 
 
 spaces-gate: install ## embedding spaces end to end: create, backfill, eval, gate refuses/promotes, rollback, retire (CLI + query service)
 	RAGLINE_SPACES_GATE=1 $(BIN)/pytest -q -p no:cacheprovider --timeout=1800 tests/integration/spaces/test_spaces_gate.py
+
+canary-soak: install ## issue 31: the leak property test with many examples, then the canary N times in a row
+	RAGLINE_LEAK_EXAMPLES=$${RAGLINE_LEAK_EXAMPLES:-300} $(BIN)/pytest -q -p no:cacheprovider \
+		--timeout=0 tests/unit/scanning/test_leak_property.py
+	@n=$${RAGLINE_CANARY_RUNS:-20}; clean=0; for i in $$(seq 1 $$n); do \
+		if $(BIN)/pytest -q -p no:cacheprovider --timeout=1800 tests/e2e/test_canary.py; \
+		then clean=$$((clean + 1)); fi; echo "canary run $$i: $$clean clean so far"; done; \
+	echo "canary: $$clean of $$n runs clean"; test $$clean -eq $$n
 
 fuzz-api: install ## schemathesis, every check, a long run against a real query service
 	RAGLINE_FUZZ_EXAMPLES=$${RAGLINE_FUZZ_EXAMPLES:-500} $(BIN)/pytest -q -p no:cacheprovider \

@@ -59,7 +59,12 @@ def chunk_id(*parts: str | int) -> str:
 
 
 def meta_hash(meta: BaseModel) -> str:
-    """sha256 of a model's canonical JSON: detects metadata-only changes."""
+    """sha256 of a model's canonical JSON: detects metadata-only changes. The scanner's
+    seal is not metadata (a digest of the rest): a hash stays what it was before seals."""
     return sha256_hex(
-        json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        json.dumps(
+            meta.model_dump(mode="json", exclude={"scan_seal"}),
+            sort_keys=True,
+            separators=(",", ":"),
+        )
     )

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ragline.events import ChunkLevel, DocEmbedded
+from ragline.errors import ContractError
+from ragline.events import ChunkLevel, DocEmbedded, seal_problem
 from ragline.hashing import meta_hash
 from ragline.store.chunks import OS_FIELDS
 
@@ -32,9 +33,18 @@ class DocumentFields:
     superseded_by: str | None
 
 
+def _scanned(event: DocEmbedded) -> DocEmbedded:
+    """``event``, if its text is what the scanner emitted (sealed, unchanged): no index
+    row is written from anything else (issue 31, docs/scanning.md)."""
+    why = seal_problem(event)
+    if why is not None:
+        raise ContractError(f"index row refused: {why}")
+    return event
+
+
 def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any]:
     """The ``documents`` row of the new generation (documents.DOCUMENT_COLUMNS)."""
-    meta = event.meta
+    meta = _scanned(event).meta
     return {
         "content_hash": event.content_hash,
         "meta_hash": meta_hash(meta),
@@ -67,7 +77,7 @@ def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any
 
 def chunk_rows(event: DocEmbedded, fields: DocumentFields) -> list[dict[str, Any]]:
     """One ``chunks`` row per chunk of the event (store.chunks.CHUNK_COLUMNS)."""
-    meta = event.meta
+    meta = _scanned(event).meta
     rows: list[dict[str, Any]] = []
     for c in event.chunks:
         enr = c.enrichment
