@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from opensearchpy import AsyncOpenSearch
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import EmbeddingModelSettings, Settings
@@ -25,6 +26,7 @@ __all__ = ["OpsBackends", "open_ops_backends"]
 @dataclass(kw_only=True)
 class OpsBackends:
     admin: AsyncConnectionPool
+    os_client: AsyncOpenSearch
     search: SearchBackends
     explainer: Explainer
     service: SearchService  # the playground's search: the query service's, audit on
@@ -60,6 +62,7 @@ async def open_ops_backends(
         )
         yield OpsBackends(
             admin=admin,
+            os_client=client,
             search=backends,
             explainer=Explainer(admin, backends, qs),
             service=SearchService(backends, qs),

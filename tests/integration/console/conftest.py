@@ -25,7 +25,7 @@ from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from ragline.store.status import write_status
 
-__all__ = ["GROUP_A", "GROUP_B", "World"]
+__all__ = ["GROUP_A", "GROUP_B", "SECRET", "World", "token"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,64 @@ async def world(stack: Settings, console_embedder: QueryEmbedder) -> World:
         await client.close()
         await pool.close()
     return World(tenant=tenant, other=other)
+
+
+# ---------------------------------------------------------------- the console app
+SECRET = "console-integration-secret-0123456789abcdef"
+
+
+def token(
+    tenant: str,
+    *,
+    admin: list[str] | None = None,
+    groups: tuple[str, ...] = (GROUP_A,),
+    sub: str = "op",
+) -> str:
+    import time
+
+    import jwt
+
+    claims: dict[str, object] = {
+        "sub": sub,
+        "tenant": tenant,
+        "groups": list(groups),
+        "exp": time.time() + 600,
+    }
+    if admin is not None:
+        claims["roles"] = ["ragline:admin"]
+        claims["admin_tenants"] = admin
+    return jwt.encode(claims, SECRET, algorithm="HS256")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def console_settings(stack: Settings) -> Settings:
+    """The stack's settings with topics of their own (a unique prefix): the console's
+    dead-letter actions requeue and commit, which must not disturb other tests' topics."""
+    from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
+
+    s = stack.model_copy(update={"kafka_topic_prefix": f"{unique_tenant('cp')}."})
+    await ensure_pipeline_topics(
+        s, partitions=1, replication_factor=1, topic_settings=TopicSettings()
+    )
+    return s
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def console_app(
+    console_settings: Settings, world: World, console_embedder: QueryEmbedder
+) -> AsyncIterator[object]:
+    from ragline.console.settings import ConsoleSettings
+    from ragline.ops.settings import OpsSettings
+    from ragline.retrieval.settings import QuerySettings
+    from services.console.api import create_app
+
+    qs = QuerySettings.from_fields(jwt_secret=SECRET, rate_limit_per_minute=0)
+    app = create_app(
+        console_settings,
+        qs,
+        ConsoleSettings(),
+        OpsSettings(dlq_group=f"{unique_tenant('cg')}-dlq", dlq_read_timeout_s=5.0),
+        embedder=console_embedder,
+    )
+    async with app.router.lifespan_context(app):
+        yield app
