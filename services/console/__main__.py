@@ -3,5 +3,6 @@
 import sys
 
 from ragline.console.cli import serve
+from services.console.api import build
 
-sys.exit(serve())
+sys.exit(serve(build=build))

@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from importlib.metadata import entry_points
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["register", "serve"]
 
 
-def serve(host: str | None = None, port: int | None = None) -> int:
+def serve(
+    host: str | None = None, port: int | None = None, *, build: Callable[..., Any] | None = None
+) -> int:
+    """``build``: the service's ``build(settings)`` (default: the entry point's)."""
     from ragline.config import Settings
     from ragline.console.settings import ConsoleSettings
     from ragline.errors import ConfigError
     from ragline.runtime.http import make_server
 
-    found = [ep for ep in entry_points(group="ragline.tools") if ep.name == "console"]
+    found = [ep.load() for ep in entry_points(group="ragline.tools") if ep.name == "console"]
+    if build is not None:
+        found = [build]
     if not found:
         print(
             "ragline console: the 'console' entry point is missing: reinstall ragline "
@@ -29,8 +36,16 @@ def serve(host: str | None = None, port: int | None = None) -> int:
         )
         return 2
     cs = ConsoleSettings()
+    settings = Settings()
+    if (settings.state_dir / "local.env").exists():
+        # the local stack (`make up`): the same JWT secret the query service verifies
+        # with; variables already set win, as for every service
+        from ragline.platform.cli import local_secrets
+
+        for k, v in local_secrets(settings).items():
+            os.environ.setdefault(k, v)
     try:
-        svc = found[0].load()(Settings())
+        svc = found[0](settings)
     except ConfigError as exc:
         print(f"ragline console: {exc}", file=sys.stderr)
         return 2
@@ -42,7 +57,7 @@ def serve(host: str | None = None, port: int | None = None) -> int:
     )
     server = make_server(svc.app, h, p, own_signals=True)
     asyncio.run(server.serve())
-    return 0
+    return 0 if server.started else 1  # e.g. Postgres unreachable at start-up
 
 
 def _run(args: argparse.Namespace) -> int:
