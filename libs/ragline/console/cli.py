@@ -9,8 +9,8 @@ import argparse
 import asyncio
 import os
 import sys
-from importlib.metadata import entry_points
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 __all__ = ["register", "serve"]

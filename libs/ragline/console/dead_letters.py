@@ -26,19 +26,7 @@ def redact_document_id(document_id: str | None) -> str | None:
 
 
 def _topic_json(report: DlqReport) -> list[dict[str, Any]]:
-    return [
-        {
-            "topic": t.topic,
-            "pending": t.pending,
-            "selected": t.selected,
-            "handled": t.handled,
-            "by_error_class": dict(t.by_error_class),
-            "by_stage": dict(t.by_stage),
-            "first_seen": t.oldest.isoformat() if t.oldest else None,
-            "last_seen": t.newest.isoformat() if t.newest else None,
-        }
-        for t in report.topics
-    ]
+    return [t.to_json() for t in report.topics]
 
 
 async def dead_letters(

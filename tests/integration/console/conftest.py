@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest_asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "query"))
 
+from console_world import GROUP_A, GROUP_B, SECRET, World
 from query_corpus import Doc, delete, main_corpus, other_tenant_corpus, seed
-from query_helpers import GROUP_A, GROUP_B
 
 from ragline.config import EmbeddingModelSettings, Settings
 from ragline.events import DocQuarantined, DocumentMeta
@@ -24,14 +23,6 @@ from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder, QueryEmb
 from ragline.store.os_client import make_client
 from ragline.store.pool import open_pool
 from ragline.store.status import write_status
-
-__all__ = ["GROUP_A", "GROUP_B", "SECRET", "World", "token"]
-
-
-@dataclass(frozen=True)
-class World:
-    tenant: str
-    other: str
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -96,33 +87,6 @@ async def world(stack: Settings, console_embedder: QueryEmbedder) -> World:
         await client.close()
         await pool.close()
     return World(tenant=tenant, other=other)
-
-
-# ---------------------------------------------------------------- the console app
-SECRET = "console-integration-secret-0123456789abcdef"
-
-
-def token(
-    tenant: str,
-    *,
-    admin: list[str] | None = None,
-    groups: tuple[str, ...] = (GROUP_A,),
-    sub: str = "op",
-) -> str:
-    import time
-
-    import jwt
-
-    claims: dict[str, object] = {
-        "sub": sub,
-        "tenant": tenant,
-        "groups": list(groups),
-        "exp": time.time() + 600,
-    }
-    if admin is not None:
-        claims["roles"] = ["ragline:admin"]
-        claims["admin_tenants"] = admin
-    return jwt.encode(claims, SECRET, algorithm="HS256")
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

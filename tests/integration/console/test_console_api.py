@@ -4,7 +4,6 @@ listed redacted and replayed/purged only after confirmation."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,14 +12,10 @@ import jwt
 import psycopg
 import pytest
 import pytest_asyncio
-from conftest import GROUP_A, SECRET, World, token
+from console_world import GROUP_A, SECRET, World, publish_dead_letter, token
 from fastapi.routing import APIRoute
 
 from ragline.config import Settings
-from ragline.events import DocFetched, DocumentMeta, Topics, dlq_topic
-from ragline.hashing import content_hash
-from ragline.runtime.deadletter import dead_letter
-from ragline.runtime.publisher import EventPublisher
 from services.console.api import PAGES
 
 pytestmark = pytest.mark.integration
@@ -169,38 +164,10 @@ async def test_cookie_mutations_need_csrf_and_are_audited(
 async def test_dead_letters_redacted_confirmed_and_audited(
     http: httpx.AsyncClient, world: World, console_settings: Settings, stack: Settings
 ) -> None:
-    doc = "fs:AKIA-secret-in-a-name.txt"
     raw = b"payload text that must never be shown"
-    ev = DocFetched(
-        tenant_id=world.tenant,
-        document_id=doc,
-        source_seq=1,
-        content_hash=content_hash(raw),
-        meta=DocumentMeta(title="t", mime_type="text/plain", acl_groups=(GROUP_A,)),
-        content_b64=base64.b64encode(raw).decode(),
-        size_bytes=len(raw),
+    await publish_dead_letter(
+        console_settings, world.tenant, "fs:AKIA-secret-in-a-name.txt", ValueError("x"), raw=raw
     )
-    value = ev.model_dump_json().encode()
-    topic = Topics.DOC_FETCHED.value
-    dl = dead_letter(
-        stage="parser",
-        topic=topic,
-        partition=0,
-        offset=1,
-        key=doc.encode(),
-        value=value,
-        headers={},
-        exc=ValueError("bad bytes"),
-        attempts=3,
-        event=ev,
-    )
-    async with EventPublisher(console_settings) as pub:
-        await pub.publish_raw(
-            dlq_topic(topic),
-            dl.model_dump_json().encode(),
-            key=doc,
-            headers={"event-type": "dead_letter"},
-        )
     h = bearer(token(world.tenant, admin=[world.tenant], sub="dlq-op"))
     r = await http.get("/console/api/dead-letters", headers=h)
     assert r.status_code == 200, r.text

@@ -5,7 +5,6 @@ The screenshots in docs/console.md are the ones these tests take (docs/img/conso
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -15,14 +14,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import uvicorn
-from conftest import GROUP_A, World, token
+from console_world import GROUP_A, World, publish_dead_letter, token
 
 from ragline.config import Settings
-from ragline.events import DocFetched, DocumentMeta, Topics, dlq_topic
-from ragline.hashing import content_hash
 from ragline.platform.stack.testing import free_port
-from ragline.runtime.deadletter import dead_letter
-from ragline.runtime.publisher import EventPublisher
 
 pytestmark = pytest.mark.integration
 
@@ -61,40 +56,6 @@ async def browser() -> AsyncIterator[Any]:
         await b.close()
 
 
-async def _dead_letter(settings: Settings, tenant: str) -> None:
-    doc = "fs:reports/q3-export.csv"
-    raw = b"never shown"
-    ev = DocFetched(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=1,
-        content_hash=content_hash(raw),
-        meta=DocumentMeta(title="t", mime_type="text/csv", acl_groups=(GROUP_A,)),
-        content_b64=base64.b64encode(raw).decode(),
-        size_bytes=len(raw),
-    )
-    topic = Topics.DOC_FETCHED.value
-    dl = dead_letter(
-        stage="parser",
-        topic=topic,
-        partition=0,
-        offset=7,
-        key=doc.encode(),
-        value=ev.model_dump_json().encode(),
-        headers={},
-        exc=UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
-        attempts=4,
-        event=ev,
-    )
-    async with EventPublisher(settings) as pub:
-        await pub.publish_raw(
-            dlq_topic(topic),
-            dl.model_dump_json().encode(),
-            key=doc,
-            headers={"event-type": "dead_letter"},
-        )
-
-
 async def shot(page: Any, name: str) -> None:
     IMG.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=str(IMG / f"console-{name}.png"), full_page=True)
@@ -119,7 +80,13 @@ async def test_click_through_every_page(
 ) -> None:
     from playwright.async_api import expect
 
-    await _dead_letter(console_settings, world.tenant)
+    await publish_dead_letter(
+        console_settings,
+        world.tenant,
+        "fs:reports/q3-export.csv",
+        UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+        raw=b"never shown",
+    )
     page = await browser.new_page(viewport={"width": 1366, "height": 800})
     await page.goto(f"{console_url}/console/login")
     await shot(page, "login")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GROUP_A, World
+from console_world import GROUP_A, World
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import GROUP_A, GROUP_B, World
+from console_world import GROUP_A, GROUP_B, World
 from query_helpers import query_settings
 
 from ragline.auth.principal import Forbidden, Principal
