@@ -400,7 +400,16 @@ def create_app(
             if facts is None:
                 return _problem(404, "not found", f"no document {id!r} in tenant {tenant}")
             events = await timeline(conn, tenant, id)
-        return {"document": facts.to_json(), "timeline": [e.to_json() for e in events]}
+        try:  # its last errors: the document's pending dead letters (a broker read)
+            sel = Selector(tenants=frozenset({tenant}), documents=frozenset({id}))
+            errors: Any = (await dead_letters(settings, ops, selector=sel, limit=20))["records"]
+        except (BackendUnavailable, TransientError) as exc:
+            errors = f"the broker did not answer ({type(exc).__name__})"
+        return {
+            "document": facts.to_json(),
+            "timeline": [e.to_json() for e in events],
+            "dead_letters": errors,
+        }
 
     @app.post("/console/api/document/repair")
     async def repair(body: ConfirmIn, request: Request, who: Mut, tenant: str, id: str) -> Any:

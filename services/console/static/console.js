@@ -309,6 +309,14 @@ async function openDoc(tenant, id, into) {
       h("button", { type: "button", id: "resend", class: "secondary", onclick: () => act("resend", "Re-send") }, "Re-send dead letters"),
       h("a", { href: `/console/whynot?document=${encodeURIComponent(id)}` }, "Why not in my results?")),
     h("div", { class: "actions-out" }),
+    h("h2", {}, "Last errors (its pending dead letters)"),
+    typeof r.dead_letters === "string" ? empty(`Unknown: ${r.dead_letters}. See the Pipeline page.`) :
+    table([
+      { label: "Failed at", get: (e) => e.failed_at.slice(0, 19).replace("T", " ") },
+      { label: "Stage", get: (e) => e.stage },
+      { label: "Error", get: (e) => h("span", {}, h("strong", {}, e.error_class), " ", e.error_message) },
+      { label: "Tries", num: true, get: (e) => e.attempts }],
+      r.dead_letters, "No pending dead letters for this document: nothing of it failed in the pipeline (its status above says where it is)."),
     h("h2", {}, "Timeline"),
     table([
       { label: "When", get: (e) => e.at.slice(0, 19).replace("T", " ") },
@@ -430,7 +438,7 @@ function pageSpaces(view) {
         { label: "State", get: (s) => h("span", { class: `badge ${s.state === "live" ? "ok" : ""}` }, s.state) },
         { label: "Dim", num: true, get: (s) => s.dim },
         { label: "Recipe", get: (s) => s.recipe },
-        { label: "Shadow progress", get: (s) => s.children ? h("div", {},
+        { label: "Vectors (backfill progress)", get: (s) => s.children ? h("div", {},
             h("div", { class: "bar", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": s.children, "aria-valuenow": s.vectors },
               (() => { const b = h("span"); b.style.width = `${Math.min(100, 100 * s.vectors / s.children)}%`; return b; })()),
             `${s.vectors} / ${s.children} vectors`) : "—" },

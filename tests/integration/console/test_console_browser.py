@@ -129,6 +129,7 @@ async def test_click_through_every_page(
     await expect(page.locator("#doc-list")).to_contain_text("secret_blocked")
     await page.click("[data-doc='ops:disk']")
     await expect(page.locator("#doc-detail")).to_contain_text("Timeline")
+    await expect(page.locator("#doc-detail")).to_contain_text("No pending dead letters")
     await page.click("#repair")
     await expect(page.locator("#confirm")).to_be_visible()
     await page.click("#confirm-ok")
@@ -157,9 +158,9 @@ async def test_click_through_every_page(
     # spaces: the live one, and a flip refused without a reason
     await page.click("[data-nav=spaces]")
     await expect(page.locator("#spaces")).to_contain_text("live")
+    await shot(page, "spaces")
     await page.click("#rollback")
     await expect(page.locator("#error")).to_contain_text("reason")
-    await shot(page, "spaces")
 
     # the audit trail has what was done above, with who did it
     await page.click("[data-nav=audit]")
