@@ -32,6 +32,17 @@ async def _pg(pool: AsyncConnectionPool) -> bool:
     return True
 
 
+async def _throughput(pool: AsyncConnectionPool) -> dict[str, int]:
+    """Events the indexer applied in the last 5 and 60 minutes (its ledger)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FILTER (WHERE processed_at > now() - interval '5 minutes'),"
+            " count(*) FROM processed_events WHERE processed_at > now() - interval '60 minutes'"
+        )
+        row = await cur.fetchone()
+    return {"last_5_min": int(row[0]) if row else 0, "last_60_min": int(row[1]) if row else 0}
+
+
 async def pipeline_state(
     settings: Settings,
     admin: AsyncConnectionPool,
@@ -65,7 +76,12 @@ async def pipeline_state(
         }
         for st in await asyncio.to_thread(supervisor.status, settings)
     ]
+    try:
+        throughput: dict[str, int] | str = await asyncio.wait_for(_throughput(admin), timeout_s)
+    except (RaglineError, OSError, TimeoutError) as exc:
+        throughput = f"unknown ({type(exc).__name__})"
     return {
+        "throughput": throughput,
         "lag": lag_rows,
         "total_lag": sum(r["lag"] for r in lag_rows),
         "engines": engines,

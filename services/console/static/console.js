@@ -407,6 +407,9 @@ function pagePipeline(view) {
     out.replaceChildren(
       h("h2", {}, "Engines"),
       h("p", { id: "engines" }, Object.entries(r.engines).map(([k, v]) => [h("strong", {}, k), " ", badge(v), "  "]).flat()),
+      h("h2", {}, "Throughput (events the indexer applied)"),
+      h("p", { id: "throughput" }, typeof r.throughput === "string" ? r.throughput
+        : `${r.throughput.last_5_min} in the last 5 minutes · ${r.throughput.last_60_min} in the last hour`),
       h("h2", {}, `Backlog per stage and lane (total ${r.total_lag})`),
       table([
         { label: "Stage", get: (x) => x.stage },

@@ -153,6 +153,7 @@ async def test_click_through_every_page(
     await page.click("[data-nav=pipeline]")
     await expect(page.locator("#engines")).to_contain_text("postgres")
     await expect(page.locator("#pipeline")).to_contain_text("indexer")
+    await expect(page.locator("#throughput")).to_contain_text("in the last hour")
     await shot(page, "pipeline")
 
     # spaces: the live one, and a flip refused without a reason

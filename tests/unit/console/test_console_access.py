@@ -95,3 +95,44 @@ def test_build_wires_without_opening_anything(monkeypatch: pytest.MonkeyPatch) -
     assert svc.name == "console"
     paths = {getattr(r, "path", "") for r in svc.app.routes}
     assert "/console/{page}" in paths and len(PAGES) == 7
+
+
+def test_cli_has_the_console_and_admin_tokens(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jwt
+
+    from ragline.cli import build_parser, main
+
+    assert callable(build_parser().parse_args(["console", "--port", "9999"]).func)
+    for sub in ("list", "show", "explain"):
+        assert callable(
+            build_parser()
+            .parse_args(
+                [
+                    "documents",
+                    sub,
+                    "--tenant",
+                    "t",
+                    "--document",
+                    "d",
+                    "--groups",
+                    "g",
+                    "--query",
+                    "q",
+                ]
+                if sub == "explain"
+                else ["documents", sub, "--tenant", "t"]
+                + (["--document", "d"] if sub == "show" else [])
+            )
+            .func
+        )
+    monkeypatch.setenv("RAGLINE_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGLINE_QUERY_JWT_SECRET", raising=False)
+    assert main(["token", "--tenant", "t", "--groups", "g", "--admin", "t", "--admin", "u"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), options={"verify_signature": False})
+    rights = operator_from_claims(claims, CS, subject=claims["sub"], tenant="t")
+    assert rights.tenants == frozenset({"t", "u"})
+    assert main(["token", "--tenant", "t", "--groups", "g"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), options={"verify_signature": False})
+    assert "roles" not in claims  # an ordinary token stays ordinary
