@@ -43,6 +43,7 @@ async def world(stack: Settings, console_embedder: QueryEmbedder) -> World:
         docs.append(
             Doc(document_id="fs:orphan", title="Orphan", texts=("vacation days orphan",), groups=())
         )
+        docs.append(Doc(document_id="fs:empty", title="Empty", texts=(), groups=(GROUP_A,)))
         await seed(pool, client, prefix, tenant, docs, console_embedder)
         only_other = Doc(
             document_id="kb:elsewhere", title="Elsewhere", texts=("vacation",), groups=(GROUP_A,)

@@ -125,6 +125,11 @@ async def test_no_readers(parts: Any, world: World) -> None:
     assert ex.cause is Cause.NO_READERS
 
 
+async def test_indexed_without_chunks(parts: Any, world: World) -> None:
+    ex = await explain(parts, who(world), req("vacation"), document_id="fs:empty")
+    assert ex.cause is Cause.NO_CHUNKS
+
+
 async def test_superseded_version(parts: Any, world: World) -> None:
     ex = await explain(
         parts, who(world), req("travel reimbursement hotel"), document_id="pol:travel-v1"
