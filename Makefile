@@ -4,13 +4,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the `torch` extra on top (sentence-transformers: the torch backend, reranking, the live
+# reference of the ONNX artifact); `make test` installs it, `make install`/`make up` do not
+TORCH_STAMP := $(VENV)/.installed-torch
 # pytest-xdist workers for tests/unit (`make test`, `make test-unit`); 0 runs them in-process
 UNIT_WORKERS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install up down console status test test-unit test-integration soak chaos spaces-gate fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -18,14 +21,20 @@ help:
 $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	@# the CPU build of torch first, or pip pulls a multi-GB CUDA build
-	$(BIN)/pip install -q -c constraints.txt torch
+	@# the lean set: no torch (README "Install size"); the model's files are fetched and
+	@# checked on first use (ragline.text.model_files), the ONNX artifact built from them
 	@# the client distribution (the API models' one home) in the same resolve, so the
 	@# `ragline-client` requirement is met by this checkout, never looked up on an index
 	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[local,eval,dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install everything (core + local stack + eval + dev extras)
+install: $(STAMP) ## create .venv and install the lean set (core + local stack + eval + dev extras, no torch)
+
+$(TORCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[torch,local,eval,dev]'
+	@touch $(TORCH_STAMP)
+
+install-torch: $(TORCH_STAMP) ## add the torch extra (torch backend, reranking, the live reference tests)
 
 up: install ## start the stack + all services, ingest examples/, run a sample query
 	$(BIN)/ragline up
@@ -39,11 +48,14 @@ console: install ## the operator console on http://127.0.0.1:8085/console (sign 
 status: install ## health of every component and service
 	$(BIN)/ragline stack status; $(BIN)/ragline services status
 
-test: install lint ## lint + the whole suite (unit, integration, e2e on the real stack)
+# `make test` runs the torch-marked tests too (RAGLINE_REQUIRE_TORCH: a missing torch
+# fails them instead of skipping), so the default onnx-int8 path and the torch backend
+# are both proven on every run
+test: install-torch lint ## lint + the whole suite (unit, integration, e2e on the real stack; torch extra included)
 	@# the unit tests (pure logic, no services) in $(UNIT_WORKERS) workers (pytest-xdist), then
 	@# the rest in one process; e2e last: its session-scoped pipeline of service processes
 	@# must not consume other tests' events. Both runs always run; either failing fails.
-	@rc=0; \
+	@rc=0; export RAGLINE_REQUIRE_TORCH=1; \
 	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 -n $(UNIT_WORKERS) tests/unit || rc=1; \
 	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests/integration tests/e2e || rc=1; \
 	exit $$rc
@@ -53,6 +65,9 @@ test-unit: install
 
 test-integration: install
 	$(BIN)/pytest -q --timeout=600 tests/integration tests/e2e
+
+test-torch: install-torch ## the torch backend, reranking and the live sentence-transformers reference of the ONNX artifact
+	RAGLINE_REQUIRE_TORCH=1 $(BIN)/pytest -q -p no:cacheprovider --timeout=600 -m torch tests/unit tests/integration
 
 soak: install ## lifecycle state machine, long run (RAGLINE_LIFECYCLE_EXAMPLES, default 200)
 	RAGLINE_LIFECYCLE_EXAMPLES=$${RAGLINE_LIFECYCLE_EXAMPLES:-200} \
@@ -89,8 +104,8 @@ bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
 EVAL_BASELINES ?= bench/baselines
 EVAL_SAVE = $(if $(SAVE_BASELINE),--save-baseline $(EVAL_BASELINES))
 
-eval: install ## both golden sets through a private stack + every service, all modes, before/after the baselines
-	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack \
+eval: install ## the three golden sets through a private stack + every service, all modes, before/after the baselines
+	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --dataset golden:tests/golden_water --private-stack \
 		--baseline-dir $(EVAL_BASELINES) $(EVAL_SAVE)
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode, before/after its baseline

@@ -1,30 +1,29 @@
-"""SciFact hybrid offline, lexical scored by real Lucene (issue 20 item 2), every step
+"""SciFact hybrid offline, lexical scored by a real OpenSearch 2.19 node, every step
 recorded (a table on stdout + JSON under bench/out/tune/).
 
     .venv/bin/python bench/tune_hybrid.py legs [--backend onnx-int8]
         SciFact train as the pipeline chunks it (chunker + enricher), embedded by the
         library's embedder (``load_embedder``, the texts ``embedding.texts.embed_text``
         makes: contextual header, newline, text), the queries embedded by the same model;
-        per query the top 100 of three legs: dense (exact cosine), lexical under real
-        Lucene BM25 (the mapping's k1 / b, EnglishAnalyzer, ``body`` = header + text, a ``match``
-        query: bench/lucene/LuceneBm25.java, Debian's liblucene8-java) and lexical on the
-        local OpenSearch-API stand-in (osmem) with the production mapping and query
-        -> bench/out/tune/legs_<backend>.json
+        per query the top 100 of two legs: dense (exact cosine) and lexical on a real
+        OpenSearch node (the stack's, bench/_opensearch.py) with the production mapping
+        and query -> bench/out/tune/legs_<backend>.json
     .venv/bin/python bench/tune_hybrid.py search [--backend onnx-int8]
         fusion variants over those legs (normalisation min-max / z-score / RRF k, leg
         weights, over-fetch depth, document aggregation max vs max + a small sum), each
         through the library's fusion and exact-identifier boost; chosen on the fixed train
         half of the queries (tune_retrieval.in_train), reported on the other half, for
-        both lexical legs -> bench/out/tune/hybrid_<backend>.json
+        the lexical leg -> bench/out/tune/hybrid_<backend>.json
 
     .venv/bin/python bench/tune_hybrid.py feedback | scores | bm25
         what else the two legs allow, each against the shipped fusion, chosen on the train
         half and reported on the other: dense pseudo-relevance feedback (the first pass's
         top chunks averaged into the query vector, a second dense search), a leg's
         missing score (filled in with the true cosine / BM25, a one-leg penalty, z from
-        the mean), and Lucene's k1 / b -> bench/out/tune/{feedback,scores,bm25}_<backend>.json
+        the mean), and BM25's k1 / b (one index per pair)
+        -> bench/out/tune/{feedback,scores,bm25}_<backend>.json
 
-    .venv/bin/python bench/tune_hybrid.py abstain [--lexical osmem]
+    .venv/bin/python bench/tune_hybrid.py abstain
         every claim's final list (the defaults) through the library's abstention rules:
         which answerable claims abstain, old vs new identifier matching
         -> bench/out/tune/abstain_scifact_<backend>_<lexical>.json (for tune_terms idents)
@@ -42,22 +41,16 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from _paths import OUT as BENCH_OUT
 from tune_retrieval import _chunks, _os_index, _scifact, in_train, ndcg10
 
 OUT = BENCH_OUT / "tune"
-JAVA_SRC = Path(__file__).resolve().parent / "lucene" / "LuceneBm25.java"
-LUCENE_CP = "/usr/share/java/*"  # Debian: apt-get install liblucene8-java
 DEPTH = 100
 
 
@@ -96,89 +89,51 @@ def _embed(chunks: list[dict[str, Any]], queries: list[str], backend: str) -> tu
 
 
 @functools.cache
-def _lucene_classes() -> Path:
-    """LuceneBm25.java compiled once per process (the k1 / b grid runs it 20-odd times)."""
-    if shutil.which("javac") is None or not Path("/usr/share/java").is_dir():
-        raise SystemExit("needs a JDK and Lucene jars (apt-get install liblucene8-java)")
-    out = Path(tempfile.mkdtemp(prefix="lucene-bm25-"))
-    subprocess.run(["javac", "-cp", LUCENE_CP, "-d", str(out), str(JAVA_SRC)], check=True)
-    return out
+def _node() -> Any:
+    """One real OpenSearch node per process (the k1 / b grid indexes 20-odd times)."""
+    import atexit
+
+    from _opensearch import OpenSearchNode
+
+    node = OpenSearchNode.start()
+    atexit.register(node.close)
+    return node
 
 
-def _lucene(
+def _opensearch(
     chunks: list[dict[str, Any]],
     queries: dict[str, str],
     k1: float | None = None,
     b: float | None = None,
 ) -> dict[str, list[Any]]:
-    """Real Lucene over ``body``; k1 / b default to the production mapping's."""
-    from ragline.store.os_index import BM25_B, BM25_K1
-
-    k1 = BM25_K1 if k1 is None else k1
-    b = BM25_B if b is None else b
-    classes = _lucene_classes()
-    with tempfile.TemporaryDirectory() as tmp:
-        t = Path(tmp)
-        with (t / "docs.tsv").open("w", encoding="utf-8") as f:
-            for c in chunks:
-                f.write(f"{c['chunk_id']}\t{_flat(c['contextual_header'])}\t{_flat(c['text'])}\n")
-        with (t / "queries.tsv").open("w", encoding="utf-8") as f:
-            for q, text in queries.items():
-                f.write(f"{q}\t{_flat(text)}\n")
-        subprocess.run(
-            [
-                "java",
-                "-cp",
-                f"{classes}:{LUCENE_CP}",
-                "LuceneBm25",
-                *(str(t / n) for n in ("docs.tsv", "queries.tsv", "hits.tsv")),
-                str(DEPTH),
-                str(k1),
-                str(b),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        hits: dict[str, list[Any]] = collections.defaultdict(list)
-        for line in (t / "hits.tsv").open(encoding="utf-8"):
-            q, cid, s = line.rstrip("\n").split("\t")
-            hits[q].append([cid, float(s)])
-    return dict(hits)
-
-
-def _osmem(chunks: list[dict[str, Any]], queries: dict[str, str]) -> dict[str, list[Any]]:
+    """The production query on a real OpenSearch 2.19 index of ``chunks`` (the production
+    mapping; ``body``'s k1 / b replaced when given)."""
     import httpx
-    from osmem_server import OsmemServer
+    from _opensearch import mapping
 
     from ragline.auth.principal import Principal
     from ragline.retrieval.lexical import build_query
-    from ragline.store.os_index import chunk_mapping
 
+    url = _node().url
     principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
-    server = OsmemServer.start(japanese=False)
-    try:
-        src = [
-            {
-                "chunk_id": c["chunk_id"],
-                "document_id": c["document_id"],
-                "tenant_id": "scifact",
-                "acl_groups": ["eval"],
-                "text": c["text"],
-                "contextual_header": c["contextual_header"],
-            }
-            for c in chunks
-        ]
-        _os_index(server.url, "legs", chunk_mapping(), src)
-        out: dict[str, list[Any]] = {}
-        with httpx.Client(timeout=120) as client:
-            for q, text in queries.items():
-                body = build_query(principal, text, [], limit=DEPTH)
-                hits = client.post(f"{server.url}/legs/_search", json=body).json()
-                out[q] = [
-                    [h["_source"]["chunk_id"], float(h["_score"])] for h in hits["hits"]["hits"]
-                ]
-    finally:
-        server.close()
+    src = [
+        {
+            "chunk_id": c["chunk_id"],
+            "document_id": c["document_id"],
+            "tenant_id": "scifact",
+            "acl_groups": ["eval"],
+            "text": c["text"],
+            "contextual_header": c["contextual_header"],
+        }
+        for c in chunks
+    ]
+    _os_index(url, "legs", mapping(k1, b), src)
+    out: dict[str, list[Any]] = {}
+    with httpx.Client(timeout=120) as client:
+        for q, text in queries.items():
+            body = build_query(principal, text, [], limit=DEPTH)
+            hits = client.post(f"{url}/legs/_search", json=body).json()
+            out[q] = [[h["_source"]["chunk_id"], float(h["_score"])] for h in hits["hits"]["hits"]]
     return out
 
 
@@ -198,11 +153,8 @@ def _legs(args: argparse.Namespace) -> int:
         top = np.argsort(-sims[i])[:DEPTH]
         dense[q] = [[chunks[j]["chunk_id"], float(sims[i][j])] for j in top]
     t0 = time.perf_counter()
-    lucene = _lucene(chunks, queries)
-    print(f"lucene: {time.perf_counter() - t0:.0f} s", flush=True)
-    t0 = time.perf_counter()
-    osmem = _osmem(chunks, queries) if not args.no_osmem else {}
-    print(f"osmem: {time.perf_counter() - t0:.0f} s", flush=True)
+    lexical = _opensearch(chunks, queries)
+    print(f"opensearch: {time.perf_counter() - t0:.0f} s", flush=True)
     data = {
         "backend": args.backend,
         "chunks": len(chunks),
@@ -211,8 +163,7 @@ def _legs(args: argparse.Namespace) -> int:
         "doc_of": {c["chunk_id"]: c["document_id"] for c in chunks},
         "text_of": {c["chunk_id"]: c["text"] for c in chunks},
         "dense": dense,
-        "lucene": lucene,
-        "osmem": osmem,
+        "opensearch": lexical,
     }
     path = OUT / f"legs_{args.backend}.json"
     path.write_text(json.dumps(data))
@@ -592,7 +543,7 @@ def _scores(args: argparse.Namespace) -> int:
 
 
 def _bm25(args: argparse.Namespace) -> int:
-    """Lucene's BM25 k1 and b (the index's similarity setting in production): the
+    """BM25's k1 and b (the index's similarity setting in production): the
     lexical leg alone and fused with the dense leg (z-score, depth 50) for each pair."""
     from tune_retrieval import ndcg10 as doc_ndcg10
 
@@ -604,7 +555,7 @@ def _bm25(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     per: dict[str, dict[str, float]] = collections.defaultdict(dict)
     for k1, b in itertools.product((0.6, 0.9, 1.2, 1.5, 2.0), (0.3, 0.5, 0.75, 0.9)):
-        lex = _lucene(chunks, queries, k1=k1, b=b)
+        lex = _opensearch(chunks, queries, k1=k1, b=b)
         for q in queries:
             ll = [(c, float(s)) for c, s in lex.get(q, [])]
             per[f"k1 {k1} b {b}: lexical alone"][q] = doc_ndcg10(
@@ -617,7 +568,7 @@ def _bm25(args: argparse.Namespace) -> int:
             )
             per[f"k1 {k1} b {b}: hybrid"][q] = _ndcg10([doc_of[c] for c in order], qrels[q])
         print(f"k1 {k1} b {b} done", flush=True)
-    rows = _report(per, queries, "Lucene BM25 k1 / b", t0)
+    rows = _report(per, queries, "OpenSearch BM25 k1 / b", t0)
     path = OUT / f"bm25_{data['backend']}.json"
     path.write_text(json.dumps({"backend": data["backend"], "rows": rows}, indent=1))
     print(f"written {path}")
@@ -645,7 +596,7 @@ def _plot(args: argparse.Namespace) -> int:
     bars: list[tuple[str, dict[str, float]]] = []
     hybrid = load("hybrid")
     if hybrid is not None:
-        for leg in ("lucene", "osmem"):
+        for leg in ("opensearch",):
             if leg in hybrid["legs"]:
                 res = hybrid["legs"][leg]
                 shipped = next(
@@ -665,7 +616,7 @@ def _plot(args: argparse.Namespace) -> int:
     bm25 = load("bm25")
     if bm25 is not None:
         best = next(r for r in bm25["rows"] if r["variant"].endswith("hybrid"))
-        bars.append(("k1/b best\nlucene", best))
+        bars.append(("k1/b best\nopensearch", best))
     if not bars:
         raise SystemExit("run the searches first (search, feedback, scores, bm25)")
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(bars)), 4.5))
@@ -864,24 +815,23 @@ def main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     lg = sub.add_parser("legs", help="chunks, embeddings and the three legs' top 100")
     lg.add_argument("--backend", default="onnx-int8", choices=("torch", "onnx", "onnx-int8"))
-    lg.add_argument("--no-osmem", action="store_true")
     s = sub.add_parser("search", help="fusion variants, chosen on train, held-out report")
     s.add_argument("--backend", default="onnx-int8")
-    s.add_argument("--lexical", default="lucene,osmem")
+    s.add_argument("--lexical", default="opensearch")
     f = sub.add_parser("feedback", help="dense pseudo-relevance feedback variants")
     f.add_argument("--backend", default="onnx-int8")
-    f.add_argument("--lexical", default="lucene,osmem")
+    f.add_argument("--lexical", default="opensearch")
     f.add_argument("--depth", type=int, default=50)
     sc = sub.add_parser("scores", help="missing scores filled in, one-leg penalty, z origin")
     sc.add_argument("--backend", default="onnx-int8")
-    sc.add_argument("--lexical", default="lucene,osmem")
-    bm = sub.add_parser("bm25", help="Lucene BM25 k1 / b grid, alone and fused")
+    sc.add_argument("--lexical", default="opensearch")
+    bm = sub.add_parser("bm25", help="BM25 k1 / b grid, alone and fused")
     bm.add_argument("--backend", default="onnx-int8")
     pl = sub.add_parser("plot", help="every search's best against the shipped fusion")
     pl.add_argument("--backend", default="onnx-int8")
     a = sub.add_parser("abstain", help="SciFact claims through the abstention rules")
     a.add_argument("--backend", default="onnx-int8")
-    a.add_argument("--lexical", default="osmem", help="lucene or osmem (the stack's)")
+    a.add_argument("--lexical", default="opensearch")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     run = {

@@ -319,23 +319,12 @@ def _lexical(args: argparse.Namespace) -> int:
         _bm25s([c["text"] for c in chunks], ckeys, queries, qrels),
         "what the header's words add",
     )
-    step(
-        "document BM25, sqrt(tf)",
-        _bm25s(doc_texts, doc_keys, queries, qrels, tf=math.sqrt),
-        "the server's term-frequency function (bleve: sqrt)",
-    )
-    step(
-        "document BM25, sqrt(tf), avgdl 8",
-        _bm25s(doc_texts, doc_keys, queries, qrels, tf=math.sqrt, avgdl=8.0),
-        "the server's average length (not the mean field length)",
-    )
-
     server = None
     url = args.os_url
     if url is None:
-        from osmem_server import OsmemServer
+        from _opensearch import OpenSearchNode
 
-        server = OsmemServer.start(japanese=False)
+        server = OpenSearchNode.start()
         url = server.url
     try:
         principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
@@ -583,7 +572,7 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     import httpx
     import numpy as np
     import psycopg
-    from osmem_server import OsmemServer
+    from _opensearch import OpenSearchNode
 
     from ragline.auth.principal import Principal
     from ragline.config import Settings
@@ -610,7 +599,7 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     qids = list(queries)
     print(f"subset: {len(docs)} documents, {len(rows)} chunks, {len(qids)} queries", flush=True)
     qemb = SentenceTransformerEmbedder(threads=2).encode([queries[q] for q in qids])
-    server = OsmemServer.start(japanese=False)
+    server = OpenSearchNode.start()
     principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
     try:
         src = [
@@ -712,7 +701,7 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("serve", help="start + ingest once, keep the stack up")
     s.add_argument("--golden-only", action="store_true")
     lx = sub.add_parser("lexical", help="reference BM25 and our lexical leg, step by step")
-    lx.add_argument("--os-url", help="a real OpenSearch (default: start the local osmem server)")
+    lx.add_argument("--os-url", help="an OpenSearch to use (default: start a local node)")
     lx.add_argument("--limit", type=int, help="only the first N queries")
     c = sub.add_parser("collect", help="abstention features from a running query service")
     c.add_argument("--query-url", required=True)

@@ -22,17 +22,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import psycopg
 import pytest
-from chaos_helpers import CONSUMERS, Fleet, Monkey, Snapshot, corpus, snapshot, upserts
+from chaos_helpers import (
+    Fleet,
+    Monkey,
+    compare,
+    corpus,
+    dead_letters,
+    publish_all,
+    settle,
+    snapshot,
+    terminal_count,
+    upserts,
+)
 from opensearchpy import AsyncOpenSearch
 
 from ragline.config import Settings
-from ragline.events import SourceUpsert, Topics
+from ragline.events import Topics
 from ragline.platform.stack.testing import unique_tenant
-from ragline.runtime.lag import wait_drained
-from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topics import topic_partitions
 from ragline.store.os_client import make_client
 
@@ -45,120 +52,6 @@ pytestmark = [
 N_DOCS = int(os.environ.get("RAGLINE_CHAOS_DOCS", "1000"))
 SEED = int(os.environ.get("RAGLINE_CHAOS_SEED", str(random.SystemRandom().randrange(10**6))))
 TIMEOUT_S = float(os.environ.get("RAGLINE_CHAOS_TIMEOUT_S", "5400"))
-# vectors of one text computed in different batches may differ in the last float bits
-VECTOR_ATOL = 1e-5
-
-
-async def publish_all(settings: Settings, events: list[SourceUpsert]) -> None:
-    async with EventPublisher(settings, service="chaos-source") as pub:
-        for start in range(0, len(events), 100):
-            await asyncio.gather(
-                *(pub.publish(Topics.SOURCE_CHANGES, e) for e in events[start : start + 100])
-            )
-
-
-async def terminal_count(settings: Settings, tenant: str) -> int:
-    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM documents WHERE tenant_id = %s AND status = 'indexed'"
-            " AND os_revision = revision",
-            (tenant,),
-        )
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
-
-
-async def settle(settings: Settings, fleet: Fleet, tenant: str, deadline: float) -> None:
-    """Every replica up, every stage drained, every document indexed in both stores."""
-    while time.monotonic() < deadline:
-        fleet.revive()
-        lags = await wait_drained(settings, CONSUMERS, timeout_s=30)
-        if sum(x.total for x in lags) == 0 and await terminal_count(settings, tenant) >= N_DOCS:
-            await asyncio.sleep(2.0)  # anything still in flight would show up now
-            lags = await wait_drained(settings, CONSUMERS, timeout_s=5)
-            if sum(x.total for x in lags) == 0:
-                return
-    behind = {x.stage: x.total for x in await wait_drained(settings, CONSUMERS, timeout_s=1)}
-    raise AssertionError(
-        f"not settled: lag {behind}, {await terminal_count(settings, tenant)}/{N_DOCS} indexed"
-        f"\n{fleet.log_tail()}"
-    )
-
-
-async def dead_letters(settings: Settings, tenant: str) -> int:
-    """Dead letters of ``tenant`` on every DLQ topic (their keys are document ids)."""
-    from aiokafka import AIOKafkaConsumer
-
-    topics = [f"{t.value}.dlq" for t in Topics]
-    consumer = AIOKafkaConsumer(
-        *topics,
-        bootstrap_servers=settings.kafka_bootstrap,
-        group_id=None,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    await consumer.start()
-    n = 0
-    try:
-        while True:
-            batch = await consumer.getmany(timeout_ms=1500)
-            if not batch:
-                return n
-            for records in batch.values():
-                for rec in records:
-                    if tenant.encode() in rec.value:
-                        n += 1
-    finally:
-        await consumer.stop()
-
-
-def compare(base: Snapshot, got: Snapshot) -> dict[str, Any]:
-    """Figures of ``got`` against the fault-free ``base``; lost/duplicated count both
-    stores and both documents and chunks."""
-    lost_docs = sorted(set(base.documents) - set(got.documents))
-    lost_chunks = set(base.chunks) - set(got.chunks)
-    lost_os = set(base.os_ids) - set(got.os_ids)
-    extra_chunks = set(got.chunks) - set(base.chunks)
-    extra_os = set(got.os_ids) - set(base.os_ids)
-    dup_rows = got.chunk_rows - len(got.chunks)
-    dup_os = got.os_hits - len(got.os_ids)
-    regenerated = sorted(d for d, v in got.documents.items() if v[2] != 1)
-    differing_chunks = sorted(
-        c for c in set(base.chunks) & set(got.chunks) if base.chunks[c] != got.chunks[c]
-    )
-    differing_os = sorted(
-        i for i in set(base.os_ids) & set(got.os_ids) if base.os_ids[i] != got.os_ids[i]
-    )
-    differing_docs = sorted(
-        d
-        for d in set(base.documents) & set(got.documents)
-        if (base.documents[d][0], base.documents[d][1], base.documents[d][3])
-        != (got.documents[d][0], got.documents[d][1], got.documents[d][3])
-    )
-    max_diff = 0.0
-    vector_mismatch = sorted(set(base.vectors) ^ set(got.vectors))
-    for c in set(base.vectors) & set(got.vectors):
-        d = float(np.max(np.abs(np.asarray(base.vectors[c]) - np.asarray(got.vectors[c]))))
-        max_diff = max(max_diff, d)
-        if d > VECTOR_ATOL:
-            vector_mismatch.append(c)
-    not_indexed = sorted(d for d, s in got.status.items() if s != "indexed")
-    return {
-        "documents": len(got.documents),
-        "chunks": len(got.chunks),
-        "vectors": len(got.vectors),
-        "opensearch_docs": len(got.os_ids),
-        "lost": len(lost_docs) + len(lost_chunks) + len(lost_os),
-        "duplicated": len(extra_chunks) + len(extra_os) + dup_rows + dup_os + len(regenerated),
-        "lost_documents": lost_docs[:20],
-        "regenerated_documents": regenerated[:20],
-        "differing_documents": differing_docs[:20],
-        "differing_chunks": differing_chunks[:20],
-        "differing_os": differing_os[:20],
-        "vector_mismatch": sorted(vector_mismatch)[:20],
-        "max_vector_abs_diff": max_diff,
-        "status_not_indexed": not_indexed[:20],
-    }
 
 
 async def test_scaleout_chaos_matches_fault_free_run(stack: Settings, tmp_path: Path) -> None:
@@ -171,9 +64,7 @@ async def test_scaleout_chaos_matches_fault_free_run(stack: Settings, tmp_path: 
     figures: dict[str, Any] = {"seed": SEED, "partitions": min(parts.values())}
     deadline = time.monotonic() + TIMEOUT_S
     try:
-        # 1. fault-free first, one replica each, vectors computed without the cache (the
-        # local broker, Tansu, can leave a group unjoinable for minutes after its members
-        # were SIGKILLed: a run after the chaos hung in JoinGroup)
+        # 1. fault-free first, one replica each, vectors computed without the cache
         base_tenant = unique_tenant("base")
         env = {**os.environ, "RAGLINE_EMBEDDER_CACHE": "false"}
         fleet = Fleet(logs=tmp_path / "base", env=env, replicas=1)
@@ -182,7 +73,7 @@ async def test_scaleout_chaos_matches_fault_free_run(stack: Settings, tmp_path: 
             await fleet.wait_up()
             t0 = time.monotonic()
             await publish_all(stack, upserts(base_tenant, docs))
-            await settle(stack, fleet, base_tenant, deadline)
+            await settle(stack, fleet, base_tenant, N_DOCS, deadline)
             figures["fault_free_seconds"] = round(time.monotonic() - t0, 1)
         finally:
             fleet.stop()
@@ -206,7 +97,7 @@ async def test_scaleout_chaos_matches_fault_free_run(stack: Settings, tmp_path: 
                 await asyncio.sleep(1.0)
             stop.set()
             await killer
-            await settle(stack, fleet, chaos_tenant, deadline)
+            await settle(stack, fleet, chaos_tenant, N_DOCS, deadline)
             figures["chaos_seconds"] = round(time.monotonic() - t0, 1)
             figures["kills"] = monkey.kills
             figures["process_starts"] = fleet.starts

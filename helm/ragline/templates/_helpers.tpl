@@ -359,7 +359,6 @@ valueFrom:
   "RAGLINE_KAFKA_BOOTSTRAP" $v.kafka.bootstrap
   "RAGLINE_KAFKA_PARTITIONS" (toString $v.kafka.partitions)
   "RAGLINE_KAFKA_MAX_MESSAGE_BYTES" (toString $v.kafka.maxMessageBytes)
-  "RAGLINE_OPS_TOPIC_REPLICATION_FACTOR" (toString $v.kafka.replicationFactor)
   "RAGLINE_KAFKA_TOPIC_PREFIX" $v.kafka.topicPrefix
   "RAGLINE_KAFKA_COMPRESSION" $v.kafka.compression
   "RAGLINE_TOPICS_RAW_RETENTION_HOURS" (toString $v.kafka.topics.rawRetentionHours)
@@ -382,6 +381,7 @@ valueFrom:
 {{- $_ := set $data "RAGLINE_TRACING_SAMPLE_RATIO" (toString $v.tracing.sampleRatio) }}
 {{- with $v.tracing.otlpEndpoint }}{{ $_ := set $data "RAGLINE_TRACING_OTLP_ENDPOINT" . }}{{ end }}
 {{- end -}}
+{{- with $v.kafka.replicationFactor }}{{ $_ := set $data "RAGLINE_OPS_TOPIC_REPLICATION_FACTOR" (toString .) }}{{ end -}}
 {{- with $v.kafka.topics.minInsyncReplicas }}{{ $_ := set $data "RAGLINE_TOPICS_MIN_INSYNC_REPLICAS" (toString .) }}{{ end -}}
 {{- with $v.auth.jwksUrl }}{{ $_ := set $data "RAGLINE_QUERY_JWT_JWKS_URL" . }}{{ end -}}
 {{- with $v.auth.issuer }}{{ $_ := set $data "RAGLINE_QUERY_JWT_ISSUER" . }}{{ end -}}

@@ -20,17 +20,14 @@ def configured_index_version(
     """The version of the model the query service will load, without loading it: the same
     name and revision rules as ``SentenceTransformerEmbedder`` (``model_path`` None means
     the shared model settings, ``RAGLINE_EMBEDDER_MODEL``, else the packaged default)."""
-    from ragline.embedding.model import DEFAULT_MODEL_NAME, default_model_path, model_revision
+    from ragline.embedding.model import DEFAULT_MODEL_NAME
+    from ragline.embedding.onnx_backend import configured_revision
 
     location = str(model_path) if model_path is not None else model.model
+    # the backends' revision rule (an ONNX one carries its artifact's checksum)
+    _, revision = configured_revision(location, model.backend, model.onnx_dir)
     if location is None:
-        name, path = DEFAULT_MODEL_NAME, Path(default_model_path())
+        name = DEFAULT_MODEL_NAME
     else:
-        path = Path(location)
-        name = path.name if path.is_dir() else location
-    revision = model_revision(path) if path.is_dir() else "unversioned"
-    if model.backend == "onnx-int8":  # OnnxEmbedder's revision rule
-        from ragline.embedding.onnx_backend import onnx_revision
-
-        revision = onnx_revision(revision, "int8")
+        name = Path(location).name if Path(location).is_dir() else location
     return f"{name}@{revision}#{epoch}"

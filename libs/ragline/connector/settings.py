@@ -112,6 +112,15 @@ class ConnectorSettings(BaseSettings):
     webhook_tenants: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="tenants the webhook accepts; empty = any"
     )
+    webhook_publish_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="how long a webhook request waits for the broker's acknowledgement "
+        "before answering 503 (the producer itself would wait request_timeout_ms, 40 s)",
+    )
+    webhook_retry_after_s: int = Field(
+        default=5, ge=1, description="Retry-After of a 503 while the broker is unreachable"
+    )
     webhook_allow_file_refs: bool = Field(
         default=False,
         description="accept content_ref kind 'file' from webhook callers (off: only http refs)",

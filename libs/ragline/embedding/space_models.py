@@ -13,11 +13,10 @@ from ragline.embedding.model import (
     DEFAULT_MODEL_NAME,
     Embedder,
     EmbedderIdentity,
-    default_model_path,
     load_embedder,
     model_revision,
 )
-from ragline.embedding.onnx_backend import onnx_revision
+from ragline.embedding.onnx_backend import configured_revision
 from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import ConfigError
 from ragline.store.space_model import Space
@@ -31,16 +30,13 @@ __all__ = [
 
 
 def configured_identity(cfg: EmbedderSettings) -> tuple[str, str]:
-    """(name, revision) the embedder records with its configuration, without loading
-    (the int8 ONNX backend has a revision of its own: its vectors differ a little)."""
+    """(name, revision) the embedder records with its configuration, without loading a
+    session (an ONNX backend's revision carries its artifact's checksum: built if missing)."""
     if cfg.model is None:
-        name, base = (
-            cfg.model_name or DEFAULT_MODEL_NAME,
-            model_revision(Path(default_model_path())),
-        )
+        name = cfg.model_name or DEFAULT_MODEL_NAME
     else:
-        name, base = model_identity(cfg.model, cfg.model_name)
-    return name, onnx_revision(base, "int8" if cfg.backend == "onnx-int8" else "fp32")
+        name = model_identity(cfg.model, cfg.model_name)[0]
+    return name, configured_revision(cfg.model, cfg.backend, cfg.onnx_dir)[1]
 
 
 def model_identity(location: str, name: str | None = None) -> tuple[str, str]:

@@ -165,7 +165,7 @@ def _topics(args: argparse.Namespace) -> int:
         return _fail(exc)
     print(
         f"topics: {len(report.created)} created, {len(report.existing)} existing "
-        f"({partitions} partitions, replication factor {rf} for new ones)"
+        f"({partitions} partitions, replication factor {report.replication_factor} for new ones)"
     )
     for topic, diff in sorted(report.config_drift.items()):
         shown = ", ".join(f"{k}={have} (wanted {want})" for k, (have, want) in sorted(diff.items()))
@@ -255,7 +255,7 @@ def register(sub: Any) -> None:
         "--replication-factor",
         type=int,
         default=None,
-        help="default RAGLINE_OPS_TOPIC_REPLICATION_FACTOR (1)",
+        help="default RAGLINE_OPS_TOPIC_REPLICATION_FACTOR, else min(3, live brokers)",
     )
     create.add_argument("--timeout", type=float, default=30.0, help="seconds per admin call")
     create.set_defaults(func=_topics)

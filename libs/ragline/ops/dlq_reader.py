@@ -26,6 +26,7 @@ from ragline.events import ALL_TOPICS, DeadLetter
 from ragline.ops.dlq_select import UNREADABLE
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
+from ragline.runtime.lag import partitions_of
 from ragline.runtime.topology import logical_topic, physical_topic
 from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 
@@ -151,11 +152,7 @@ class DlqReader:
         return physical_topic(topic, self._prefix)
 
     async def ranges(self, topics: Iterable[str]) -> list[PartitionRange]:
-        tps = [
-            TopicPartition(self._physical(t), p)
-            for t in topics
-            for p in sorted(self._consumer.partitions_for_topic(self._physical(t)) or ())
-        ]
+        tps = await partitions_of(self._consumer, [self._physical(t) for t in topics])
         if not tps:
             return []
         self._consumer.assign(tps)

@@ -41,6 +41,7 @@ from ragline.retrieval.dense import dense_search
 from ragline.retrieval.filters import (
     BoolEquals,
     Effective,
+    ExcludedTerms,
     Predicate,
     Range,
     Terms,
@@ -396,6 +397,14 @@ class Explainer:
                         f"this version is superseded{by}",
                         "search with include_history (or as_of) to see old versions",
                     )
+                if isinstance(p, ExcludedTerms) and p.column == "document_id":
+                    ex.check("scope", False, "replaced within its series on the as-of date")
+                    return ex.verdict(
+                        Cause.SUPERSEDED,
+                        "another version of its series is the one in force at the requested "
+                        "date",
+                        "ask with as_of inside this version's effective period",
+                    )
                 if isinstance(p, Effective):
                     ex.check("scope", False, f"not in force on {p.at.isoformat()}")
                     return ex.verdict(
@@ -530,4 +539,6 @@ def _describe(p: Predicate) -> str:
         return f"{p.column} between {p.gte} and {p.lte}"
     if isinstance(p, BoolEquals):
         return f"{p.column} = {p.value}"
+    if isinstance(p, ExcludedTerms):
+        return f"{p.column} not in {len(p.values)} excluded values"
     return f"in force on {p.at.isoformat()}"

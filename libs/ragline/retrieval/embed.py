@@ -63,10 +63,8 @@ class ModelQueryEmbedder:
         slower than one thread (measured 1.3 s vs 0.11 s at load 12 on 2 cores)."""
         from ragline.embedding.model import load_embedder
 
-        if torch_threads is not None:
-            import torch
-
-            torch.set_num_threads(torch_threads)
+        # the backend applies ``threads`` (torch's intra-op threads are set only by the
+        # torch backend: the default onnx-int8 path never imports torch)
         inner = await asyncio.to_thread(load_embedder, model, model=location, threads=torch_threads)
         return cls(inner)
 

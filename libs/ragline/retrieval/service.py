@@ -43,6 +43,7 @@ from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
 from ragline.retrieval.filters import SearchFilters, compile_predicates
 from ragline.retrieval.fusion import rrf
+from ragline.retrieval.in_force import shadowed_versions
 from ragline.retrieval.intent import Intent, SubSearch, parse_intent
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
@@ -224,9 +225,15 @@ class SearchService:
                 update={"cache": "hit", "trace_id": trace_id, "timings_ms": t.finish()}
             )
 
+        shadowed: tuple[str, ...] = ()
+        if intent.resolve_series_at is not None:
+            with t.stage("in_force"):
+                shadowed = (
+                    await shadowed_versions(self._b.pool, principal, intent.resolve_series_at) or ()
+                )
         subs = await asyncio.gather(
             *(
-                self._sub_search(principal, req, intent, s, vectors, t, sp, probe)
+                self._sub_search(principal, req, intent, s, vectors, t, sp, shadowed, probe)
                 for s in intent.searches
             )
         )
@@ -349,6 +356,7 @@ class SearchService:
         vectors: dict[str, npt.NDArray[np.float32]],
         t: Timings,
         space: Space | None = None,
+        shadowed: tuple[str, ...] = (),
         probe: SearchProbe | None = None,
     ) -> SubSearchResult:
         preds = compile_predicates(
@@ -356,6 +364,7 @@ class SearchService:
             include_superseded=intent.include_superseded,
             effective_at=intent.effective_at,
             unversioned_at=sub.unversioned_at,
+            exclude_documents=shadowed,
         )
         if probe is not None:
             probe.queries.append(sub.query)

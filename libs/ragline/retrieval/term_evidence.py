@@ -59,7 +59,9 @@ class TermStats:
         """BM25's (Lucene's) IDF; a word in no chunk gets the highest."""
         n = max(self.chunks, 0)
         d = min(max(self.df.get(term, 0), 0), n)
-        return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+        # log1p: at corpus sizes near 2**52 the ratio falls below float epsilon and
+        # log(1 + ratio) rounds to 0 (a word in every chunk still has some weight)
+        return math.log1p((n - d + 0.5) / (d + 0.5))
 
     def _share(self, terms: Sequence[str]) -> float | None:
         total = sum(self.idf(t) for t in self.df)

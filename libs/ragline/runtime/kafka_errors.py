@@ -13,20 +13,41 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from aiokafka.errors import KafkaError, for_code
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoBrokersAvailable,
+    RequestTimedOutError,
+    for_code,
+)
 
 from ragline.errors import BackendUnavailable, RaglineError
 
-__all__ = ["error_name", "kafka_errors", "translate_kafka_error"]
+__all__ = ["BROKER_UNREACHABLE", "error_name", "kafka_errors", "translate_kafka_error"]
 
 _DRIVER_ERRORS = (KafkaError, OSError, TimeoutError)
+# the words an operator greps for (health, `ragline lag`, logs) when no broker answers
+BROKER_UNREACHABLE = "broker unreachable"
+_UNREACHABLE = (
+    KafkaConnectionError,
+    NoBrokersAvailable,
+    KafkaTimeoutError,
+    RequestTimedOutError,
+    OSError,
+    TimeoutError,
+)
 
 
 def translate_kafka_error(exc: BaseException, action: str) -> RaglineError:
-    """The ragline error for an aiokafka exception during ``action`` (class name only)."""
+    """The ragline error for an aiokafka exception during ``action`` (class name only);
+    a connection failure or timeout says ``broker unreachable``."""
     if isinstance(exc, RaglineError):
         return exc
-    return BackendUnavailable(f"kafka: {action} failed ({type(exc).__name__})")
+    name = type(exc).__name__
+    if isinstance(exc, _UNREACHABLE):
+        return BackendUnavailable(f"kafka: {action} failed: {BROKER_UNREACHABLE} ({name})")
+    return BackendUnavailable(f"kafka: {action} failed ({name})")
 
 
 @contextmanager

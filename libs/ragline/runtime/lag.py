@@ -29,9 +29,25 @@ __all__ = [
     "StageLag",
     "group_lag",
     "group_offsets",
+    "partitions_of",
     "stage_lag",
     "wait_drained",
 ]
+
+
+async def partitions_of(consumer: AIOKafkaConsumer, topics: Iterable[str]) -> list[TopicPartition]:
+    """Every partition of the existing ones among ``topics`` (names as on the broker).
+
+    Asks the cluster: Apache Kafka 4 answers the metadata request aiokafka makes at
+    start-up with no topics, so ``partitions_for_topic`` of a consumer that subscribed
+    to nothing is None (on any topic) until the client fetches the metadata itself."""
+    with kafka_errors("read the topic metadata"):
+        cluster = await consumer._client.fetch_all_metadata()
+    return [
+        TopicPartition(t, p)
+        for t in dict.fromkeys(topics)
+        for p in sorted(cluster.partitions_for_topic(t) or ())
+    ]
 
 
 class PartitionLagGauge:
@@ -124,11 +140,7 @@ async def group_offsets(
     await consumer.start()
     try:
         names = {physical_topic(t, prefix): t for t in topics}
-        tps = [
-            TopicPartition(t, p)
-            for t in names
-            for p in sorted(consumer.partitions_for_topic(t) or ())
-        ]
+        tps = await partitions_of(consumer, names)
         if not tps:
             return {t: (0, 0) for t in topics}
         consumer.assign(tps)

@@ -29,12 +29,17 @@ SOURCE_AT_HEADER = "ragline-source-at"
 
 
 def make_broker(settings: Settings, client_id: str, **kwargs: object) -> KafkaBroker:
+    """The FastStream broker of a service. Its producer waits for every in-sync replica
+    (``acks=all``; with ``min.insync.replicas`` 2 on three brokers a write survives the
+    loss of one) and is idempotent: a retry after a lost acknowledgement (a leader
+    change, a broker restart) never writes a record twice (docs/adr/0014)."""
     return KafkaBroker(
         settings.kafka_bootstrap,
         client_id=client_id,
         logger=logging.getLogger("ragline.faststream"),
         security=faststream_security(settings),
         acks="all",
+        enable_idempotence=True,
         compression_type=None
         if settings.kafka_compression == "none"
         else settings.kafka_compression,

@@ -41,6 +41,7 @@ __all__ = [
     "TopicReport",
     "TopicSettings",
     "TopicSetupError",
+    "default_replication_factor",
     "ensure_pipeline_topics",
     "ensure_topics",
     "topic_configs",
@@ -138,6 +139,8 @@ class TopicReport:
     # existing topics whose configs differ from what creation would set:
     # topic -> {key: (on the broker, wanted)}; never altered, only reported
     config_drift: Mapping[str, Mapping[str, tuple[str | None, str]]] = field(default_factory=dict)
+    # of the topics this call created
+    replication_factor: int = 1
 
     def mismatched(self, wanted: int) -> dict[str, int]:
         """Existing topics whose partition count differs from ``wanted`` (never altered)."""
@@ -188,24 +191,26 @@ async def ensure_topics(
     topics: Iterable[str],
     *,
     partitions: int,
-    replication_factor: int = 1,
+    replication_factor: int | None = None,
     timeout_s: float = 10.0,
     options: Mapping[str, Any] | None = None,
-    configs: Callable[[str], Mapping[str, str]] | None = None,
+    configs: Callable[[str, int], Mapping[str, str]] | None = None,
 ) -> TopicReport:
-    """Create each missing topic with ``partitions`` partitions and ``configs(topic)``;
-    existing ones are fine (and left as they are)."""
+    """Create each missing topic with ``partitions`` partitions and
+    ``configs(topic, replication_factor)``; existing ones are fine (and left as they are).
+    ``replication_factor`` None: :func:`default_replication_factor` of the live brokers."""
     wanted = list(dict.fromkeys(topics))
     client = _client(bootstrap, timeout_s, options)
     try:
         with kafka_errors("set up topics"):
             await client.start()
+            rf = replication_factor or await _default_rf(client)
             present = set(await client.list_topics())
             missing = [t for t in wanted if t not in present]
-            created = await _create(client, missing, partitions, replication_factor, configs)
+            created = await _create(client, missing, partitions, rf, configs)
             counts = await _describe(client, wanted)
             existing = [t for t in wanted if t not in created]
-            drift = await _config_drift(client, existing, configs) if configs else {}
+            drift = await _config_drift(client, existing, rf, configs) if configs else {}
     except BackendUnavailable as exc:
         raise TopicSetupError(str(exc)) from exc
     finally:
@@ -215,7 +220,19 @@ async def ensure_topics(
         existing=tuple(t for t in wanted if t not in created),
         partitions=counts,
         config_drift=drift,
+        replication_factor=rf,
     )
+
+
+def default_replication_factor(live_brokers: int) -> int:
+    """Three copies where the cluster has three brokers (with ``min.insync.replicas`` 2,
+    one broker may go away without stopping a write); otherwise as many as there are."""
+    return max(1, min(3, live_brokers))
+
+
+async def _default_rf(client: AIOKafkaAdminClient) -> int:
+    meta: dict[str, Any] = await client.describe_cluster()
+    return default_replication_factor(len(meta.get("brokers", [])))
 
 
 async def _create(
@@ -223,7 +240,7 @@ async def _create(
     missing: list[str],
     partitions: int,
     replication_factor: int,
-    configs: Callable[[str], Mapping[str, str]] | None,
+    configs: Callable[[str, int], Mapping[str, str]] | None,
 ) -> list[str]:
     """Create ``missing``; returns the topics this call created."""
     if not missing:
@@ -234,7 +251,7 @@ async def _create(
                 t,
                 partitions,
                 replication_factor,
-                topic_configs=dict(configs(t)) if configs else None,
+                topic_configs=dict(configs(t, replication_factor)) if configs else None,
             )
             for t in missing
         ]
@@ -251,7 +268,8 @@ async def _create(
 async def _config_drift(
     client: AIOKafkaAdminClient,
     topics: list[str],
-    configs: Callable[[str], Mapping[str, str]],
+    replication_factor: int,
+    configs: Callable[[str, int], Mapping[str, str]],
 ) -> dict[str, dict[str, tuple[str | None, str]]]:
     """What differs between the broker's configs of ``topics`` and ``configs(topic)``
     ({} when the broker cannot describe configs)."""
@@ -278,7 +296,7 @@ async def _config_drift(
             continue
         diff = {
             key: (have[topic].get(key), want)
-            for key, want in configs(topic).items()
+            for key, want in configs(topic, replication_factor).items()
             if have[topic].get(key) != want
         }
         if diff:
@@ -290,7 +308,7 @@ async def ensure_pipeline_topics(
     settings: Settings,
     *,
     partitions: int,
-    replication_factor: int,
+    replication_factor: int | None = None,
     timeout_s: float = 10.0,
     topic_settings: TopicSettings,
 ) -> TopicReport:
@@ -309,10 +327,10 @@ async def ensure_pipeline_topics(
         replication_factor=replication_factor,
         timeout_s=timeout_s,
         options=aiokafka_options(settings),
-        configs=lambda name: topic_configs(
+        configs=lambda name, rf: topic_configs(
             physical[name],
             ts,
-            replication_factor=replication_factor,
+            replication_factor=rf,
             max_message_bytes=settings.kafka_max_message_bytes,
         ),
     )

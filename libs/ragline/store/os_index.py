@@ -79,6 +79,8 @@ def chunk_mapping() -> dict[str, Any]:
     return {
         "settings": {
             "number_of_shards": 1,
+            # replicas follow the deployment: 0 on one node (health green), 1 in a cluster
+            "auto_expand_replicas": "0-1",
             "refresh_interval": "1s",
             "similarity": {_SIMILARITY: {"type": "BM25", "k1": BM25_K1, "b": BM25_B}},
         },

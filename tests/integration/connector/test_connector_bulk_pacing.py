@@ -9,11 +9,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 
 from ragline.config import Settings
 from ragline.connector.fairness import BulkPacer, bulk_backlog
 from ragline.events import BULK, DocControl, DocumentMeta, SourceUpsert, Topics, lane_topic
+from ragline.runtime.lag import partitions_of
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
 from ragline.runtime.topology import consumer_group, physical_topic
@@ -31,7 +32,8 @@ async def commit_all(settings: Settings, stage: str, logical: str) -> None:
     )
     await consumer.start()
     try:
-        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        tps = await partitions_of(consumer, [topic])
+        assert tps
         ends = await consumer.end_offsets(tps)
         consumer.assign(tps)
         await consumer.commit({tp: off for tp, off in ends.items()})

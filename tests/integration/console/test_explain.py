@@ -143,6 +143,15 @@ async def test_superseded_version(parts: Any, world: World) -> None:
         document_id="pol:travel-v1",
     )
     assert ex.cause is Cause.IN_RESULTS
+    # as of a date: the version in force then is found, the other is replaced in its series
+    for as_of, cause in (("2024-06-01", Cause.SUPERSEDED), ("2023-06-01", Cause.IN_RESULTS)):
+        ex = await explain(
+            parts,
+            who(world),
+            req("travel reimbursement hotel", as_of=as_of),
+            document_id="pol:travel-v1",
+        )
+        assert ex.cause is cause, (as_of, ex.summary)
 
 
 async def test_not_in_force(parts: Any, world: World) -> None:

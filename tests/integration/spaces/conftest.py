@@ -12,7 +12,8 @@ import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
-from ragline.embedding.model import SentenceTransformerEmbedder
+from ragline.embedding.model import Embedder, load_embedder
+from ragline.embedding.settings import EmbedderSettings
 from ragline.platform.stack.postgres import ensure_database
 from ragline.store.migrate import migrate
 from ragline.store.pool import open_pool
@@ -35,6 +36,7 @@ async def pool(install: Settings) -> AsyncIterator[AsyncConnectionPool]:
 
 
 @pytest.fixture(scope="session")
-def model() -> SentenceTransformerEmbedder:
-    """The embedder's configured model (all-MiniLM-L6-v2, offline), loaded once."""
-    return SentenceTransformerEmbedder()
+def model() -> Embedder:
+    """The embedder's configured model and backend (all-MiniLM-L6-v2, offline; the
+    default onnx-int8 unless RAGLINE_EMBEDDER_BACKEND says otherwise), loaded once."""
+    return load_embedder(EmbedderSettings())

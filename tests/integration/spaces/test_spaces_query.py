@@ -24,7 +24,7 @@ from ragline.cache.result_cache import answer_cache_factory
 from ragline.cache.settings import CacheSettings
 from ragline.config import EmbeddingModelSettings, Settings
 from ragline.embedding.backfill import backfill_space
-from ragline.embedding.model import SentenceTransformerEmbedder
+from ragline.embedding.model import Embedder
 from ragline.events import DocControl
 from ragline.indexing.samples import acl_event
 from ragline.indexing.writer import IndexWriter
@@ -59,7 +59,7 @@ def admin(space: str, key: str = ADMIN) -> dict[str, str]:
 
 @asynccontextmanager
 async def app_client(
-    install: Settings, model: SentenceTransformerEmbedder, *, cache: bool = False
+    install: Settings, model: Embedder, *, cache: bool = False
 ) -> AsyncIterator[httpx.AsyncClient]:
     qs = QuerySettings.from_fields(
         jwt_secret=SECRET, rate_limit_per_minute=0, space_admin_key=ADMIN

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -182,6 +183,25 @@ def test_broker_down_is_503(client: TestClient, sink: Sink) -> None:
     sink.down = True
     r = client.post("/v1/changes", content=body("delete.json"), headers=BEARER)
     assert r.status_code == 503 and r.json()["error"] == "unavailable"
+    assert r.headers["Retry-After"] == "5"
+    assert sink.events == []
+
+
+class HangingSink(Sink):
+    """A broker that takes the write but never acknowledges it (gone mid-request)."""
+
+    async def publish(self, topic: str, event: EventBase) -> None:
+        await asyncio.sleep(3600)
+
+
+def test_an_unacknowledged_publish_is_503_in_bounded_time() -> None:
+    sink = HangingSink()
+    with make_client(sink, webhook_publish_timeout_s=0.3, webhook_retry_after_s=7) as c:
+        t0 = time.monotonic()
+        r = c.post("/v1/changes", content=body("delete.json"), headers=BEARER)
+        took = time.monotonic() - t0
+    assert r.status_code == 503 and r.headers["Retry-After"] == "7", r.text
+    assert took < 30  # not the producer's own 40 s (a loose bound: a loaded machine)
 
 
 def test_no_secret_no_webhook() -> None:

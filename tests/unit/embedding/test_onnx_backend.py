@@ -1,5 +1,6 @@
-"""The ONNX Runtime backend against the torch one: same packaged weights, exported offline
-once per session (fp32 and int8, ~10 s on a quiet machine), same output contract."""
+"""The ONNX Runtime backend: the default model's graph built without torch once per
+session (conftest.py), its output contract, caching, checksums and selection. Its
+vectors against sentence-transformers': test_onnx_reference.py."""
 
 from __future__ import annotations
 
@@ -17,13 +18,18 @@ from pydantic import ValidationError
 from ragline.cache.version import configured_index_version
 from ragline.config import EmbeddingModelSettings
 from ragline.embedding.model import (
-    SentenceTransformerEmbedder,
     backend_of,
     default_model_path,
     load_embedder,
     model_revision,
 )
-from ragline.embedding.onnx_backend import ONNX_FILES, OnnxEmbedder, export_onnx
+from ragline.embedding.onnx_backend import (
+    BUILDER,
+    ONNX_FILES,
+    OnnxEmbedder,
+    artifact_revision,
+    export_onnx,
+)
 from ragline.embedding.settings import EmbedderSettings
 from ragline.errors import ConfigError
 
@@ -38,49 +44,16 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx")
-
-
-@pytest.fixture(scope="session")
-def torch_model() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(batch_size=4)
-
-
-@pytest.fixture(scope="session")
-def fp32(onnx_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(onnx_dir=onnx_dir, batch_size=4)
-
-
-@pytest.fixture(scope="session")
-def int8(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
-    return OnnxEmbedder(onnx_dir=onnx_dir, int8=True, batch_size=4)
-
-
-def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(axis=1)  # both sides are unit vectors
-
-
-def test_fp32_matches_torch(torch_model: SentenceTransformerEmbedder, fp32: OnnxEmbedder) -> None:
-    ref = torch_model.encode(TEXTS)
-    got = fp32.encode(TEXTS)
-    assert got.shape == ref.shape == (len(TEXTS), 384)
-    assert got.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-    assert _cos(got, ref).min() >= 0.999
-    assert fp32.dim == torch_model.dim and fp32.name == torch_model.name
-    assert fp32.revision == torch_model.revision  # same vectors: the cache is shared
-
-
-def test_int8_close_to_torch(torch_model: SentenceTransformerEmbedder, int8: OnnxEmbedder) -> None:
-    ref = torch_model.encode(TEXTS)
+def test_identity_carries_the_artifact_checksum(fp32: OnnxEmbedder, int8: OnnxEmbedder) -> None:
+    base = model_revision(Path(default_model_path()))
+    assert fp32.revision == f"{base}+onnx.{fp32.sha256[:16]}"
+    assert int8.revision == f"{base}+int8.{int8.sha256[:16]}"  # never mixed in the cache
+    assert fp32.sha256 != int8.sha256 and len(int8.sha256) == 64
+    assert artifact_revision(base, "int8", int8.sha256) == int8.revision
+    assert backend_of(int8) == "onnx-int8" and backend_of(fp32) == "onnx"
     got = int8.encode(TEXTS)
+    assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-    # measured on SciFact chunk texts: min 0.988, mean 0.993 (docs/benchmarks.md)
-    assert _cos(got, ref).min() >= 0.97
-    assert int8.revision == f"{torch_model.revision}+int8"  # never mixed in the cache
-    assert backend_of(int8) == "onnx-int8" and backend_of(torch_model) == "torch"
 
 
 def test_pretokenized_input_is_the_same_embedding(fp32: OnnxEmbedder) -> None:
@@ -125,19 +98,25 @@ def test_int8_vector_is_the_same_in_any_batch(int8: OnnxEmbedder) -> None:
 def test_export_is_cached_and_atomic(onnx_dir: Path, fp32: OnnxEmbedder) -> None:
     model_dir = Path(default_model_path())
     rev = model_revision(model_dir)
-    path = onnx_dir / rev / ONNX_FILES["fp32"]
+    path = onnx_dir / f"{rev}-{BUILDER}" / ONNX_FILES["fp32"]
     before = path.stat().st_mtime_ns
     assert export_onnx(model_dir, onnx_dir, rev, int8=False) == path
     assert path.stat().st_mtime_ns == before  # not exported again
-    assert not [p for p in (onnx_dir / rev).iterdir() if p.name.startswith(".")]  # no temp left
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp left
     assert path.stat().st_mode & 0o044 == 0o044  # readable by the service user of an image
 
 
-def test_corrupt_cached_export_is_a_config_error(tmp_path: Path) -> None:
+def test_unloadable_recorded_file_is_a_config_error(tmp_path: Path) -> None:
+    """A file that matches its record but is no ONNX graph: refused, never half-loaded."""
+    from ragline.text.model_files import file_sha256
+
     rev = model_revision(Path(default_model_path()))
-    (tmp_path / rev).mkdir()
-    (tmp_path / rev / ONNX_FILES["fp32"]).write_bytes(b"\x00not onnx")
-    with pytest.raises(ConfigError, match="re-export"):
+    out = tmp_path / f"{rev}-{BUILDER}"
+    out.mkdir()
+    bad = out / ONNX_FILES["fp32"]
+    bad.write_bytes(b"\x00not onnx")
+    (out / f"{bad.name}.sha256").write_text(f"{file_sha256(bad)}  {bad.name}\n")
+    with pytest.raises(ConfigError, match="rebuild"):
         OnnxEmbedder(onnx_dir=tmp_path)
 
 

@@ -46,5 +46,5 @@ async def test_a_failing_hook_names_itself(ctx: PostUpContext) -> None:
         await run_post_up_hooks(ctx, [("broken", broken)])
 
 
-def test_up_restores_opensearch_from_postgres() -> None:
-    assert [name for name, _ in local_hooks(IndexerSettings())] == ["rebuild_opensearch"]
+def test_up_repairs_opensearch_from_postgres() -> None:
+    assert [name for name, _ in local_hooks(IndexerSettings())] == ["repair_opensearch"]

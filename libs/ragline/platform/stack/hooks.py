@@ -1,9 +1,9 @@
 """Work done at the end of ``ragline stack up`` / ``ragline up``.
 
-The broker and OpenSearch are in-memory locally: after ``down``/``up`` they come back
-empty while Postgres still holds every document. The indexer can repair that (rebuild
-OpenSearch from Postgres); ``local_hooks`` lists that work as plain calls into the
-domains, and the commands pass it to ``StackManager``. A hook is
+OpenSearch keeps its index across restarts; what can still differ from Postgres (the
+truth) is drift: a document whose OpenSearch write failed after Postgres committed, or a
+tenant index deleted by hand. The indexer repairs that; ``local_hooks`` lists that work
+as plain calls into the domains, and the commands pass it to ``StackManager``. A hook is
 ``async def hook(ctx: PostUpContext) -> str | None``; the string is printed by ``up``.
 """
 
@@ -25,8 +25,7 @@ __all__ = ["Hook", "PostUpContext", "local_hooks", "run_post_up_hooks"]
 @dataclass(frozen=True, kw_only=True)
 class PostUpContext:
     settings: Settings
-    # components this `up` started (rather than found running): the in-memory ones
-    # among them (kafka, opensearch) are empty
+    # components this `up` started (rather than found running)
     started: frozenset[Component]
 
 
@@ -36,11 +35,10 @@ Hook = Callable[[PostUpContext], Awaitable[str | None]]
 def local_hooks(indexer: IndexerSettings) -> tuple[tuple[str, Hook], ...]:
     """``(name, hook)`` of the work ``up`` does after migrations and topics, in order."""
 
-    async def rebuild_opensearch(ctx: PostUpContext) -> str | None:
-        rebuild = Component.OPENSEARCH in ctx.started
-        return await restore_opensearch(ctx.settings, indexer, rebuild=rebuild)
+    async def repair_opensearch(ctx: PostUpContext) -> str | None:
+        return await restore_opensearch(ctx.settings, indexer)
 
-    return (("rebuild_opensearch", rebuild_opensearch),)
+    return (("repair_opensearch", repair_opensearch),)
 
 
 async def run_post_up_hooks(

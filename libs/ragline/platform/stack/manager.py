@@ -22,7 +22,7 @@ from ragline.platform.stack.base import (
 )
 from ragline.platform.stack.errors import StackError
 from ragline.platform.stack.hooks import Hook, PostUpContext, run_post_up_hooks
-from ragline.platform.stack.kafka import LocalBroker, kafka_probe
+from ragline.platform.stack.kafka import BrokerTuning, LocalKafka, kafka_probe
 from ragline.platform.stack.opensearch import LocalOpenSearch, opensearch_probe
 from ragline.platform.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
 from ragline.platform.stack.settings import Component, StackPaths, StackSettings, managed_components
@@ -81,8 +81,26 @@ class StackManager:
             if component is Component.POSTGRES:
                 return EmbeddedPostgres(s, self.paths.pgdata, opts)
             if component is Component.KAFKA:
-                return LocalBroker(s.kafka_bootstrap, opts)
-            return LocalOpenSearch(s, opts, japanese=self.stack.opensearch_japanese)
+                return LocalKafka(
+                    state_dir=self.paths.state_dir,
+                    bootstrap=s.kafka_bootstrap,
+                    brokers=self.stack.kafka_brokers,
+                    options=opts,
+                    engine_cache_dir=self.stack.engine_cache_dir,
+                    tuning=BrokerTuning(
+                        heap_mb=self.stack.kafka_heap_mb,
+                        group_initial_rebalance_delay_ms=(
+                            self.stack.kafka_group_initial_rebalance_delay_ms
+                        ),
+                    ),
+                )
+            return LocalOpenSearch(
+                s,
+                opts,
+                root=self.paths.opensearch,
+                heap_mb=self.stack.opensearch_heap_mb,
+                cache_dir=self.stack.engine_cache_dir,
+            )
         timeouts = {
             "probe_timeout_s": self.stack.probe_timeout_s,
             "start_timeout_s": self.stack.start_timeout_s,
@@ -132,7 +150,7 @@ class StackManager:
             ensure_pipeline_topics(
                 self.settings,
                 partitions=self.settings.kafka_partitions,
-                replication_factor=self.stack.kafka_replication_factor,
+                replication_factor=self.stack.kafka_replication_factor,  # None: min(3, brokers)
                 timeout_s=self.stack.start_timeout_s,
                 topic_settings=self.stack.topics,
             ),

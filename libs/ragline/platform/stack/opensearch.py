@@ -1,12 +1,22 @@
-"""The OpenSearch-API server: the local one is osmem-server (in-memory); the probe uses
-opensearch-py's cluster health, so a real cluster passes it the same way.
+"""OpenSearch for the local stack: a real OpenSearch 2.19.6 node from Maven-fetched jars
+(``engines/opensearch/``: the POM, the lock of jar digests, a one-file launcher and its
+log4j2.xml), its data under the stack's state directory and kept across restarts. The
+probe uses opensearch-py's cluster health, so an external cluster passes it the same way.
+
+No security plugin runs locally (plain HTTP on 127.0.0.1); the Helm chart keeps TLS and
+authentication for production.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,20 +25,37 @@ from opensearchpy.exceptions import OpenSearchException
 
 from ragline.config import Settings
 from ragline.errors import ConfigError
-from ragline.platform.stack.base import Health, LocalOptions, LocalProcessServer, Probe
+from ragline.platform.stack.base import (
+    Health,
+    LocalOptions,
+    LocalProcessServer,
+    Probe,
+    StartResult,
+)
+from ragline.platform.stack.engines import (
+    Engine,
+    EngineJars,
+    engine,
+    ensure_engine,
+    java_binary,
+)
+from ragline.platform.stack.errors import StackError
 from ragline.platform.stack.settings import Component
 
-__all__ = ["LocalOpenSearch", "opensearch_probe", "osmem_binary"]
+__all__ = [
+    "ENGINE_NAME",
+    "LocalOpenSearch",
+    "NodeLayout",
+    "compile_launcher",
+    "jvm_options",
+    "node_settings",
+    "opensearch_probe",
+]
 
-
-def osmem_binary() -> Path:
-    """The osmem-server executable bundled in its wheel (or ``OSMEM_SERVER_BIN``)."""
-    import osmem_server  # imported when needed: it only locates a binary
-
-    path = Path(osmem_server.resolve_binary())
-    if not os.access(path, os.X_OK):
-        raise ConfigError(f"osmem-server binary is not executable: {path}")
-    return path
+ENGINE_NAME = "opensearch"
+_LAUNCHER = "Launcher.java"
+_LOG4J = "log4j2.xml"
+_MAIN_CLASS = "Launcher"
 
 
 def _health(settings: Settings, timeout_s: float) -> Health:
@@ -46,7 +73,8 @@ def _health(settings: Settings, timeout_s: float) -> Health:
     finally:
         client.close()
     status = str(health.get("status", "unknown"))
-    return Health(ok=status in {"green", "yellow"}, detail=f"cluster {status}")
+    nodes = health.get("number_of_nodes", "?")
+    return Health(ok=status in {"green", "yellow"}, detail=f"cluster {status}, {nodes} node(s)")
 
 
 class _QuietHealthPolls(logging.Filter):
@@ -72,26 +100,173 @@ def opensearch_probe(settings: Settings) -> Probe:
     return probe
 
 
-class LocalOpenSearch(LocalProcessServer):
-    component = Component.OPENSEARCH
-    executable_name = "osmem-server"
+@dataclass(frozen=True, kw_only=True)
+class NodeLayout:
+    """Where one node keeps its files: everything under ``<state>/opensearch/<node>``."""
 
-    def __init__(self, settings: Settings, options: LocalOptions, *, japanese: bool) -> None:
+    root: Path
+    node_name: str = "node-1"
+
+    @property
+    def home(self) -> Path:
+        return self.root / self.node_name / "home"
+
+    @property
+    def data(self) -> Path:  # kept across restarts: the index survives `down`/`up`
+        return self.root / self.node_name / "data"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / self.node_name / "logs"
+
+
+def node_settings(
+    layout: NodeLayout, *, host: str, http_port: int, transport_port: int | None = None
+) -> dict[str, str]:
+    """The node's settings (passed to the launcher as ``key=value`` arguments).
+
+    One node: ``discovery.type=single-node`` and a transport port the OS picks (nothing
+    connects to it). The disk-watermark allocator is off: a developer's full disk must
+    not turn the local index read-only.
+    """
+    return {
+        "path.home": str(layout.home),
+        "path.data": str(layout.data),
+        "path.logs": str(layout.logs),
+        "cluster.name": "ragline-local",
+        "node.name": layout.node_name,
+        "discovery.type": "single-node",
+        "network.host": host,
+        "http.port": str(http_port),
+        "transport.port": str(transport_port if transport_port is not None else 0),
+        "cluster.routing.allocation.disk.threshold_enabled": "false",
+    }
+
+
+def jvm_options(heap_mb: int, *, log4j: Path, parent_pid: int | None) -> list[str]:
+    """JVM flags of the node: G1, a fixed heap floor of min(512 MB, heap), loopback-only
+    netty tuning as OpenSearch's own ``jvm.options``, and the parent watch for tests."""
+    floor = min(512, heap_mb)
+    opts = [
+        f"-Xms{floor}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-Dfile.encoding=UTF-8",
+        "-Djava.locale.providers=SPI,COMPAT",
+        "-Djava.awt.headless=true",
+        "-Djna.nosys=true",
+        "-Dio.netty.noUnsafe=true",
+        "-Dio.netty.noKeySetOptimization=true",
+        "-Dio.netty.recycler.maxCapacityPerThread=0",
+        "-Dlog4j.shutdownHookEnabled=false",
+        "-Dlog4j2.disable.jmx=true",
+        f"-Dlog4j2.configurationFile={log4j}",
+    ]
+    if parent_pid is not None:
+        opts.append(f"-Dragline.parent.pid={parent_pid}")
+    return opts
+
+
+def _javac_for(java: str) -> str:
+    javac = Path(java).resolve().parent / "javac"
+    if javac.is_file() and os.access(javac, os.X_OK):
+        return str(javac)
+    found = shutil.which("javac")
+    if found is None:
+        raise StackError(
+            ENGINE_NAME,
+            f"no javac beside {java} or on PATH: the local OpenSearch launcher is compiled "
+            "once with a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless)",
+        )
+    return found
+
+
+def compile_launcher(eng: Engine, jars: EngineJars, java: str) -> Path:
+    """The launcher compiled once into the engine cache (keyed by the digest of its
+    source and log4j2.xml), with log4j2.xml beside it; returns that class directory."""
+    source = eng.resource(_LAUNCHER)
+    log4j = eng.resource(_LOG4J)
+    digest = hashlib.sha256(source.read_bytes() + log4j.read_bytes()).hexdigest()[:16]
+    target = jars.directory.parent / f"{eng.name}-{jars.version}-launcher-{digest}"
+    if (target / f"{_MAIN_CLASS}.class").is_file():
+        return target
+    work = Path(tempfile.mkdtemp(prefix=f".{eng.name}-launcher-", dir=target.parent))
+    try:
+        done = subprocess.run(
+            [_javac_for(java), "-nowarn", "-cp", jars.classpath, "-d", str(work), str(source)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise StackError(ENGINE_NAME, "cannot compile the launcher: " + " | ".join(tail))
+        shutil.copyfile(log4j, work / _LOG4J)
+        try:
+            work.replace(target)
+        except OSError:  # a concurrent start compiled it first
+            if not (target / f"{_MAIN_CLASS}.class").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+class LocalOpenSearch(LocalProcessServer):
+    """One OpenSearch node run by the stack. The jars are fetched (and checked) before
+    the process starts, outside the start-up timeout."""
+
+    component = Component.OPENSEARCH
+    executable_name = "java"
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: LocalOptions,
+        *,
+        root: Path,
+        heap_mb: int,
+        cache_dir: Path | None = None,
+    ) -> None:
         url = urlsplit(settings.opensearch_url)
         if url.scheme != "http" or url.hostname is None or url.port is None or url.path.strip("/"):
             raise ConfigError(
                 f"RAGLINE_OPENSEARCH_URL={settings.opensearch_url!r}: the local stack needs "
                 "http://host:port to listen on"
             )
-        self.listen = f"{url.hostname}:{url.port}"
+        self.host = url.hostname
+        self.http_port = url.port
         self.address = settings.opensearch_url
-        self.japanese = japanese
+        self.layout = NodeLayout(root=root)
+        self.heap_mb = heap_mb
+        self.cache_dir = cache_dir
+        # (java, classpath, log4j2.xml) once prepared
+        self._launch: tuple[str, str, Path] | None = None
         super().__init__(opensearch_probe(settings), options)
 
+    def prepare(self) -> tuple[str, str, Path]:
+        """Java checked, jars fetched or verified, launcher compiled (blocking)."""
+        java = java_binary()
+        eng = engine(ENGINE_NAME)
+        jars = ensure_engine(eng, self.cache_dir)
+        classes = compile_launcher(eng, jars, java)
+        self._launch = (java, f"{jars.classpath}{os.pathsep}{classes}", classes / _LOG4J)
+        return self._launch
+
+    async def start(self) -> StartResult:
+        await asyncio.to_thread(self.prepare)
+        return await super().start()
+
     def argv(self) -> tuple[str, ...]:
-        args = [str(osmem_binary()), "-addr", self.listen, "-no-stdin-watch"]
-        if not self.japanese:
-            args.append("-no-ja")
-        if not self.options.detached:  # tests: die with the process that started it
-            args += ["-parent-pid", str(os.getpid())]
-        return tuple(args)
+        java, classpath, log4j = self._launch or self.prepare()
+        parent = None if self.options.detached else os.getpid()
+        settings = node_settings(self.layout, host=self.host, http_port=self.http_port)
+        return (
+            java,
+            *jvm_options(self.heap_mb, log4j=log4j, parent_pid=parent),
+            "-cp",
+            classpath,
+            _MAIN_CLASS,
+            *(f"{k}={v}" for k, v in settings.items()),
+        )

@@ -35,14 +35,35 @@ class StackSettings(BaseSettings):
     start_timeout_s: float = Field(default=60.0, gt=0)
     stop_timeout_s: float = Field(default=15.0, gt=0)
     probe_timeout_s: float = Field(default=3.0, gt=0)
-    kafka_replication_factor: int = Field(default=1, ge=1)
+    kafka_brokers: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="nodes of the local Kafka cluster (KRaft, broker+controller each); "
+        "default: what the state dir already holds, else 1",
+    )
+    kafka_replication_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description="of the pipeline topics; default: min(3, live brokers), so a 3-broker "
+        "cluster gets 3 (and min.insync.replicas 2) and a single dev broker 1",
+    )
+    kafka_heap_mb: int = Field(default=512, ge=128, description="-Xmx of each local broker")
+    kafka_group_initial_rebalance_delay_ms: int = Field(
+        default=0,
+        ge=0,
+        description="local brokers' group.initial.rebalance.delay.ms (Kafka's default 3000 "
+        "holds back every first join; 0 suits a dev or test stack)",
+    )
     engine_cache_dir: Path | None = Field(
         default=None,
         description="where Maven-fetched engine jars live (default: "
         "$RAGLINE_ENGINE_CACHE or ~/.cache/ragline/engines; outside the checkout)",
     )
-    opensearch_japanese: bool = Field(
-        default=False, description="load the Japanese analyzer (slower start, more memory)"
+    opensearch_heap_mb: int = Field(
+        default=1024,
+        ge=256,
+        description="max heap of the local OpenSearch node (-Xmx; -Xms is min(512, this))",
     )
     # the configs of the topics `up` creates (their own prefix, RAGLINE_TOPICS_*), read
     # with these settings so a stack is described by one object
@@ -87,6 +108,10 @@ class StackPaths:
     @property
     def run(self) -> Path:
         return self.state_dir / "run"
+
+    @property
+    def opensearch(self) -> Path:  # node homes and data, kept across restarts
+        return self.state_dir / "opensearch"
 
     def log(self, component: Component) -> Path:
         return self.logs / f"{component.value}.log"
