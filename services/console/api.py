@@ -522,7 +522,8 @@ def create_app(
     @app.get("/console/api/audit")
     async def audit(request: Request, who: Who) -> Any:
         async with ops_of(request).admin.connection() as conn:
-            return {"entries": [e.to_json() for e in await recent_actions(conn)]}
+            entries = await recent_actions(conn, tenants=who.operator.tenants)
+        return {"entries": [e.to_json() for e in entries]}
 
     return app
 

@@ -56,12 +56,17 @@ async def record_action(
         )
 
 
-async def recent_actions(conn: AsyncConnection, *, limit: int = 50) -> list[AuditEntry]:
+async def recent_actions(
+    conn: AsyncConnection, *, tenants: frozenset[str] | None = None, limit: int = 50
+) -> list[AuditEntry]:
+    """Newest first; ``tenants``: only actions on these tenants (None: every action,
+    tenant-less ones such as space flips included)."""
     with pg_errors():
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
             "SELECT at, actor, action, tenant_id, target, outcome, detail FROM console_audit"
-            " ORDER BY audit_id DESC LIMIT %s",
-            (limit,),
+            " WHERE %(all)s OR tenant_id = ANY(%(t)s::text[])"
+            " ORDER BY audit_id DESC LIMIT %(n)s",
+            {"all": tenants is None, "t": sorted(tenants or ()), "n": limit},
         )
         return [AuditEntry(**r) for r in await cur.fetchall()]

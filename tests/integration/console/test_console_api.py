@@ -16,6 +16,7 @@ from console_world import GROUP_A, SECRET, World, publish_dead_letter, token
 from fastapi.routing import APIRoute
 
 from ragline.config import Settings
+from ragline.console.audit import record_action
 from services.console.api import PAGES
 
 pytestmark = pytest.mark.integration
@@ -85,7 +86,9 @@ async def test_every_console_route_refuses_non_admin_tokens(
         assert r.status_code in ((303,) if "/api/" not in path else (401,)), (method, path)
 
 
-async def test_tenant_admins_see_only_their_tenants(http: httpx.AsyncClient, world: World) -> None:
+async def test_tenant_admins_see_only_their_tenants(
+    http: httpx.AsyncClient, world: World, stack: Settings
+) -> None:
     mine = bearer(token(world.tenant, admin=[world.tenant]))
     r = await http.get("/console/api/documents", params={"tenant": world.other}, headers=mine)
     assert r.status_code == 403
@@ -97,6 +100,17 @@ async def test_tenant_admins_see_only_their_tenants(http: httpx.AsyncClient, wor
         "/console/api/spaces/rollback", headers=mine, json={"reason": "try", "confirm": True}
     )
     assert r.status_code == 403  # spaces are every tenant's: platform admins only
+    # the audit trail: an action on the other tenant is not shown to this tenant's admin
+    async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
+        await record_action(
+            conn, actor="x", action="repair", tenant_id=world.other, target={}, outcome="ok"
+        )
+    r = await http.get("/console/api/audit", headers=mine)
+    assert r.status_code == 200
+    assert {e["tenant_id"] for e in r.json()["entries"]} <= {world.tenant}
+    every = bearer(token(world.tenant, admin=["*"]))
+    r = await http.get("/console/api/audit", headers=every)
+    assert world.other in {e["tenant_id"] for e in r.json()["entries"]}
 
 
 async def test_search_and_explain_run_as_the_principal(
