@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install install-torch up down status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
+.PHONY: help install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -41,6 +41,9 @@ up: install ## start the stack + all services, ingest examples/, run a sample qu
 
 down: ## stop services and the stack
 	@test -x $(BIN)/ragline && $(BIN)/ragline down || true
+
+console: install ## the operator console on http://127.0.0.1:8085/console (sign in: ragline token --admin '*')
+	$(BIN)/ragline console
 
 status: install ## health of every component and service
 	$(BIN)/ragline stack status; $(BIN)/ragline services status

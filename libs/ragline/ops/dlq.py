@@ -51,6 +51,20 @@ class TopicReport:
     oldest: datetime | None = None
     newest: datetime | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "pending": self.pending,
+            "selected": self.selected,
+            "handled": self.handled,
+            "requeued": self.requeued,
+            "unreplayable": self.unreplayable,
+            "by_error_class": dict(self.by_error_class),
+            "by_stage": dict(self.by_stage),
+            "oldest": self.oldest.isoformat() if self.oldest else None,
+            "newest": self.newest.isoformat() if self.newest else None,
+        }
+
     def see(self, entry: DlqEntry) -> None:
         self.selected += 1
         self.by_error_class[entry.error_class] += 1

@@ -84,6 +84,10 @@ class DlqEntry:
         return self.letter.tenant_id if self.letter else None
 
     @property
+    def document_id(self) -> str | None:
+        return self.letter.document_id if self.letter else None
+
+    @property
     def failed_at(self) -> datetime:
         return self.letter.failed_at if self.letter else self.timestamp
 

@@ -1,6 +1,9 @@
-"""``ragline documents reset-seq``: the operator's way out of a pinned sequence
-(``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a backend failed or no such
-document, 2 bad arguments. The report goes to stdout (``--json`` for machines).
+"""``ragline documents list|show|explain|reset-seq``: operator commands on single
+documents. ``list``/``show`` read ``ragline.ops.doc_facts``; ``explain`` is
+``ragline.ops.explain``, the same code as the console's why-not page; ``reset-seq`` is
+the way out of a pinned sequence (``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a
+backend failed or no such document, 2 bad arguments. Reports go to stdout (``--json``
+for machines).
 """
 
 from __future__ import annotations
@@ -114,6 +117,9 @@ def _no_readers(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     docs = sub.add_parser("documents", help="operator commands on single documents")
     actions = docs.add_subparsers(dest="documents_command", required=True)
+    from ragline.ops.documents_read_cli import register_read
+
+    register_read(actions)
     p = actions.add_parser(
         "reset-seq",
         help="move a document's source_seq back (e.g. after a bogus 2^63-1), audited",

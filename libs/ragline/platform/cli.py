@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline.auth import AuthError, Principal, mint_token
+from ragline.auth.tokens import ADMIN_ROLE, ROLES_CLAIM
 from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import RaglineError
@@ -208,7 +209,8 @@ def _token(args: argparse.Namespace) -> int:
     except AuthError as exc:  # the query service would refuse the token anyway
         print(f"ragline token: {exc}", file=sys.stderr)
         return 2
-    print(mint_token(principal, secret, ttl_s=args.ttl))
+    extra = {ROLES_CLAIM: [ADMIN_ROLE], "admin_tenants": args.admin} if args.admin else None
+    print(mint_token(principal, secret, ttl_s=args.ttl, extra_claims=extra))
     return 0
 
 
@@ -229,4 +231,10 @@ def register(sub: Any) -> None:
     tok.add_argument("--groups", default="")
     tok.add_argument("--subject", default="local-user")
     tok.add_argument("--ttl", type=int, default=3600)
+    tok.add_argument(
+        "--admin",
+        action="append",
+        metavar="TENANT",
+        help="an operator console token administering TENANT (repeatable; '*': every tenant)",
+    )
     tok.set_defaults(func=_token)

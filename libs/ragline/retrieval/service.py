@@ -47,6 +47,7 @@ from ragline.retrieval.in_force import shadowed_versions
 from ragline.retrieval.intent import Intent, SubSearch, parse_intent
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
+from ragline.retrieval.probe import SearchProbe
 from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
@@ -173,9 +174,11 @@ class SearchService:
         *,
         trace_id: str,
         space: str | None = None,
+        probe: SearchProbe | None = None,
     ) -> SearchResponse:
         """``space``: an admin's explicit embedding space (None: the live one); resolved
-        once here and used for the query vector, the dense leg and the cache key."""
+        once here and used for the query vector, the dense leg and the cache key.
+        ``probe``: filled with the intermediate candidate lists (the why-not explainer)."""
         self._validate(req)
         t = Timings()
         sp = await self._spaces.resolve(space)
@@ -196,6 +199,8 @@ class SearchService:
             with t.stage("embed"):
                 embedded = await self._b.embedder.embed(texts)
             vectors = {q: sp.query_vector(v) for q, v in zip(texts, embedded, strict=True)}
+        if probe is not None:
+            probe.intent, probe.space, probe.vectors = intent, sp, vectors
         key = CacheKey(
             principal=principal,
             queries=req.query_texts,
@@ -204,7 +209,7 @@ class SearchService:
             | {"scope": intent.scope.model_dump(mode="json"), "space": sp.space_id},
         )
         with t.stage("cache"):
-            cached = await self._b.cache.lookup(key)
+            cached = None if probe is not None else await self._b.cache.lookup(key)
         if cached is not None:
             async with rls_transaction(self._b.pool, principal) as conn:
                 await self._audit(
@@ -228,13 +233,13 @@ class SearchService:
                 )
         subs = await asyncio.gather(
             *(
-                self._sub_search(principal, req, intent, s, vectors, t, sp, shadowed)
+                self._sub_search(principal, req, intent, s, vectors, t, sp, shadowed, probe)
                 for s in intent.searches
             )
         )
         degraded = sorted({d for s in subs for d in s.degraded})
         merged = self._merge(list(subs), by_side=intent.scope.mode == "compare")
-        final = self._diversify(req, merged)
+        final = self._diversify(req, merged, probe)
         for d in degraded:
             DEGRADED.labels(d).inc()
 
@@ -269,6 +274,8 @@ class SearchService:
                     results = [_result(c, parents, req.expand_parents) for c in final]
                 cache_state = "miss" if self._b.cache.state == "on" else "off"
                 await self._audit(conn, key, trace_id, results, cache_state, reason, degraded)
+        if probe is not None:
+            probe.abstain_reason = reason
         if reason is not None:
             ABSTAINED.labels(reason).inc()
         RESULTS.observe(len(results))
@@ -289,7 +296,7 @@ class SearchService:
             degraded=degraded,
             mode=req.mode,
         )
-        if self._b.cache.state == "on" and not degraded:
+        if self._b.cache.state == "on" and not degraded and probe is None:
             await self._b.cache.store(key, response)
         return response
 
@@ -367,8 +374,12 @@ class SearchService:
         t: Timings,
         space: Space | None = None,
         shadowed: tuple[str, ...] = (),
+        probe: SearchProbe | None = None,
     ) -> SubSearchResult:
         preds = self._preds(req, intent, sub, shadowed)
+        if probe is not None:
+            probe.queries.append(sub.query)
+            probe.preds.append(preds)
         res = await retrieve(
             pool=self._b.pool,
             lexical=self._b.lexical,
@@ -384,6 +395,8 @@ class SearchService:
             space=space,
         )
         cands = res.candidates
+        if probe is not None:
+            probe.retrieved.extend(cands)
         if intent.resolve_series_at is not None:
             cands = resolve_series(cands, intent.resolve_series_at)
         if req.rerank:
@@ -401,6 +414,8 @@ class SearchService:
             c.query_index = sub.query_index
             # a comparison side's label; an unversioned document is about no one side
             c.label = sub.label if c.row.version is not None else None
+        if probe is not None:
+            probe.resolved.extend(cands)
         return SubSearchResult(candidates=cands, degraded=res.degraded)
 
     def _merge(self, subs: list[SubSearchResult], *, by_side: bool = False) -> list[Candidate]:
@@ -423,7 +438,11 @@ class SearchService:
             return [c for _, _, c in sorted(best.values(), key=lambda x: (x[0], x[1]))]
         return [best[h.key][2] for h in rrf(rankings, k=self._s.ranking.rrf_k)]
 
-    def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
+    def _diversify(
+        self, req: SearchRequest, cands: list[Candidate], probe: SearchProbe | None = None
+    ) -> list[Candidate]:
+        if probe is not None:
+            probe.merged = list(cands)
         if req.mmr_lambda is not None and cands:
             order = mmr_order(
                 [c.rerank if c.rerank is not None else c.rrf for c in cands],
@@ -434,6 +453,10 @@ class SearchService:
             cands = [cands[i] for i in order]
         cap = req.max_per_document or self._s.ranking.default_max_per_document
         cands = cap_per_document_by_evidence(cands, lambda c: c.row.document_id, _strength, cap)
+        capped = cands
         if req.expand_parents:
             cands = dedupe_by_parent(cands, lambda c: c.row.parent_id)
+        if probe is not None:
+            probe.cap, probe.capped, probe.deduped = cap, capped, list(cands)
+            probe.final = cands[: req.top_k]
         return cands[: req.top_k]
