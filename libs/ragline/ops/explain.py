@@ -401,8 +401,7 @@ class Explainer:
                     ex.check("scope", False, "replaced within its series on the as-of date")
                     return ex.verdict(
                         Cause.SUPERSEDED,
-                        "another version of its series is the one in force at the requested "
-                        "date",
+                        "another version of its series is the one in force at the requested date",
                         "ask with as_of inside this version's effective period",
                     )
                 if isinstance(p, Effective):
