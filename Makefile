@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
+.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -28,6 +28,21 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[local,eval,dev]'
 	@touch $(STAMP)
 
+# what the engines and the browser tests need from the machine: Java 17+ and Maven (the
+# local Kafka and OpenSearch are Maven-fetched JVM engines) and Chromium (the console's
+# headless browser tests). Installed with apt when missing and root; else says what to do.
+system-deps:
+	@missing=""; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$(NEED_CHROMIUM)" ] && [ ! -x /usr/bin/chromium ]; then missing="$$missing chromium"; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing (apt)"; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	  else echo "missing system packages:$$missing (install them, e.g. apt-get install$$missing)"; exit 1; fi; \
+	fi
+
 install: $(STAMP) ## create .venv and install the lean set (core + local stack + eval + dev extras, no torch)
 
 $(TORCH_STAMP): $(STAMP)
@@ -36,7 +51,7 @@ $(TORCH_STAMP): $(STAMP)
 
 install-torch: $(TORCH_STAMP) ## add the torch extra (torch backend, reranking, the live reference tests)
 
-up: install ## start the stack + all services, ingest examples/, run a sample query
+up: system-deps install ## start the stack + all services, ingest examples/, run a sample query
 	$(BIN)/ragline up
 
 down: ## stop services and the stack
@@ -51,7 +66,8 @@ status: install ## health of every component and service
 # `make test` runs the torch-marked tests too (RAGLINE_REQUIRE_TORCH: a missing torch
 # fails them instead of skipping), so the default onnx-int8 path and the torch backend
 # are both proven on every run
-test: install-torch lint ## lint + the whole suite (unit, integration, e2e on the real stack; torch extra included)
+test: NEED_CHROMIUM = 1
+test: system-deps install-torch lint ## lint + the whole suite (unit, integration, e2e on the real stack; torch extra included)
 	@# the unit tests (pure logic, no services) in $(UNIT_WORKERS) workers (pytest-xdist), then
 	@# the rest in one process; e2e last: its session-scoped pipeline of service processes
 	@# must not consume other tests' events. Both runs always run; either failing fails.
