@@ -5,7 +5,6 @@ as their own processes (``ragline run``) on the real stack, through Kafka."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import psycopg
@@ -15,35 +14,13 @@ from opensearchpy import AsyncOpenSearch
 from ragline.config import Settings
 from ragline.events import Topics
 from ragline.indexing.samples import enriched_event
+from ragline.platform.stack.testing import wait_indexed
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.os_index import index_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 N_DOCS = 240
-
-
-async def indexed_count(settings: Settings, tenant: str) -> int:
-    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM documents WHERE tenant_id = %s AND status = 'indexed'"
-            " AND os_revision = revision",
-            (tenant,),
-        )
-        return int((await cur.fetchone())[0])
-
-
-async def wait_for(
-    settings: Settings, tenant: str, at_least: int, timeout_s: float, procs: list[Any]
-) -> int:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        n = await indexed_count(settings, tenant)
-        if n >= at_least or time.monotonic() > deadline:
-            return n
-        for p in procs:
-            assert p.running(), f"{p.name} died:\n{p.log()[-3000:]}"
-        await asyncio.sleep(0.2)
 
 
 async def test_sigkill_mid_ingest_indexes_everything_exactly_once(
@@ -67,18 +44,18 @@ async def test_sigkill_mid_ingest_indexes_everything_exactly_once(
         for ev in events:
             await pub.publish(Topics.DOC_ENRICHED, ev)
 
-    n = await wait_for(stack, tenant, N_DOCS // 4, 180, [embedder, indexer])
+    n = await wait_indexed(stack.admin_dsn(), tenant, N_DOCS // 4, 180, [embedder, indexer])
     assert 0 < n < N_DOCS, "too fast to kill mid-ingest; raise N_DOCS"
     assert embedder.kill() == -9
     embedder = service_process("embedder")
     await embedder.wait_metrics_async(timeout_s=180)
 
-    n = await wait_for(stack, tenant, N_DOCS // 2, 180, [embedder, indexer])
+    n = await wait_indexed(stack.admin_dsn(), tenant, N_DOCS // 2, 180, [embedder, indexer])
     assert indexer.kill() == -9
     indexer = service_process("indexer")
     await indexer.wait_metrics_async(timeout_s=120)
 
-    n = await wait_for(stack, tenant, N_DOCS, 300, [embedder, indexer])
+    n = await wait_indexed(stack.admin_dsn(), tenant, N_DOCS, 300, [embedder, indexer])
     assert n == N_DOCS
     await asyncio.sleep(1.0)  # anything still in flight would show up as a duplicate
 

@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import os
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from ragline.events import Topics
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.samples import embedded_event
 from ragline.platform.stack.opensearch import LocalOpenSearch
-from ragline.platform.stack.testing import free_port, unique_tenant
+from ragline.platform.stack.testing import free_port, unique_tenant, wait_indexed
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.os_client import make_client
@@ -53,29 +52,6 @@ async def node(stack: Settings, tmp_path: Path) -> AsyncIterator[LocalOpenSearch
     await server.start()
     yield server
     await server.stop()
-
-
-async def _indexed(settings: Settings, tenant: str) -> int:
-    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM documents WHERE tenant_id = %s AND status = 'indexed'"
-            " AND os_revision = revision",
-            (tenant,),
-        )
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
-
-
-async def _wait_indexed(
-    settings: Settings, tenant: str, n: int, timeout_s: float, proc: Any
-) -> int:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = await _indexed(settings, tenant)
-        if got >= n or time.monotonic() > deadline:
-            return got
-        assert proc.running(), f"indexer died:\n{proc.log()[-3000:]}"
-        await asyncio.sleep(0.2)
 
 
 def _digest(text: str) -> str:
@@ -132,7 +108,7 @@ async def test_opensearch_killed_during_ingest_and_queries(
                     await asyncio.sleep(0.1)
 
         task = asyncio.create_task(searches())
-        n = await _wait_indexed(stack, tenant, N_DOCS // 4, 180, indexer)
+        n = await wait_indexed(stack.admin_dsn(), tenant, N_DOCS // 4, 180, [indexer])
         assert 0 < n < N_DOCS, "too fast to kill mid-ingest; raise N_DOCS"
         pid = node.pid()
         assert pid is not None
@@ -140,7 +116,7 @@ async def test_opensearch_killed_during_ingest_and_queries(
         await asyncio.sleep(4.0)  # searches and the indexer meet a dead node
         down_at = len(seen)
         await node.start()  # the same data directory and port
-        n = await _wait_indexed(stack, tenant, N_DOCS, 300, indexer)
+        n = await wait_indexed(stack.admin_dsn(), tenant, N_DOCS, 300, [indexer])
         await asyncio.sleep(1.0)
         stop.set()
         await task

@@ -27,11 +27,13 @@ __all__ = [
     "TEST_STACK_PREFIX",
     "ServiceProcess",
     "free_port",
+    "indexed_count",
     "make_test_stack_dir",
     "patched_environ",
     "reap_stale_test_stacks",
     "stack_env",
     "unique_tenant",
+    "wait_indexed",
 ]
 
 # variables that would point a test stack at someone else's servers
@@ -60,6 +62,37 @@ def stack_env(state_dir: Path) -> dict[str, str]:
         "RAGLINE_OPENSEARCH_URL": f"http://127.0.0.1:{free_port()}",
         "RAGLINE_STACK_COMPONENTS": "postgres,kafka,opensearch",
     }
+
+
+async def indexed_count(dsn: str, tenant: str) -> int:
+    """Documents of ``tenant`` indexed in both stores (``os_revision = revision``)."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM documents WHERE tenant_id = %s AND status = 'indexed'"
+            " AND os_revision = revision",
+            (tenant,),
+        )
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def wait_indexed(
+    dsn: str, tenant: str, at_least: int, timeout_s: float, procs: Iterable[ServiceProcess]
+) -> int:
+    """Poll ``indexed_count`` until ``at_least`` or the timeout; fails fast, with its log,
+    when one of ``procs`` died."""
+    procs = tuple(procs)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        n = await indexed_count(dsn, tenant)
+        if n >= at_least or time.monotonic() > deadline:
+            return n
+        for p in procs:
+            if not p.running():
+                raise RuntimeError(f"{p.name} died:\n{p.log()[-3000:]}")
+        await asyncio.sleep(0.2)
 
 
 class ServiceProcess:
