@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help install install-torch up down status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api lint typecheck fmt schemas bench eval eval-scifact clean
+.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -28,6 +28,21 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langchain,llamaindex]' -e '.[local,eval,dev]'
 	@touch $(STAMP)
 
+# what the engines and the browser tests need from the machine: Java 17+ and Maven (the
+# local Kafka and OpenSearch are Maven-fetched JVM engines) and Chromium (the console's
+# headless browser tests). Installed with apt when missing and root; else says what to do.
+system-deps:
+	@missing=""; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$(NEED_CHROMIUM)" ] && [ ! -x /usr/bin/chromium ]; then missing="$$missing chromium"; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing (apt)"; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	  else echo "missing system packages:$$missing (install them, e.g. apt-get install$$missing)"; exit 1; fi; \
+	fi
+
 install: $(STAMP) ## create .venv and install the lean set (core + local stack + eval + dev extras, no torch)
 
 $(TORCH_STAMP): $(STAMP)
@@ -36,11 +51,14 @@ $(TORCH_STAMP): $(STAMP)
 
 install-torch: $(TORCH_STAMP) ## add the torch extra (torch backend, reranking, the live reference tests)
 
-up: install ## start the stack + all services, ingest examples/, run a sample query
+up: system-deps install ## start the stack + all services, ingest examples/, run a sample query
 	$(BIN)/ragline up
 
 down: ## stop services and the stack
 	@test -x $(BIN)/ragline && $(BIN)/ragline down || true
+
+console: install ## the operator console on http://127.0.0.1:8085/console (sign in: ragline token --admin '*')
+	$(BIN)/ragline console
 
 status: install ## health of every component and service
 	$(BIN)/ragline stack status; $(BIN)/ragline services status
@@ -48,7 +66,8 @@ status: install ## health of every component and service
 # `make test` runs the torch-marked tests too (RAGLINE_REQUIRE_TORCH: a missing torch
 # fails them instead of skipping), so the default onnx-int8 path and the torch backend
 # are both proven on every run
-test: install-torch lint ## lint + the whole suite (unit, integration, e2e on the real stack; torch extra included)
+test: NEED_CHROMIUM = 1
+test: system-deps install-torch lint ## lint + the whole suite (unit, integration, e2e on the real stack; torch extra included)
 	@# the unit tests (pure logic, no services) in $(UNIT_WORKERS) workers (pytest-xdist), then
 	@# the rest in one process; e2e last: its session-scoped pipeline of service processes
 	@# must not consume other tests' events. Both runs always run; either failing fails.
@@ -76,6 +95,14 @@ chaos: install ## 2 replicas per consumer, SIGKILLs, stores vs a fault-free run 
 spaces-gate: install ## embedding spaces end to end: create, backfill, eval, gate refuses/promotes, rollback, retire (CLI + query service)
 	RAGLINE_SPACES_GATE=1 $(BIN)/pytest -q -p no:cacheprovider --timeout=1800 tests/integration/spaces/test_spaces_gate.py
 
+canary-soak: install ## issue 31: the leak property test with many examples, then the canary N times in a row
+	RAGLINE_LEAK_EXAMPLES=$${RAGLINE_LEAK_EXAMPLES:-300} $(BIN)/pytest -q -p no:cacheprovider \
+		--timeout=0 tests/unit/scanning/test_leak_property.py
+	@n=$${RAGLINE_CANARY_RUNS:-20}; clean=0; for i in $$(seq 1 $$n); do \
+		if $(BIN)/pytest -q -p no:cacheprovider --timeout=1800 tests/e2e/test_canary.py; \
+		then clean=$$((clean + 1)); fi; echo "canary run $$i: $$clean clean so far"; done; \
+	echo "canary: $$clean of $$n runs clean"; test $$clean -eq $$n
+
 fuzz-api: install ## schemathesis, every check, a long run against a real query service
 	RAGLINE_FUZZ_EXAMPLES=$${RAGLINE_FUZZ_EXAMPLES:-500} $(BIN)/pytest -q -p no:cacheprovider \
 		--timeout=3600 tests/integration/query/test_openapi_fuzz.py
@@ -92,7 +119,7 @@ fmt: install
 schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event models
 	$(BIN)/ragline schemas
 
-bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
+bench: install-torch ## benchmarks (torch rows included: the torch extra): prints numbers, writes bench/out/*.json and plots
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # the committed baselines (slim summaries, <dir>/<dataset>.json) `make eval` and `make
@@ -101,8 +128,8 @@ bench: install ## benchmarks: prints numbers, writes bench/out/*.json and plots
 EVAL_BASELINES ?= bench/baselines
 EVAL_SAVE = $(if $(SAVE_BASELINE),--save-baseline $(EVAL_BASELINES))
 
-eval: install ## both golden sets through a private stack + every service, all modes, before/after the baselines
-	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --private-stack \
+eval: install ## the three golden sets through a private stack + every service, all modes, before/after the baselines
+	$(BIN)/ragline eval --dataset golden:tests/golden --dataset golden:tests/golden_marine --dataset golden:tests/golden_water --private-stack \
 		--baseline-dir $(EVAL_BASELINES) $(EVAL_SAVE)
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode, before/after its baseline

@@ -33,27 +33,15 @@ class OpenSearchNode:
 
     @classmethod
     def start(cls, heap_mb: int = 2048) -> OpenSearchNode:
+        """A fresh node; ``close()`` it (it also exits with this process)."""
         from ragline.config import Settings
-        from ragline.platform.stack.base import LocalOptions
         from ragline.platform.stack.opensearch import LocalOpenSearch
         from ragline.platform.stack.testing import free_port
 
         state = Path(tempfile.mkdtemp(prefix="ragline-bench-os-"))
         url = f"http://127.0.0.1:{free_port()}"
-        options = LocalOptions(
-            log=state / "opensearch.log",
-            pidfile=state / "opensearch.pid",
-            detached=False,
-            probe_timeout_s=3.0,
-            start_timeout_s=120.0,
-            stop_timeout_s=15.0,
-        )
-        server = LocalOpenSearch(
-            Settings(opensearch_url=url, state_dir=state),
-            options,
-            root=state / "opensearch",
-            heap_mb=heap_mb,
-        )
+        settings = Settings(opensearch_url=url, state_dir=state)
+        server = LocalOpenSearch.standalone(settings, state, heap_mb=heap_mb)
         asyncio.run(server.start())
         return cls(url, server, state)
 

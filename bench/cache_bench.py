@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _paths import OUT, REPO, SCIFACT
+from _paths import OUT, REPO, SCIFACT, scifact
 from pipeline_bench import upsert
 
 PAIRS = REPO / "bench" / "cache_pairs.json"
@@ -391,6 +391,7 @@ def main() -> int:
     ap.add_argument("--probes", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args()
+    scifact()  # or say where to get it
     OUT.mkdir(parents=True, exist_ok=True)
     if args.command == "tune":
         report = tune()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from _paths import SCIFACT_CORPUS
+from _paths import scifact as require_scifact
 
 from ragline.chunking import Chunker, ChunkerSettings
 from ragline.chunking.stage import chunk_event
@@ -151,6 +152,8 @@ def main() -> None:
     ap.add_argument("--fixture-rounds", type=int, default=50)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    if args.corpus == CORPUS:
+        require_scifact()  # or say where to get it
 
     conf = ChunkerSettings()
     t0 = time.perf_counter()

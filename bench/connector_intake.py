@@ -31,7 +31,7 @@ from ragline.connector.fs_watch import FsWatcher
 from ragline.connector.settings import ConnectorSettings
 from ragline.connector.stage import ConnectorStage
 from ragline.connector.webhook import sign
-from ragline.events import DocumentMeta, EventBase, SourceUpsert
+from ragline.events import BULK, DocumentMeta, EventBase, SourceUpsert, lane_topic
 from ragline.hashing import content_hash, meta_hash
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import (
@@ -136,19 +136,27 @@ async def bench_stage(settings: Settings, n: int) -> dict[str, Any]:
             results = await stage.handle_batch(rest[i : i + 64], ctx)
             assert all(isinstance(r, list) and len(r) == 1 for r in results)
         out["new_docs_per_s_batch64"] = round(len(rest) / (time.perf_counter() - t))
-        # pretend the indexer wrote them, then replay: every one is 'unchanged'
+        # pretend the indexer wrote them (the version's ACL, and the status rows moved
+        # from 'accepted', in flight, to 'indexed'), then replay: every one is 'unchanged'
         async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as c:
             for ev in events:
                 await c.execute(
                     "INSERT INTO documents (tenant_id, document_id, content_hash, meta_hash,"
-                    " source_seq, status) VALUES (%s, %s, %s, %s, 1, 'indexed')",
+                    " source_seq, acl_seq, acl_groups, status)"
+                    " VALUES (%s, %s, %s, %s, 1, 1, %s, 'indexed')",
                     (
                         tenant,
                         ev.document_id,
                         content_hash((ev.content_text or "").encode()),
                         meta_hash(ev.meta),
+                        list(ev.meta.acl_groups),
                     ),
                 )
+            await c.execute(
+                "UPDATE document_status SET status = 'indexed', stage = 'indexer',"
+                " accepted_changes = NULL WHERE tenant_id = %s",
+                (tenant,),
+            )
             await c.commit()
         replay = upserts(tenant, n, seq=2)
         t = time.perf_counter()
@@ -161,8 +169,13 @@ async def bench_stage(settings: Settings, n: int) -> dict[str, Any]:
 
 
 async def count_fetched(settings: Settings, tenant: str, n: int, timeout_s: float) -> float:
+    """When the ``n``-th doc.fetched of ``tenant`` arrived, in either lane (over its
+    interactive budget a tenant's upserts travel in the bulk lane: docs/lanes.md)."""
     consumer = AIOKafkaConsumer(
-        "doc.fetched", bootstrap_servers=settings.kafka_bootstrap, auto_offset_reset="earliest"
+        "doc.fetched",
+        lane_topic("doc.fetched", BULK),
+        bootstrap_servers=settings.kafka_bootstrap,
+        auto_offset_reset="earliest",
     )
     await consumer.start()
     seen = 0
@@ -174,6 +187,8 @@ async def count_fetched(settings: Settings, tenant: str, n: int, timeout_s: floa
                 seen += sum(1 for r in records if json.loads(r.value)["tenant_id"] == tenant)
     finally:
         await consumer.stop()
+    if seen < n:
+        raise RuntimeError(f"only {seen} of {n} doc.fetched arrived within {timeout_s:.0f} s")
     return time.monotonic()
 
 

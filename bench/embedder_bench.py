@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _paths import OUT, SCIFACT
+from _paths import OUT, SCIFACT, scifact
 
 from ragline.embedding.adaptive import model_batch_size
 from ragline.embedding.model import Embedder, load_embedder
@@ -154,6 +154,7 @@ def main() -> int:
     )
     ap.add_argument("--json", type=Path, default=OUT / "embedder.json")
     args = ap.parse_args()
+    scifact()  # or say where to get it
     backends = [b for b in args.backends.split(",") if b]
     corpus = load_jsonl(SCIFACT / "corpus.jsonl")
     qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
 QUERY_ENV = {
     "RAGLINE_QUERY_MAX_TOP_K": "100",
     "RAGLINE_QUERY_RATE_LIMIT_PER_MINUTE": "0",
@@ -174,7 +173,7 @@ async def _run(args: argparse.Namespace) -> int:
     from ragline.platform.private import private_platform
 
     dataset = load_beir(
-        SCIFACT, split="train", tenant="scifact", groups=("eval",), limit_queries=args.limit
+        args.scifact, split="train", tenant="scifact", groups=("eval",), limit_queries=args.limit
     )
     progress = not args.no_progress
     # before the run: a wrong path fails now, not after an hour of ingest
@@ -237,14 +236,14 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from _paths import scifact
+
     from ragline.errors import ConfigError, RaglineError
 
-    if not (SCIFACT / "corpus.jsonl").is_file():
-        print(f"SciFact not found at {SCIFACT} (set RAGLINE_SCIFACT_DIR)", file=sys.stderr)
-        return 2
+    args = _args(argv)  # first: --help needs no dataset
+    args.scifact = scifact()  # or say where to get the public archive (exit 2)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    args = _args(argv)
     try:
         return asyncio.run(_run(args))
     except ConfigError as exc:

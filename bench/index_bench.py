@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _paths import SCIFACT_CORPUS
+from _paths import SCIFACT_CORPUS, scifact
 
 from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
@@ -203,6 +203,8 @@ async def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     args = parser.parse_args()
+    if args.corpus == CORPUS:
+        scifact()  # or say where to get it
     logging.basicConfig(level=logging.WARNING)
     with (
         tempfile.TemporaryDirectory(prefix="ragline-index-bench-") as tmp,

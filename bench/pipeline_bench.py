@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _paths import SCIFACT
+from _paths import SCIFACT, scifact
 from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
@@ -231,6 +231,7 @@ def main() -> int:
     ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
     ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
     args = ap.parse_args()
+    scifact()  # or say where to get it
     if args.backend:  # inherited by every service process and the embedder-alone run
         os.environ["RAGLINE_EMBEDDER_BACKEND"] = args.backend
     OUT.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,6 @@ import numpy as np
 from _synthetic import CHUNKS_PER_DOC, synthetic_docs, synthetic_queries
 
 ROOT = Path(__file__).resolve().parent.parent
-SCIFACT = Path(os.environ.get("RAGLINE_SCIFACT_DIR", ROOT.parent / "shared" / "eval" / "scifact"))
 SECRET = "query-bench-secret-0123456789abcdef0123"  # noqa: S105 - throw-away stack
 GROUP = "bench"
 
@@ -70,13 +69,16 @@ def retrieval_env() -> dict[str, str]:
 
 
 def _scifact() -> tuple[list[tuple[str, str, str]], list[str]]:
+    from _paths import scifact
+
+    folder = scifact()  # or say where to get it
     docs = []
-    with (SCIFACT / "corpus.jsonl").open() as f:
+    with (folder / "corpus.jsonl").open() as f:
         for line in f:
             d = json.loads(line)
             docs.append((f"scifact:{d['_id']}", d.get("title") or "", d.get("text") or ""))
     queries = []
-    with (SCIFACT / "queries.jsonl").open() as f:
+    with (folder / "queries.jsonl").open() as f:
         for line in f:
             queries.append(json.loads(line)["text"])
     return docs, queries

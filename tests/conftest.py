@@ -63,6 +63,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in marked:
         item.add_marker(skip)
 
+
 # Property tests check properties, not speed: hypothesis' default 200 ms deadline per
 # example made them fail at random on a loaded 2-core machine (a slow example is not a
 # counter-example). Timing is measured by `make bench`, never asserted in tests. A test

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ragline.scanning.cli",
     "ragline.platform.preview_cli",
     "ragline.mcp_server.cli",
+    "ragline.console.cli",
 )
 
 

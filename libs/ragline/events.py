@@ -37,6 +37,8 @@ from pydantic import (
     model_validator,
 )
 
+from ragline.scan_seal import SEAL_RE, digest
+
 __all__ = [
     "ALL_TOPICS",
     "BIGINT_MAX",
@@ -45,6 +47,7 @@ __all__ = [
     "INTERACTIVE",
     "LANED_TOPICS",
     "SCHEMA_VERSION",
+    "TEXT_META_FIELDS",
     "AclChange",
     "Block",
     "BlockFlags",
@@ -80,10 +83,14 @@ __all__ = [
     "acl_digest",
     "change_identity",
     "dlq_topic",
+    "document_seal_input",
     "input_adapter",
     "lane_of_topic",
     "lane_topic",
+    "meta_seal_input",
+    "meta_sealed",
     "read_event",
+    "seal_problem",
     "unstorable",
 ]
 
@@ -249,6 +256,20 @@ def unstorable(value: Any, *, allow_nul: bool = False) -> str | None:
 
 MetadataValue: TypeAlias = str | int | float | bool | None
 
+# the DocumentMeta fields that can carry free text, with their empty value: the scanner
+# redacts and seals them; a quarantine of an unscanned document carries none of them
+_EMPTY_TEXT: dict[str, Any] = {
+    "uri": None,
+    "title": None,
+    "mime_type": None,
+    "version": None,
+    "series_id": None,
+    "supersedes": (),
+    "metadata": {},
+    "scan_seal": None,
+}
+TEXT_META_FIELDS: tuple[str, ...] = tuple(f for f in _EMPTY_TEXT if f != "scan_seal")
+
 
 class DocumentMeta(_Model):
     """What the source says about a document (authoritative, travels with every event)."""
@@ -281,11 +302,33 @@ class DocumentMeta(_Model):
     updated_at: AwareDatetime | None = None
     language: str | None = Field(default=None, pattern=r"^[a-z]{2}$")
     metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    # written only by the scanner (ragline.scan_seal): absent on every raw meta, so what
+    # releases before the seal wrote stays byte-for-byte the same
+    scan_seal: str | None = Field(
+        default=None,
+        pattern=SEAL_RE,
+        exclude_if=lambda v: v is None,
+        description="set by the scanner: digest of the text fields as scanned; every "
+        "post-scanner publish, read and index write checks it (docs/scanning.md)",
+    )
 
     @field_validator("acl_groups")
     @classmethod
     def _sorted_unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(set(v)))
+
+    def text_fields(self) -> dict[str, Any]:
+        """The fields that can carry free text (what the scanner redacts and seals)."""
+        return {f: getattr(self, f) for f in TEXT_META_FIELDS}
+
+    def without_text(self) -> DocumentMeta:
+        """This meta without any free-text field: what may describe a document whose
+        text was not (or not completely) scanned, e.g. on ``doc.quarantined``."""
+        return self.model_copy(update=dict(_EMPTY_TEXT))
+
+    @property
+    def has_text(self) -> bool:
+        return any(getattr(self, f) != _EMPTY_TEXT[f] for f in TEXT_META_FIELDS)
 
     @model_validator(mode="after")
     def _dates_in_order(self) -> DocumentMeta:
@@ -490,6 +533,12 @@ class ParsedDocument(_Model):
     blocks: tuple[Block, ...]
     page_count: int | None = None
     encoding: str | None = None
+    scan_seal: str | None = Field(
+        default=None,
+        pattern=SEAL_RE,
+        exclude_if=lambda v: v is None,
+        description="set by the scanner: digest of the document as scanned",
+    )
 
 
 class FindingsSummary(_Model):
@@ -689,6 +738,70 @@ class DeadLetter(_Model):
     document_id: str | None = None
 
 
+# --------------------------------------------------------------------------- the scanner's seal
+
+
+def meta_seal_input(meta: DocumentMeta) -> dict[str, Any]:
+    """What a meta's seal covers: its text fields (``ragline.scan_seal.digest`` "meta";
+    only the scanner mints, ``ragline.scanning.seal``)."""
+    return meta.model_dump(mode="json", include=set(TEXT_META_FIELDS))
+
+
+def document_seal_input(document: ParsedDocument) -> dict[str, Any]:
+    """What a document's seal covers: all of it ("document")."""
+    return document.model_dump(mode="json", exclude={"scan_seal"})
+
+
+def _meta_problem(meta: DocumentMeta | None, what: str) -> str | None:
+    if meta is None:
+        return None
+    if meta.scan_seal is None:
+        return f"{what}: meta text fields were not sealed by the scanner"
+    if meta.scan_seal != digest("meta", meta_seal_input(meta)):
+        return f"{what}: meta text fields changed after the scanner sealed them"
+    return None
+
+
+def meta_sealed(meta: DocumentMeta) -> bool:
+    """Whether ``meta``'s text fields are what the scanner sealed."""
+    return _meta_problem(meta, "") is None
+
+
+def seal_problem(event: Any) -> str | None:
+    """Why ``event`` may not travel after the scanner (or be written to an index row), or
+    None. Every text field a post-scanner event carries must be what the scanner emitted:
+    ``meta`` (title, uri, version, series, mime type, supersedes, metadata values) and, on
+    ``doc.scanned``, the document, sealed (``ragline.scan_seal``) and unchanged since;
+    ``doc.quarantined`` may instead carry a meta without any text field. Chunk text is
+    the chunker's pure function of a sealed document (``DocScanned.document``). Never
+    names a value."""
+    if isinstance(event, DocQuarantined):
+        meta = event.meta
+        if meta is None or (meta.scan_seal is None and not meta.has_text):
+            return None
+        return _meta_problem(meta, event.event_type)
+    if isinstance(event, DocScanned | _ChunksEvent):
+        why = _meta_problem(event.meta, event.event_type)
+        if why is not None or not isinstance(event, DocScanned):
+            return why
+        seal = event.document.scan_seal
+        if seal is None:
+            return "doc.scanned: document was not sealed by the scanner"
+        if seal != digest("document", document_seal_input(event.document)):
+            return "doc.scanned: document changed after the scanner sealed it"
+    return None
+
+
+def _unsealed_legacy(event: Any) -> bool:
+    """An event without any seal: what releases before the seal wrote (read during a
+    rolling upgrade; refused at the next publish or index write, docs/scanning.md)."""
+    meta = getattr(event, "meta", None)
+    document = getattr(event, "document", None)
+    return (meta is None or meta.scan_seal is None) and (
+        document is None or document.scan_seal is None
+    )
+
+
 # --------------------------------------------------------------------------- registries
 
 EVENT_MODELS: dict[str, type[BaseModel]] = {
@@ -744,4 +857,10 @@ def read_event(topic: str, body: bytes | str) -> Any:
     ignored at any depth, schema versions up to ``MAX_READ_SCHEMA_VERSION``)."""
     topic = lane_of_topic(topic)[0]
     tolerant = topic != Topics.SOURCE_CHANGES and not topic.endswith(".dlq")
-    return input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)
+    event = input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)
+    # a sealed event whose text changed after the scanner is refused here (dead-lettered);
+    # an unsealed one of an older release is read, and refused at its next publish
+    why = seal_problem(event)
+    if why is not None and not _unsealed_legacy(event):
+        raise ValueError(why)
+    return event

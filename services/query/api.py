@@ -84,7 +84,7 @@ def _cached_openapi(app: FastAPI, qs: QuerySettings) -> dict[str, Any]:
 async def _load_reranker(qs: QuerySettings) -> Reranker | None:
     if qs.ranking.rerank_model_path is None:
         return None
-    rr = CrossEncoderReranker(qs.ranking.rerank_model_path)
+    rr = CrossEncoderReranker(qs.ranking.rerank_model_path, threads=qs.torch_threads)
     try:
         await rr.aload()
     except Exception as exc:  # a broken model must not stop the service: rerank degrades

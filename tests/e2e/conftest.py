@@ -48,7 +48,8 @@ class Pipeline:
 
 
 def sync_source(root: Path, tenant: str) -> None:
-    """``ragline sync`` of a folder into ``tenant`` (the filesystem source's way in)."""
+    """``ragline sync`` of a folder into ``tenant`` (the filesystem source's way in), as
+    source ``fs``; deletes allowed (docs/connector.md, "Deletes a sync refuses")."""
     subprocess.run(
         [
             sys.executable,
@@ -58,6 +59,9 @@ def sync_source(root: Path, tenant: str) -> None:
             str(root),
             "--tenant",
             tenant,
+            "--source",
+            "fs",
+            "--allow-deletes",  # the tests delete files on purpose (a guard of its own)
             "--no-progress",
         ],
         check=True,

@@ -7,8 +7,10 @@ any value was found) is printed and attached to the failure message.
 
 Values are random per run, so a hit can only come from this run's ingest. A value in a
 file name is an identity: the document is blocked (``secret_in_identity``) and the
-value may remain only as part of that exact document id (the key of its status row,
-its topic records and its log lines), nowhere else.
+value may remain only as part of that exact document id (the key of its status row and
+its topic records), nowhere else: not in a log line (logs carry a keyed digest of the
+id, issue 31). Every run also plants an SSN that presidio's validity rules reject
+(serial 0000, ``ssn_unissued``): issue 31's intermittent leak, now on every run.
 """
 
 from __future__ import annotations
@@ -148,6 +150,10 @@ KINDS: tuple[Kind, ...] = (
          lambda v: f"call {v}", spaced=True),
     Kind("credit_card", lambda: _luhn("4", 16), lambda v: f"card {v}"),
     Kind("ssn", lambda: f"{_rng.randint(100, 665)}-{_rng.randint(10, 99)}-{_r(string.digits, 4)}",
+         lambda v: f"SSN: {v}"),
+    # never issued (serial 0000): presidio invalidates it, a labelled one is still an SSN;
+    # the random SSNs above draw it once in 10,000 (issue 31's intermittent leak)
+    Kind("ssn_unissued", lambda: f"{_rng.randint(100, 665)}-{_rng.randint(10, 99)}-0000",
          lambda v: f"SSN: {v}"),
     Kind("iban", _iban, lambda v: f"IBAN {v}"),
     Kind("zero_width_aws_key", lambda: _aws_id()[:10] + "\u200b" + _aws_id()[10:], str),
@@ -453,7 +459,9 @@ async def test_canaries_reach_no_index_topic_log_or_result(
     hits: dict[tuple[int, str], int] = {}
     for i, p in enumerate(corpus.planted):
         for where, text in stores.items():
-            if p.identity is not None:  # only as part of its exact document id
+            # only as part of its exact document id, and never in a log line (logs carry a
+            # keyed digest of document ids: issue 31)
+            if p.identity is not None and not where.startswith("log:"):
                 text = text.replace(p.identity, "<document id>")
                 text = text.replace(p.identity[3:], "<document id>")  # its relative path
             n = sum(text.count(needle) for needle in p.needles)

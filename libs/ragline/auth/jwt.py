@@ -20,7 +20,7 @@ import jwt as pyjwt
 from ragline.auth.principal import AuthError, Forbidden, Principal
 from ragline.errors import ConfigError
 
-__all__ = ["JwtConfig", "JwtVerifier"]
+__all__ = ["JwtConfig", "JwtVerifier", "claim_at"]
 
 _log = logging.getLogger("ragline.auth")
 
@@ -55,7 +55,7 @@ class JwtConfig:
         )
 
 
-def _claim(claims: Mapping[str, Any], path: str) -> Any:
+def claim_at(claims: Mapping[str, Any], path: str) -> Any:
     """A claim by name; dotted names reach into nested objects (``realm_access.roles``)."""
     if path in claims:
         return claims[path]
@@ -137,6 +137,11 @@ class JwtVerifier:
         raise AuthError("token algorithm or key id is not accepted")
 
     def verify(self, token: str) -> Principal:
+        return self._principal(self.verify_claims(token))
+
+    def verify_claims(self, token: str) -> dict[str, Any]:
+        """The verified claims themselves (for role checks such as the console's admin
+        role); ``verify`` turns them into a ``Principal``."""
         key, alg = self._key_for(token)
         cfg = self._config
         required = ["exp"]
@@ -161,18 +166,27 @@ class JwtVerifier:
             raise AuthError("bad token signature") from exc
         except pyjwt.PyJWTError as exc:
             raise AuthError(f"invalid token: {type(exc).__name__}") from exc
-        return self._principal(claims)
+        return dict(claims)
 
     async def verify_async(self, token: str) -> Principal:
         if self.needs_io:
             return await asyncio.to_thread(self.verify, token)
         return self.verify(token)
 
+    async def verify_claims_async(self, token: str) -> dict[str, Any]:
+        if self.needs_io:
+            return await asyncio.to_thread(self.verify_claims, token)
+        return self.verify_claims(token)
+
+    def principal(self, claims: Mapping[str, Any]) -> Principal:
+        """The principal of already verified claims."""
+        return self._principal(claims)
+
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
         cfg = self._config
-        tenant = _claim(claims, cfg.tenant_claim)
-        subject = _claim(claims, cfg.subject_claim)
-        groups = _claim(claims, cfg.groups_claim)
+        tenant = claim_at(claims, cfg.tenant_claim)
+        subject = claim_at(claims, cfg.subject_claim)
+        groups = claim_at(claims, cfg.groups_claim)
         if not isinstance(tenant, str) or not tenant:
             raise AuthError(f"token has no {cfg.tenant_claim!r} claim")
         if not isinstance(subject, str) or not subject:

@@ -9,7 +9,11 @@ from typing import Any, Protocol
 
 import jwt
 
-__all__ = ["Identity", "mint_token"]
+__all__ = ["ADMIN_ROLE", "ROLES_CLAIM", "Identity", "mint_token"]
+
+# the operator console's default admin role and where it is read (RAGLINE_CONSOLE_*)
+ADMIN_ROLE = "ragline:admin"
+ROLES_CLAIM = "roles"
 
 
 class Identity(Protocol):
@@ -33,7 +37,10 @@ def mint_token(
     audience: str | None = None,
     issuer: str | None = None,
     now: float | None = None,
+    extra_claims: dict[str, Any] | None = None,
 ) -> str:
+    """``extra_claims``: more claims (e.g. the console's ``roles``); never overrides the
+    identity claims above."""
     issued = int(now if now is not None else time.time())
     claims: dict[str, Any] = {
         "sub": principal.subject,
@@ -46,4 +53,6 @@ def mint_token(
         claims["aud"] = audience
     if issuer:
         claims["iss"] = issuer
+    for k, v in (extra_claims or {}).items():
+        claims.setdefault(k, v)
     return jwt.encode(claims, secret, algorithm="HS256")

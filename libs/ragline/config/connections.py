@@ -91,6 +91,12 @@ class Settings(BaseSettings):
         "and returns free heap pages to the system (malloc_trim); 0 = never",
     )
     log_level: str = "INFO"
+    log_id_key: SecretStr | None = Field(
+        default=None,
+        description="key of the digest that stands for a document id in log lines (a file "
+        "name may hold a secret: docs/scanning.md); unset: a fixed key, digests are then "
+        "only as hard to invert as the ids are to guess",
+    )
 
     @property
     def pg_socket_dir(self) -> Path:

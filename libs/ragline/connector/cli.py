@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ragline.config import Settings
-from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+from ragline.connector.fs_source import FilesystemSource, FsSourceConfig, derive_source_name
+from ragline.connector.readers import no_readers_report
 from ragline.connector.settings import ConnectorSettings
-from ragline.connector.source import SyncSource
-from ragline.errors import RaglineError
+from ragline.errors import ConfigError, RaglineError
+from ragline.events import DocumentMeta
 
 __all__ = ["register"]
 
@@ -23,7 +24,19 @@ __all__ = ["register"]
 def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", type=Path, help="directory tree of the filesystem source")
     p.add_argument("--tenant", required=True, help="tenant id the documents belong to")
-    p.add_argument("--source", default="fs", help="source name: document ids are '<source>:<path>'")
+    p.add_argument(
+        "--source",
+        default=None,
+        help="source name: document ids are '<source>:<path>' (default: the directory's "
+        "own name as a slug, e.g. ~/Team Notes -> team-notes)",
+    )
+    p.add_argument(
+        "--default-groups",
+        default="",
+        metavar="G1,G2",
+        help="readers of files no _policy.yaml or sidecar gives acl_groups to (without "
+        "one, such files are indexed but readable by nobody and reported as no_readers)",
+    )
     p.add_argument(
         "--by-reference",
         action="store_true",
@@ -35,6 +48,15 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
 
 
 def _fs_source(args: argparse.Namespace, settle_s: float = 0.0) -> FilesystemSource:
+    if args.source is None:
+        args.source = derive_source_name(args.root)
+    groups = tuple(g.strip() for g in args.default_groups.split(",") if g.strip())
+    try:
+        DocumentMeta(acl_groups=groups)
+    except ValueError:
+        raise ConfigError(
+            f"--default-groups {args.default_groups!r}: not valid group names"
+        ) from None
     return FilesystemSource(
         FsSourceConfig(
             root=args.root,
@@ -44,8 +66,14 @@ def _fs_source(args: argparse.Namespace, settle_s: float = 0.0) -> FilesystemSou
             uri_prefix=args.uri_prefix,
             settle_s=settle_s,
             trust=args.trust,
+            default_acl_groups=groups,
         )
     )
+
+
+def _print_no_readers(source: FilesystemSource, document_ids: list[str]) -> None:
+    for line in no_readers_report(document_ids, root=source.root, tenant=source.tenant_id):
+        print(line)
 
 
 def register(subparsers: Any) -> None:
@@ -62,6 +90,13 @@ def register(subparsers: Any) -> None:
     )
     sync.add_argument(
         "--allow-empty", action="store_true", help="permit deleting everything if source is empty"
+    )
+    sync.add_argument(
+        "--allow-deletes",
+        action="store_true",
+        help="permit deleting documents this folder did not create (same source name, "
+        "another folder) or more than RAGLINE_CONNECTOR_SYNC_MAX_DELETE_SHARE (10%%) of "
+        "the source",
     )
     sync.add_argument("--list", action="store_true", help="print each document's action")
     sync.add_argument(
@@ -107,17 +142,25 @@ def _print_counts(title: str, counts: Counter[str]) -> None:
         print(f"  {key:<12} {counts[key]}")
 
 
-async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource) -> int:
+async def _sync(args: argparse.Namespace, settings: Settings, source: FilesystemSource) -> int:
     from ragline.connector.sync import SyncPlan, sync_source
 
     def show(plan: SyncPlan) -> None:
         if args.list:
+            unread = set(plan.no_readers)
             for action, item in plan.emit:
-                print(f"{action.value:<8} {item.document_id}")
+                mark = "  no_readers" if item.document_id in unread else ""
+                print(f"{action.value:<8} {item.document_id}{mark}")
+        if args.list or plan.refusal is not None:
             for doc_id in plan.deletes:
                 print(f"delete   {doc_id}")
         _print_counts(f"compared {source.name} (tenant {source.tenant_id}):", plan.counts)
+        _print_no_readers(source, plan.no_readers)
+        if plan.refusal is not None:
+            verb = "would refuse" if args.dry_run else "refused"
+            print(f"{verb} to delete: {plan.refusal}", file=sys.stderr)
 
+    connector = ConnectorSettings()
     _, done = await sync_source(
         settings,
         source,
@@ -129,10 +172,10 @@ async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource
         on_plan=show,
         lane=args.lane,
         max_bulk_backlog=(
-            args.max_backlog
-            if args.max_backlog is not None
-            else ConnectorSettings().sync_max_bulk_backlog
+            args.max_backlog if args.max_backlog is not None else connector.sync_max_bulk_backlog
         ),
+        allow_deletes=args.allow_deletes,
+        max_delete_share=connector.sync_max_delete_share,
     )
     if done is None:
         print("dry run: nothing published")
@@ -142,8 +185,13 @@ async def _sync(args: argparse.Namespace, settings: Settings, source: SyncSource
 
 
 def _sync_main(args: argparse.Namespace) -> int:
+    from ragline.connector.sync import DeletesRefused
+
     try:
         return asyncio.run(_sync(args, Settings(), _fs_source(args)))
+    except DeletesRefused:
+        print("ragline sync: nothing published", file=sys.stderr)  # show() said why
+        return 1
     except RaglineError as exc:
         print(f"ragline sync: {exc}", file=sys.stderr)
         return 1
@@ -172,6 +220,7 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
         if args.once:
             counts = await watcher.poll_once()
             _print_counts("published to source.changes:", counts)
+            _print_no_readers(source, watcher.no_readers)
         else:
             log.info("watching", extra={"fields": {"source": args.source, "tenant": args.tenant}})
             await watcher.run(stop)

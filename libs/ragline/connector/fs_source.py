@@ -46,7 +46,14 @@ from ragline.events import (
 )
 from ragline.hashing import content_hash, meta_hash
 
-__all__ = ["FileDoc", "FilesystemSource", "FsSourceConfig", "ScanResult", "rest_key"]
+__all__ = [
+    "FileDoc",
+    "FilesystemSource",
+    "FsSourceConfig",
+    "ScanResult",
+    "derive_source_name",
+    "rest_key",
+]
 
 _TEMP_SUFFIXES = ("~", ".tmp", ".swp", ".swx", ".part", ".crdownload")
 _SLUG = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -61,6 +68,22 @@ class FsSourceConfig:
     uri_prefix: str | None = None  # e.g. https://share.example.com/docs/ ; default file://
     settle_s: float = 0.0  # skip files modified less than this long ago (still being written)
     trust: str | None = None  # default trust level when no policy says otherwise
+    # readers of files no policy or sidecar gives acl_groups to (--default-groups); empty:
+    # such files are readable by nobody (deny by default) and reported as ``no_readers``
+    default_acl_groups: tuple[str, ...] = ()
+
+
+def derive_source_name(root: Path) -> str:
+    """The source name a directory gets when none is given: its own name as a slug
+    (``~/Team Notes`` -> ``team-notes``), so two folders never share a source (and one
+    sync can never plan to delete the other's documents) unless told to."""
+    name = root.resolve().name.lower()
+    slug = "".join(c if c in _SLUG else "-" for c in name).strip("-._")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    if not slug:
+        raise ConfigError(f"cannot derive a source name from {str(root)!r}: pass --source")
+    return slug
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,7 +174,20 @@ class FilesystemSource:
         defaults: dict[str, Any] = {"source_type": "filesystem", "uri": uri, "mime_type": mime}
         if self.cfg.trust is not None:
             defaults["trust"] = self.cfg.trust
+        if self.cfg.default_acl_groups:
+            defaults["acl_groups"] = list(self.cfg.default_acl_groups)
         return defaults
+
+    def owns(self, uri: str | None) -> bool:
+        """Could a document with this stored ``uri`` have come from this tree? (A
+        document of the same source name synced from another folder could not: sync
+        never deletes it without ``--allow-deletes``.) Unknown (no uri): not provably
+        foreign."""
+        if uri is None:
+            return True
+        prefix = self.cfg.uri_prefix
+        base = prefix if prefix is not None else self.root.as_uri().rstrip("/") + "/"
+        return uri.startswith(base)
 
     def scan(self) -> ScanResult:
         if not self.root.is_dir():
@@ -323,6 +359,7 @@ class FilesystemSource:
                 source_seq=doc.source_seq,
                 meta_hash=doc.meta_hash,
                 handle=doc,
+                acl_groups=doc.meta.acl_groups,
             )
         for rel in sorted(result.held):
             yield SourceItem(

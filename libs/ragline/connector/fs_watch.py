@@ -108,6 +108,9 @@ class FsWatcher:
         self.interval_s = interval_s
         self.log = logger or logging.getLogger("ragline.connector.fs")
         self.snapshot: dict[str, SnapEntry] = self._load_state()
+        # documents of the last scan no policy or sidecar gives readers (no acl_groups):
+        # indexed, readable by nobody; logged whenever the list changes
+        self.no_readers: list[str] = []
         # the first poll without a snapshot publishes the whole tree: a first-time
         # backfill, sent in the bulk lane (docs/lanes.md); later polls are edits
         self.lane: Lane = BULK if not self.snapshot else INTERACTIVE
@@ -185,6 +188,7 @@ class FsWatcher:
             FS_SKIPPED.labels(reason).inc(n)
         for msg in scan.errors[:20]:
             self.log.warning("skipped file", extra={"fields": {"problem": msg}})
+        self._note_no_readers(scan)
         changes, quiet = diff(self.snapshot, scan)
         counts: Counter[str] = Counter()
         new_snapshot = dict(quiet)
@@ -207,6 +211,15 @@ class FsWatcher:
         if changes:
             self.log.info("published", extra={"fields": dict(counts)})
         return counts
+
+    def _note_no_readers(self, scan: ScanResult) -> None:
+        found = sorted(d.document_id for d in scan.docs.values() if not d.meta.acl_groups)
+        if found and found != self.no_readers:
+            self.log.warning(
+                "documents with no readers (no acl_groups): add a _policy.yaml or --default-groups",
+                extra={"fields": {"no_readers": len(found), "documents": found[:20]}},
+            )
+        self.no_readers = found
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until ``stop`` is set; broker outages are logged and retried next poll."""

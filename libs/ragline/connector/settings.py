@@ -56,6 +56,13 @@ class ConnectorSettings(BaseSettings):
         "is below this many records, so concurrent backfills of several tenants take "
         "turns; 0 = publish at once",
     )
+    sync_max_delete_share: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="`ragline sync` refuses (without --allow-deletes) a plan that deletes "
+        "more than this share of the source's live documents",
+    )
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(), description="file references must resolve under one of these directories"
     )

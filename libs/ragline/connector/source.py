@@ -31,6 +31,8 @@ class SourceItem:
     # False: the source has the document but cannot offer it right now (being written,
     # invalid metadata): sync neither re-emits nor deletes it
     available: bool = True
+    # the readers the upsert will grant (None: the source does not say); () = nobody
+    acl_groups: tuple[str, ...] | None = None
 
 
 class SyncSource(Protocol):
@@ -56,4 +58,11 @@ class SyncSource(Protocol):
 
     def delete_event(self, document_id: str, stored_seq: int | None) -> SourceDelete:
         """A delete newer than ``stored_seq`` for a document the source no longer has."""
+        ...
+
+    def owns(self, uri: str | None) -> bool:
+        """Could a stored document with this ``uri`` have come from this source as
+        configured now? False marks a delete as foreign (another folder or system
+        that shares the source name): ``ragline sync`` then refuses without
+        ``--allow-deletes``."""
         ...

@@ -61,6 +61,11 @@ _LIST_SOURCE = sql.SQL(
     "FROM d FULL OUTER JOIN s ON s.document_id = d.document_id"
 ).format(cols=_COLUMNS)
 
+_SOURCE_URIS = sql.SQL(
+    "SELECT document_id, uri FROM documents WHERE tenant_id = %(t)s "
+    "AND starts_with(document_id, %(p)s)"
+)
+
 # the newest ACL statement intake accepted (migration 0130): replaced only by one whose
 # ACL key (seq, rank) is not smaller
 _NEWER_STATED = sql.SQL(
@@ -369,6 +374,13 @@ class StateStore:
                 if state is not None:
                     out[row[0]] = state
         return out
+
+    async def source_uris(self, tenant_id: str, source: str) -> dict[str, str | None]:
+        """The stored ``uri`` of every ``<source>:`` document that has a documents row
+        (where it came from: sync refuses to delete what another folder created)."""
+        async with self._conn() as conn, conn.cursor() as cur:
+            await cur.execute(_SOURCE_URIS, {"t": tenant_id, "p": f"{source}:"})
+            return {doc_id: uri async for doc_id, uri in cur}
 
     async def record_accepted(
         self,

@@ -30,10 +30,12 @@ from ragline.events import BULK, Lane, Topics
 from ragline.runtime.lanes import with_lane
 
 __all__ = [
+    "DeletesRefused",
     "SyncAction",
     "SyncPlan",
     "build_plan",
     "classify",
+    "delete_refusal",
     "execute",
     "sync_source",
     "to_delete",
@@ -54,6 +56,11 @@ class SyncAction(StrEnum):
 
 
 _EMIT = frozenset({SyncAction.MISSING, SyncAction.STALE})
+
+
+class DeletesRefused(ConfigError):
+    """The plan would delete documents this source cannot be shown to own, or more than
+    a small share of the source: nothing was published (``--allow-deletes``)."""
 
 
 def classify(
@@ -81,13 +88,36 @@ def classify(
     return SyncAction.VERIFY
 
 
+def _live(st: StoredState) -> bool:
+    return st.indexed or st.pending_status in _LIVE_STATUS
+
+
 def to_delete(seen: set[str], stored: Mapping[str, StoredState]) -> list[str]:
     """Documents Postgres holds live that the source did not list (held ones are listed)."""
-    return sorted(
-        doc_id
-        for doc_id, st in stored.items()
-        if doc_id not in seen and (st.indexed or st.pending_status in _LIVE_STATUS)
-    )
+    return sorted(doc_id for doc_id, st in stored.items() if doc_id not in seen and _live(st))
+
+
+def delete_refusal(
+    deletes: list[str], foreign: list[str], live: int, *, max_share: float
+) -> str | None:
+    """Why a plan's deletes need ``--allow-deletes`` (None: they do not). ``foreign``: the
+    deletes the source cannot be shown to own (created from another folder or system
+    sharing the source name); ``live``: the source's live documents in Postgres."""
+    if not deletes:
+        return None
+    if foreign:
+        return (
+            f"{len(foreign)} of the {len(deletes)} documents to delete were not created "
+            "from this source as configured now (another folder with the same source "
+            "name?): pass --source to name this one, or --allow-deletes to delete them"
+        )
+    if len(deletes) > max_share * live:
+        return (
+            f"the plan deletes {len(deletes)} of the source's {live} documents, more than "
+            f"{max_share:.0%} (RAGLINE_CONNECTOR_SYNC_MAX_DELETE_SHARE): check the list, "
+            "then pass --allow-deletes"
+        )
+    return None
 
 
 @dataclass(kw_only=True)
@@ -96,6 +126,10 @@ class SyncPlan:
     deletes: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     unreadable: int = 0
+    # documents the source offers to nobody (no acl_groups): indexed, readable by no one
+    no_readers: list[str] = field(default_factory=list)
+    # set by sync_source: why the deletes need --allow-deletes (None: they do not)
+    refusal: str | None = None
 
 
 def _bar(desc: str, total: int | None, progress: bool) -> tqdm[None]:
@@ -128,6 +162,8 @@ async def build_plan(
                         same_seq = (st.source_seq or 0) == item.source_seq
                         action = SyncAction.STALE if same_seq else SyncAction.SHADOWED
             plan.counts[action.value] += 1
+            if item.available and item.acl_groups is not None and not item.acl_groups:
+                plan.no_readers.append(item.document_id)
             if action in _EMIT:
                 plan.emit.append((action, item))
             bar.update(1)
@@ -200,12 +236,17 @@ async def sync_source(
     on_plan: Callable[[SyncPlan], None] | None = None,
     lane: Lane = BULK,
     max_bulk_backlog: int = 0,
+    allow_deletes: bool = False,
+    max_delete_share: float = 0.1,
 ) -> tuple[SyncPlan, Counter[str] | None]:
     """Compare ``source`` with Postgres and publish the plan to ``source.changes``
     (``ragline sync``, ``ragline up``). ``on_plan`` sees the plan before anything is
     published; a dry run publishes nothing (the published counts are then None).
     ``max_bulk_backlog`` (bulk lane only; 0 = off): publish while the pipeline's bulk
-    backlog is below it (``BulkPacer``)."""
+    backlog is below it (``BulkPacer``). Unless ``allow_deletes``, a plan deleting a
+    document the source cannot be shown to own, or more than ``max_delete_share`` of the
+    source's live documents, raises ``DeletesRefused`` after ``on_plan`` saw it (its
+    ``refusal`` says why) and publishes nothing."""
     from ragline.connector.state import StateStore
     from ragline.runtime.publisher import EventPublisher
 
@@ -213,6 +254,7 @@ async def sync_source(
     await store.open()
     try:
         stored = await store.list_source(source.tenant_id, source.name)
+        uris = await store.source_uris(source.tenant_id, source.name)
     finally:
         await store.close()
     plan = await build_plan(
@@ -223,8 +265,14 @@ async def sync_source(
         allow_empty=allow_empty,
         progress=progress,
     )
+    if not allow_deletes:
+        foreign = [d for d in plan.deletes if not source.owns(uris.get(d))]
+        live = sum(1 for st in stored.values() if _live(st))
+        plan.refusal = delete_refusal(plan.deletes, foreign, live, max_share=max_delete_share)
     if on_plan is not None:
         on_plan(plan)
+    if plan.refusal is not None and not dry_run:
+        raise DeletesRefused(plan.refusal)
     if dry_run:
         record_dry_run(plan)
         return plan, None

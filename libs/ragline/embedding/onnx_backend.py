@@ -44,7 +44,7 @@ from ragline.embedding.model import (
 )
 from ragline.embedding.onnx_graph import build_bert_graph
 from ragline.errors import ConfigError
-from ragline.text.model_files import file_sha256
+from ragline.text.model_files import file_lock, file_sha256
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -175,30 +175,38 @@ def export_onnx(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) ->
 
 def onnx_artifact(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) -> OnnxArtifact:
     """The ONNX graph of ``model_dir`` (fp32, or int8 quantized from it) under
-    ``<out_dir>/<revision>/``, built from ``model.safetensors`` without torch when
-    missing (seconds), its SHA-256 recorded next to it and checked on every call."""
+    ``<out_dir>/<revision>-<builder>/``, built from ``model.safetensors`` without torch
+    when not recorded yet (seconds; a file without a record, e.g. an interrupted build,
+    is rebuilt), its SHA-256 recorded next to it and checked on every call."""
     _check_pooling(model_dir)
     target_dir = out_dir / f"{revision}-{BUILDER}"
-    fp32 = target_dir / ONNX_FILES["fp32"]
     wanted = target_dir / ONNX_FILES["int8" if int8 else "fp32"]
-    if wanted.is_file() or _sidecar(wanted).is_file():
+    if _sidecar(wanted).is_file():  # recorded: built and complete
         return verify_artifact(wanted)
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the onnx export directory {target_dir}: {exc}") from exc
+    # services starting together (embedder, query) build once: the others wait, then check
+    with file_lock(out_dir / f".{target_dir.name}.lock"):
+        if not _sidecar(wanted).is_file():
+            _build(model_dir, target_dir, wanted, int8=int8)
+    return verify_artifact(wanted)
+
+
+def _build(model_dir: Path, target_dir: Path, wanted: Path, *, int8: bool) -> None:
+    fp32 = target_dir / ONNX_FILES["fp32"]
     with tempfile.TemporaryDirectory(dir=target_dir, prefix=".export-") as tmp_s:
         tmp = Path(tmp_s)
-        if not fp32.is_file():
+        if not _sidecar(fp32).is_file():
             build_bert_graph(model_dir, tmp / "fp32.onnx")
             _atomic_write(tmp / "fp32.onnx", fp32)
-            _record(fp32)
+            _record(fp32)  # last: a recorded file is a complete one
         if int8:
             verify_artifact(fp32)  # never quantize a damaged fp32 file
             _quantize(fp32, tmp / "int8.onnx")
             _atomic_write(tmp / "int8.onnx", wanted)
             _record(wanted)
-    return verify_artifact(wanted)
 
 
 def artifact_revision(base: str, variant: str, sha256: str) -> str:

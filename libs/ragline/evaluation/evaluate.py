@@ -64,6 +64,7 @@ async def evaluate(
             notes.append(f"ingest outcome differs from the manifest: {sorted(res.unexpected)}")
     async with QueryClient(es) as client:
         await wait_ready(client)
+        skipped: dict[str, str] = {}
         runs = await run_modes(
             client,
             dataset,
@@ -72,7 +73,9 @@ async def evaluate(
             concurrency=es.concurrency,
             warmup=es.warmup_queries,
             progress=progress,
+            skipped=skipped,
         )
+        notes += [f"{mode}: {why}" for mode, why in skipped.items()]
     return build_report(
         dataset,
         runs,

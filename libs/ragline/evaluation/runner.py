@@ -3,11 +3,14 @@ by side in one run: lexical, dense, hybrid and hybrid+rerank.
 
 Modes run one after the other (not interleaved) so each mode's latency is measured
 under the same load; a few warm-up queries per mode are sent first and not recorded.
+A rerank mode whose warm-up answers ``rerank_unavailable`` (the service has no reranker
+model) is left out, with the reason, rather than reported as a copy of hybrid.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -19,7 +22,9 @@ from ragline.evaluation.datasets import EvalCase, EvalDataset, Principal
 from ragline.evaluation.metrics import Hit
 from ragline.evaluation.summary import CaseRun
 
-__all__ = ["MODES", "SearchClient", "parse_modes", "run_case", "run_modes"]
+__all__ = ["MODES", "NO_RERANKER", "SearchClient", "parse_modes", "run_case", "run_modes"]
+
+log = logging.getLogger("ragline.evaluation")
 
 # harness mode -> (the API's `mode`, `rerank`)
 MODES: dict[str, tuple[str, bool]] = {
@@ -30,6 +35,10 @@ MODES: dict[str, tuple[str, bool]] = {
 }
 # consecutive "service unreachable" failures after which a mode is abandoned
 _MAX_CONSECUTIVE_DOWN = 10
+NO_RERANKER = (
+    "left out: the query service has no reranker (it answered rerank_unavailable; "
+    "mount a model and set RAGLINE_QUERY_RERANK_MODEL_PATH to measure it)"
+)
 
 
 class SearchClient(Protocol):
@@ -119,17 +128,19 @@ def warmup_question(i: int) -> str:
 
 async def _warm(
     client: SearchClient, dataset: EvalDataset, mode: str, *, top_k: int, n: int
-) -> None:
-    """A preflight request, then ``n - 1`` more warm-ups (none recorded).
+) -> bool:
+    """A preflight request, then ``n - 1`` more warm-ups (none recorded). False when the
+    mode asks for reranking and the service has no reranker.
 
     A refusal of the request shape itself (top_k above the service's maximum, an unknown
     mode) is a configuration problem, not a bad score: it raises ``ConfigError``."""
     principal = dataset.cases[0].principal
     api_mode, rerank = MODES[mode]
     extra = {"max_per_document": 1} if dataset.doc_level else {}
+    available = True
     try:
         for i in range(max(n, 1)):
-            await client.search(
+            resp, _ = await client.search(
                 principal,
                 warmup_question(i),
                 mode=api_mode,
@@ -137,6 +148,8 @@ async def _warm(
                 top_k=top_k,
                 extra=extra,
             )
+            if rerank and "rerank_unavailable" in resp.degraded:
+                available = False
     except QueryServiceError as exc:
         if exc.status in (400, 422):
             raise ConfigError(
@@ -145,6 +158,7 @@ async def _warm(
                 f"{top_k} or pass --top-k to the harness."
             ) from None
         raise
+    return available
 
 
 async def _run_mode(
@@ -156,8 +170,9 @@ async def _run_mode(
     concurrency: int,
     warmup: int,
     progress: bool,
-) -> list[CaseRun]:
-    await _warm(client, dataset, mode, top_k=top_k, n=warmup)
+) -> list[CaseRun] | None:
+    if not await _warm(client, dataset, mode, top_k=top_k, n=warmup):
+        return None
     sem = asyncio.Semaphore(concurrency)
     down = 0
     bar = tqdm(total=len(dataset.cases), desc=f"query {mode}", unit="q", disable=not progress)
@@ -190,11 +205,14 @@ async def run_modes(
     concurrency: int = 2,
     warmup: int = 2,
     progress: bool = True,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, list[CaseRun]]:
-    """Every case in every mode; results keyed by mode, in case order."""
+    """Every case in every mode; results keyed by mode, in case order. A mode the service
+    cannot serve (a rerank mode without a reranker) is left out and, if ``skipped`` is
+    given, recorded there with the reason."""
     out: dict[str, list[CaseRun]] = {}
     for mode in parse_modes(modes):
-        out[mode] = await _run_mode(
+        runs = await _run_mode(
             client,
             dataset,
             mode,
@@ -203,4 +221,10 @@ async def run_modes(
             warmup=warmup,
             progress=progress,
         )
+        if runs is None:
+            log.warning("mode %s %s", mode, NO_RERANKER)
+            if skipped is not None:
+                skipped[mode] = NO_RERANKER
+            continue
+        out[mode] = runs
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -50,6 +52,13 @@ class EvalSettings(BaseSettings):
     top_k: int = Field(default=100, ge=1, le=1000)
     warmup_queries: int = Field(
         default=2, ge=1, description="per mode (the first is the preflight), not recorded"
+    )
+    scifact_dir: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAGLINE_EVAL_SCIFACT_DIR", "RAGLINE_SCIFACT_DIR"),
+        description="the BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/train.tsv); "
+        "unset: ~/.cache/ragline/datasets/scifact, then a shared copy beside the checkout "
+        "(ragline.evaluation.scifact)",
     )
     ingest_timeout_s: float = Field(default=900.0, gt=0)
     poll_interval_s: float = Field(default=0.5, gt=0)

@@ -53,8 +53,9 @@ async def _reindex(args: argparse.Namespace, settings: Settings) -> int:
                 report = await rep.reindex(tenant, progress=bar.update)
             print(
                 f"{tenant}: {report.documents} documents, {report.chunks} chunks -> "
-                f"{report.index}; {report.resynced} re-synced after the swap; "
-                f"dropped {len(report.dropped)} old index(es)"
+                f"{report.index} (live); {report.resynced} re-synced before the flip; "
+                f"kept for rollback: {', '.join(report.rollback) or 'none'}; "
+                f"deleted {len(report.dropped)} older rollback index(es)"
             )
         return 0
 

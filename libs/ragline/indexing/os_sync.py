@@ -12,7 +12,8 @@ repair`` and ``ragline reindex`` all go through here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from opensearchpy import AsyncOpenSearch
 from psycopg import AsyncConnection
@@ -21,13 +22,15 @@ from ragline.indexing.projection import os_source
 from ragline.store.chunks import fetch_children
 from ragline.store.documents import lock_documents
 from ragline.store.os_bulk import (
+    BulkResult,
     IndexMissing,
     Refresh,
     bulk_index,
     delete_documents,
     delete_stale,
 )
-from ragline.store.os_index import ensure_index, index_name
+from ragline.store.os_client import os_errors
+from ragline.store.os_index import ensure_index, index_name, shadow_alias
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["OsSyncer", "SyncResult"]
@@ -38,6 +41,9 @@ class SyncResult:
     documents: int = 0
     chunks_written: int = 0
     chunks_deleted: int = 0
+    # document id -> why OpenSearch rejected one of its chunks for good (a mapping
+    # rejection): none of its chunks stays in the index and its os_revision stays behind
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
 class OsSyncer:
@@ -109,16 +115,22 @@ class OsSyncer:
                 (str(row["chunk_id"]), os_source(row, live[row["document_id"]])) for row in rows
             ]
             try:
-                written = await bulk_index(
-                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
-                )
-            except IndexMissing:  # the alias vanished (server restart): recreate, retry once
+                bulk = await self._bulk(index, docs)
+            except IndexMissing:  # the alias vanished (deleted by hand): recreate, retry once
                 self._known_indexes.discard(index)
                 index = await self.ensure(tenant_id)
-                written = await bulk_index(
-                    self.client, index, docs, refresh=self.refresh, batch_size=self.bulk_size
-                )
+                bulk = await self._bulk(index, docs)
+            doc_of = {str(row["chunk_id"]): str(row["document_id"]) for row in rows}
+            rejected: dict[str, str] = {}
+            for cid, why in sorted(bulk.rejected.items()):
+                rejected.setdefault(doc_of[cid], why)
             deleted = 0
+            if rejected:  # no partial copy of a rejected document stays searchable
+                deleted += await delete_documents(
+                    self.client, index, sorted(rejected), refresh=self.refresh
+                )
+                live = {d: r for d, r in live.items() if d not in rejected}
+                todo = [t for t in todo if t[0] not in rejected]
             if not fresh_index:
                 if live:
                     deleted += await delete_stale(
@@ -128,6 +140,7 @@ class OsSyncer:
                     deleted += await delete_documents(
                         self.client, index, dead, refresh=self.refresh
                     )
+            await self._shadow_write(index, docs, live, dead, rejected)
             with pg_errors():
                 async with conn.cursor() as c:
                     await c.executemany(
@@ -135,4 +148,41 @@ class OsSyncer:
                         " WHERE tenant_id = %s AND document_id = %s",
                         [(rev, tenant_id, doc) for doc, _, rev in todo],
                     )
-        return SyncResult(documents=len(todo), chunks_written=written, chunks_deleted=deleted)
+        return SyncResult(
+            documents=len(todo),
+            chunks_written=bulk.written,
+            chunks_deleted=deleted,
+            rejected=rejected,
+        )
+
+    async def _shadow_write(
+        self,
+        alias: str,
+        docs: list[tuple[str, dict[str, Any]]],
+        live: dict[str, int],
+        dead: list[str],
+        rejected: dict[str, str],
+    ) -> None:
+        """The same projection into the tenant's shadow index, when one is being built
+        (blue-green, ``os_index.open_shadow``), so it is complete when it is flipped."""
+        shadow = shadow_alias(alias)
+        with os_errors():
+            if not await self.client.indices.exists_alias(name=shadow):
+                return
+        keep = [(cid, src) for cid, src in docs if src.get("document_id") not in rejected]
+        await bulk_index(self.client, shadow, keep, refresh=self.refresh, batch_size=self.bulk_size)
+        if live:
+            await delete_stale(self.client, shadow, sorted(live.items()), refresh=self.refresh)
+        gone = sorted({*dead, *rejected})
+        if gone:
+            await delete_documents(self.client, shadow, gone, refresh=self.refresh)
+
+    async def _bulk(self, index: str, docs: list[tuple[str, dict[str, Any]]]) -> BulkResult:
+        return await bulk_index(
+            self.client,
+            index,
+            docs,
+            refresh=self.refresh,
+            batch_size=self.bulk_size,
+            allow_rejects=True,
+        )

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ragline.events import ChunkLevel, DocEmbedded
+from ragline.errors import ContractError
+from ragline.events import ChunkLevel, DocEmbedded, seal_problem
 from ragline.hashing import meta_hash
 from ragline.store.chunks import OS_FIELDS
 
-__all__ = ["DocumentFields", "chunk_rows", "document_values", "os_source"]
+__all__ = ["DocumentFields", "chunk_rows", "document_title", "document_values", "os_source"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,9 +33,18 @@ class DocumentFields:
     superseded_by: str | None
 
 
+def _scanned(event: DocEmbedded) -> DocEmbedded:
+    """``event``, if its text is what the scanner emitted (sealed, unchanged): no index
+    row is written from anything else (issue 31, docs/scanning.md)."""
+    why = seal_problem(event)
+    if why is not None:
+        raise ContractError(f"index row refused: {why}")
+    return event
+
+
 def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any]:
     """The ``documents`` row of the new generation (documents.DOCUMENT_COLUMNS)."""
-    meta = event.meta
+    meta = _scanned(event).meta
     return {
         "content_hash": event.content_hash,
         "meta_hash": meta_hash(meta),
@@ -44,7 +54,7 @@ def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any
         "generation": fields.generation,
         "revision": fields.revision,
         "status": "indexed",
-        "title": meta.title,
+        "title": document_title(event),
         "uri": meta.uri,
         "source_type": meta.source_type,
         "mime_type": meta.mime_type,
@@ -67,7 +77,7 @@ def document_values(event: DocEmbedded, fields: DocumentFields) -> dict[str, Any
 
 def chunk_rows(event: DocEmbedded, fields: DocumentFields) -> list[dict[str, Any]]:
     """One ``chunks`` row per chunk of the event (store.chunks.CHUNK_COLUMNS)."""
-    meta = event.meta
+    meta = _scanned(event).meta
     rows: list[dict[str, Any]] = []
     for c in event.chunks:
         enr = c.enrichment
@@ -116,7 +126,7 @@ def chunk_rows(event: DocEmbedded, fields: DocumentFields) -> list[dict[str, Any
                 "embedding_model": event.embedding_model if vector is not None else None,
                 "embedding_revision": event.embedding_revision if vector is not None else None,
                 "language": enr.language if enr is not None else meta.language,
-                "title": meta.title,
+                "title": document_title(event),
                 "uri": meta.uri,
                 "source_type": meta.source_type,
             }
@@ -138,3 +148,17 @@ def os_source(row: Mapping[str, Any], revision: int) -> dict[str, Any]:
     source["section_path"] = " / ".join(row.get("section_path") or ())
     source["revision"] = revision
     return source
+
+
+def document_title(event: DocEmbedded) -> str | None:
+    """What citations call the document: the source's ``meta.title``, else the title the
+    parser read from the document itself (HTML <title>, DOCX/PDF metadata, a Markdown
+    H1; the chunker carries it as ``extra["doc_title"]``). None lets the query side fall
+    back to the file name. ``meta`` itself stays as the source sent it (its hash)."""
+    if event.meta.title:
+        return event.meta.title
+    for c in event.chunks:
+        parsed = c.extra.get("doc_title")
+        if isinstance(parsed, str) and parsed.strip():
+            return parsed.strip()[:1024]
+    return None

@@ -1,8 +1,10 @@
 """Rebuild and repair the OpenSearch copy from Postgres (the truth).
 
-``reindex``: build a fresh physical index per tenant from Postgres, swap the tenant
-alias to it atomically, then re-sync every document whose revision moved while the
-copy was being built (live indexers keep writing through the alias meanwhile).
+``reindex`` (blue-green): open a shadow physical index for the tenant (from then on
+every indexer write also goes to it, ``OsSyncer``), fill it from Postgres, re-sync the
+documents whose revision moved while it was filled, then flip the tenant alias to it in
+one ``_aliases`` call; the index it replaces is kept as the rollback
+(``os_index.roll_back``) until ``retire_rollback`` or the next reindex.
 ``repair``: sync the documents whose ``os_revision`` lags ``revision`` (an OpenSearch
 write failed after Postgres committed); with ``deep``, also compare per-document chunk
 counts and revisions in OpenSearch against Postgres and delete orphans, which catches
@@ -26,7 +28,13 @@ from ragline.store.chunks import fetch_children
 from ragline.store.documents import lagging_documents
 from ragline.store.os_bulk import bulk_index, delete_documents
 from ragline.store.os_client import os_errors
-from ragline.store.os_index import create_concrete, drop_indexes, swap_alias
+from ragline.store.os_index import (
+    alias_targets,
+    drop_indexes,
+    flip_shadow,
+    open_shadow,
+    rollback_alias,
+)
 from ragline.store.pg_errors import pg_errors
 
 __all__ = ["ReindexReport", "RepairReport", "Repairer"]
@@ -45,7 +53,8 @@ class ReindexReport:
     documents: int = 0
     chunks: int = 0
     resynced: int = 0
-    dropped: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # older rollbacks, deleted
+    rollback: list[str] = field(default_factory=list)  # the replaced index, kept
 
 
 @dataclass
@@ -90,7 +99,7 @@ class Repairer:
     # ------------------------------------------------------------------ reindex
     async def reindex(self, tenant_id: str, progress: Progress = _noop) -> ReindexReport:
         alias = self.syncer.index_for(tenant_id)
-        concrete = await create_concrete(self.client, alias)
+        concrete = await open_shadow(self.client, alias)
         report = ReindexReport(tenant_id=tenant_id, index=concrete)
         filled: dict[str, int] = {}
         after = ""
@@ -101,10 +110,18 @@ class Repairer:
             if len(page) < self.page:
                 break
             after = page[-1]
-        report.dropped = await swap_alias(self.client, alias, concrete)
+        # moved while filling: the live writers wrote them to the shadow too, re-synced
+        # here so the shadow is complete before it goes live
+        report.resynced = await self._catch_up(tenant_id, filled)
+        with os_errors():
+            await self.client.indices.refresh(index=concrete)
+        if not await alias_targets(self.client, alias):
+            with os_errors():  # an index squatting on the alias name (no atomic way out)
+                await self.client.indices.delete(index=alias, ignore_unavailable=True)
+        _, report.dropped = await flip_shadow(self.client, alias)
+        report.rollback = await alias_targets(self.client, rollback_alias(alias))
         self.syncer.forget_indexes()
         await drop_indexes(self.client, report.dropped)
-        report.resynced = await self._catch_up(tenant_id, filled)
         return report
 
     async def _fill_page(
@@ -174,8 +191,6 @@ class Repairer:
                     (tenant_id,),
                 )
                 await conn.commit()
-        with os_errors():
-            await self.client.indices.refresh(index=self.syncer.index_for(tenant_id))
         return len(moved)
 
     # ------------------------------------------------------------------ repair

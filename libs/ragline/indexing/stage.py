@@ -1,14 +1,20 @@
 """The indexer stage: Postgres first (one transaction per event), then one OpenSearch
 projection per batch, then ``doc.indexed`` for every event whose stores are both written.
 
-If OpenSearch fails after Postgres committed, the affected events fail with the
-translated error (TransientError is retried by the runtime, then dead-lettered);
-Postgres keeps the truth, ``documents.os_revision`` stays behind ``revision``, and the
-next event of the document, the retry (a ledger hit) or ``ragline repair`` catches up.
+If OpenSearch cannot be reached or throttles after Postgres committed, the batch waits
+for it, retrying the projection with exponential backoff for up to
+``os_outage_wait_s`` (consumption pauses meanwhile: backpressure, nothing is dropped or
+dead-lettered during a node restart). Past that, or on a permanent error, the affected
+events fail with the translated error (TransientError is retried by the runtime, then
+dead-lettered); Postgres keeps the truth, ``documents.os_revision`` stays behind
+``revision``, and the next event of the document, the retry (a ledger hit) or
+``ragline repair`` catches up.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,7 +36,7 @@ from ragline.errors import (
 )
 from ragline.events import DocControl, DocEmbedded, DocIndexed, DocQuarantined, Topics
 from ragline.indexing.metrics import OS_SYNC_FAILURES, OS_SYNC_SECONDS
-from ragline.indexing.os_sync import OsSyncer
+from ragline.indexing.os_sync import OsSyncer, SyncResult
 from ragline.indexing.outcome import Outcome, indexed_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.writer import IndexWriter
@@ -41,6 +47,8 @@ from ragline.store.pg_errors import pg_errors
 from ragline.store.pool import open_pool
 
 __all__ = ["IndexerStage"]
+
+_log = logging.getLogger(__name__)
 
 Indexable = DocEmbedded | DocControl | DocQuarantined
 
@@ -152,7 +160,7 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
                             continue
                         if outcome is not None:
                             outcomes[i] = outcome
-                    failed_tenants = await self._sync(conn, events, outcomes)
+                    failed_tenants, rejected = await self._sync(conn, events, outcomes)
         except RaglineError as exc:  # no connection at all: every event failed alike
             return [exc for _ in events]
         for i, outcome in outcomes.items():
@@ -161,25 +169,55 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
             if err is not None and outcome.touched:
                 results[i] = err
                 continue
+            why = rejected.get((ev.tenant_id, ev.document_id))
+            if why is not None:  # OpenSearch refused a chunk: quarantined, neighbours go on
+                results[i] = QuarantineError(
+                    "opensearch_rejected", f"the lexical index rejected a chunk ({why})"[:1000]
+                )
+                continue
             out = indexed_event(ev, outcome, source_event_at=_source_at(ctx, ev))
             results[i] = [Output(topic=Topics.DOC_INDEXED.value, event=out)]
         return results
 
     async def _sync(
         self, conn: Any, events: Sequence[Indexable], outcomes: dict[int, Outcome]
-    ) -> dict[str, RaglineError]:
-        """Project every touched document to OpenSearch, one call per tenant."""
+    ) -> tuple[dict[str, RaglineError], dict[tuple[str, str], str]]:
+        """Project every touched document to OpenSearch, one call per tenant. Returns the
+        tenants whose projection failed, and the (tenant, document)s whose chunks
+        OpenSearch rejected for good, with the reason."""
         by_tenant: dict[str, set[str]] = defaultdict(set)
         for i, outcome in outcomes.items():
             by_tenant[events[i].tenant_id].update(outcome.touched)
         failed: dict[str, RaglineError] = {}
+        rejected: dict[tuple[str, str], str] = {}
         for tenant, docs in sorted(by_tenant.items()):
             t0 = time.perf_counter()
             try:
-                await self.syncer.sync(conn, tenant, sorted(docs))
+                result = await self._sync_waiting(conn, tenant, sorted(docs))
             except RaglineError as exc:
                 OS_SYNC_FAILURES.labels(type(exc).__name__).inc()
                 failed[tenant] = exc
+            else:
+                rejected.update({(tenant, d): why for d, why in result.rejected.items()})
             finally:
                 OS_SYNC_SECONDS.observe(time.perf_counter() - t0)
-        return failed
+        return failed, rejected
+
+    async def _sync_waiting(self, conn: Any, tenant: str, docs: list[str]) -> SyncResult:
+        """``sync``, retried with exponential backoff while OpenSearch is unreachable or
+        throttling (TransientError), for up to ``os_outage_wait_s``."""
+        deadline = time.monotonic() + self.config.os_outage_wait_s
+        wait = self.config.os_retry_backoff_s
+        while True:
+            try:
+                return await self.syncer.sync(conn, tenant, docs)
+            except TransientError as exc:
+                if time.monotonic() + wait > deadline:
+                    raise
+                OS_SYNC_FAILURES.labels(type(exc).__name__).inc()
+                _log.warning(
+                    "opensearch unavailable, waiting",
+                    extra={"fields": {"error": type(exc).__name__, "wait_s": wait}},
+                )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2.0, self.config.os_retry_backoff_max_s)

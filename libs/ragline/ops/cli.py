@@ -56,21 +56,7 @@ def _print_report(report: Any, as_json: bool) -> None:
             "action": report.action.value,
             "group": report.group,
             "dry_run": report.dry_run,
-            "topics": [
-                {
-                    "topic": t.topic,
-                    "pending": t.pending,
-                    "selected": t.selected,
-                    "handled": t.handled,
-                    "requeued": t.requeued,
-                    "unreplayable": t.unreplayable,
-                    "by_error_class": dict(t.by_error_class),
-                    "by_stage": dict(t.by_stage),
-                    "oldest": t.oldest.isoformat() if t.oldest else None,
-                    "newest": t.newest.isoformat() if t.newest else None,
-                }
-                for t in report.topics
-            ],
+            "topics": [t.to_json() for t in report.topics],
             "records": report.records,
         }
         print(json.dumps(out, indent=2))

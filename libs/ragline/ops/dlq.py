@@ -21,6 +21,7 @@ from ragline.config import Settings
 from ragline.events import BULK, Lane, Topics, dlq_topic, lane_of_topic, lane_topic
 from ragline.ops.dlq_reader import DlqEntry, DlqReader, PartitionRange
 from ragline.ops.dlq_select import PartitionPlan, Selector, plan_partition
+from ragline.ops.id_digest import id_digest_key
 from ragline.ops.settings import OpsSettings
 from ragline.runtime.publisher import EventPublisher
 
@@ -49,6 +50,20 @@ class TopicReport:
     by_stage: Counter[str] = field(default_factory=Counter)
     oldest: datetime | None = None
     newest: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "pending": self.pending,
+            "selected": self.selected,
+            "handled": self.handled,
+            "requeued": self.requeued,
+            "unreplayable": self.unreplayable,
+            "by_error_class": dict(self.by_error_class),
+            "by_stage": dict(self.by_stage),
+            "oldest": self.oldest.isoformat() if self.oldest else None,
+            "newest": self.newest.isoformat() if self.newest else None,
+        }
 
     def see(self, entry: DlqEntry) -> None:
         self.selected += 1
@@ -115,6 +130,7 @@ async def run_dlq(
 ) -> DlqReport:
     selector = selector or Selector()
     group = group or ops.dlq_group
+    id_key = id_digest_key(settings, ops) if action is Action.LIST else b""
     now = datetime.now(UTC)
     async with DlqReader(settings, group=group, read_timeout_s=ops.dlq_read_timeout_s) as reader:
         ranges = await reader.ranges(await reader.existing(topics))
@@ -134,7 +150,7 @@ async def run_dlq(
                     if chosen:
                         rep.see(entry)
                         if action is Action.LIST and (limit is None or len(records) < limit):
-                            records.append(entry.summary())
+                            records.append(entry.summary(id_key=id_key))
                         if action is Action.REPLAY and not replayable(entry):
                             rep.unreplayable += 1
                             chosen = False

@@ -23,7 +23,9 @@ from pydantic import ValidationError
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable, PermanentError
 from ragline.events import ALL_TOPICS, DeadLetter
+from ragline.hashing import keyed_digest
 from ragline.ops.dlq_select import UNREADABLE
+from ragline.runtime.deadletter import WITHHELD_HEADER
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.lag import partitions_of
@@ -38,6 +40,9 @@ DLQ_TOPICS: tuple[str, ...] = tuple(t for t in ALL_TOPICS if t.endswith(".dlq"))
 def normalize_topic(name: str) -> str:
     """``doc.parsed`` or ``doc.parsed.dlq`` -> ``doc.parsed.dlq``."""
     return name if name.endswith(".dlq") else f"{name}.dlq"
+
+
+_SECRET_IN_IDENTITY = "secret_in_identity"  # noqa: S105 (a reason code: scanning/scanner.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,12 +84,30 @@ class DlqEntry:
         return self.letter.tenant_id if self.letter else None
 
     @property
+    def document_id(self) -> str | None:
+        return self.letter.document_id if self.letter else None
+
+    @property
     def failed_at(self) -> datetime:
         return self.letter.failed_at if self.letter else self.timestamp
 
-    def summary(self) -> dict[str, Any]:
-        """Safe to print: never the original payload (``original_b64``) or its headers."""
+    @property
+    def secret_in_id(self) -> bool:
+        """The scanner blocked the document for a secret in an identity field (its id,
+        uri, ACL groups...): the id itself may be the secret."""
         dl = self.letter
+        return dl is not None and (
+            dl.original_headers.get(WITHHELD_HEADER) == _SECRET_IN_IDENTITY
+            or dl.error_message.startswith(_SECRET_IN_IDENTITY)
+        )
+
+    def summary(self, *, id_key: bytes) -> dict[str, Any]:
+        """Safe to print: never the original payload (``original_b64``) or its headers,
+        and a keyed digest (``id_key``) instead of a document id that may be a secret."""
+        dl = self.letter
+        doc_id = dl.document_id if dl else None
+        if doc_id is not None and self.secret_in_id:
+            doc_id = keyed_digest(doc_id, id_key)
         return {
             "dlq_topic": self.topic,
             "partition": self.partition,
@@ -96,7 +119,7 @@ class DlqEntry:
             "error_message": dl.error_message if dl else "record is not a DeadLetter",
             "attempts": dl.attempts if dl else None,
             "tenant_id": self.tenant_id,
-            "document_id": dl.document_id if dl else None,
+            "document_id": doc_id,
             "dead_letter_id": dl.dead_letter_id if dl else None,
         }
 

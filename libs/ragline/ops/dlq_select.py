@@ -51,6 +51,8 @@ class DeadLetterFacts(Protocol):
     def tenant_id(self) -> str | None: ...
     @property
     def failed_at(self) -> datetime: ...
+    @property
+    def document_id(self) -> str | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,10 +63,13 @@ class Selector:
     stages: frozenset[str] = field(default_factory=frozenset)
     tenants: frozenset[str] = field(default_factory=frozenset)
     older_than: timedelta | None = None
+    documents: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def selects_all(self) -> bool:
-        return not (self.error_classes or self.stages or self.tenants or self.older_than)
+        return not (
+            self.error_classes or self.stages or self.tenants or self.older_than or self.documents
+        )
 
     def matches(self, rec: DeadLetterFacts, now: datetime) -> bool:
         if self.error_classes and rec.error_class not in self.error_classes:
@@ -72,6 +77,8 @@ class Selector:
         if self.stages and rec.stage not in self.stages:
             return False
         if self.tenants and rec.tenant_id not in self.tenants:
+            return False
+        if self.documents and rec.document_id not in self.documents:
             return False
         return self.older_than is None or rec.failed_at <= now - self.older_than
 

@@ -1,6 +1,9 @@
-"""``ragline documents reset-seq``: the operator's way out of a pinned sequence
-(``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a backend failed or no such
-document, 2 bad arguments. The report goes to stdout (``--json`` for machines).
+"""``ragline documents list|show|explain|reset-seq``: operator commands on single
+documents. ``list``/``show`` read ``ragline.ops.doc_facts``; ``explain`` is
+``ragline.ops.explain``, the same code as the console's why-not page; ``reset-seq`` is
+the way out of a pinned sequence (``ragline.ops.seq_reset``). Exit codes: 0 done, 1 a
+backend failed or no such document, 2 bad arguments. Reports go to stdout (``--json``
+for machines).
 """
 
 from __future__ import annotations
@@ -69,9 +72,54 @@ def _reset(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_readers(args: argparse.Namespace) -> int:
+    """``ragline documents no-readers``: documents no group may read
+    (``ragline.ops.no_readers``)."""
+    import psycopg
+
+    from ragline.config import Settings
+    from ragline.errors import RaglineError
+    from ragline.ops.no_readers import list_no_readers
+    from ragline.store.pg_errors import pg_errors
+
+    async def run() -> Any:
+        with pg_errors():
+            async with await psycopg.AsyncConnection.connect(
+                Settings().admin_dsn(), autocommit=True
+            ) as conn:
+                return await list_no_readers(
+                    conn, args.tenant, source=args.source, limit=args.limit
+                )
+
+    try:
+        rows = asyncio.run(run())
+    except RaglineError as exc:
+        print(f"ragline documents no-readers: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+        return 0
+    for r in rows:
+        print(f"{r.status}  {r.pipeline_status:<8}  {r.document_id}  {r.title or ''}".rstrip())
+    print(
+        f"{len(rows)} document{'s' if len(rows) != 1 else ''} of tenant {args.tenant} "
+        "readable by nobody (no acl_groups)"
+        + (
+            ": give them readers with a _policy.yaml (acl_groups) in their folder, or "
+            "`ragline sync <dir> --default-groups <group>`"
+            if rows
+            else ""
+        )
+    )
+    return 0
+
+
 def register(sub: Any) -> None:
     docs = sub.add_parser("documents", help="operator commands on single documents")
     actions = docs.add_subparsers(dest="documents_command", required=True)
+    from ragline.ops.documents_read_cli import register_read
+
+    register_read(actions)
     p = actions.add_parser(
         "reset-seq",
         help="move a document's source_seq back (e.g. after a bogus 2^63-1), audited",
@@ -87,3 +135,16 @@ def register(sub: Any) -> None:
     p.add_argument("--actor", default=None, help="who (audited; default: the OS user)")
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=_reset)
+
+    nr = actions.add_parser(
+        "no-readers",
+        help="documents no group may read (indexed or on their way with no acl_groups)",
+        description="Lists the tenant's documents whose ACL is empty: deny by default "
+        "keeps them out of every answer. Status no_readers; pipeline status indexed or "
+        "accepted (on its way).",
+    )
+    nr.add_argument("--tenant", required=True)
+    nr.add_argument("--source", default=None, help="only documents '<source>:...'")
+    nr.add_argument("--limit", type=int, default=1000)
+    nr.add_argument("--json", action="store_true", help="machine-readable list")
+    nr.set_defaults(func=_no_readers)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["OpsSettings"]
@@ -15,6 +15,12 @@ class OpsSettings(BaseSettings):
         default="ragline-dlq-tool",
         description="consumer group of the dlq tool: its committed offsets mark what was "
         "replayed or purged (pipeline stages never read .dlq topics)",
+    )
+    id_digest_key: SecretStr | None = Field(
+        default=None,
+        description="key of the digest printed instead of a document id the scanner found "
+        "a secret in (`ragline dlq list`); unset: a random key kept in "
+        "<state_dir>/ops/id-digest.key",
     )
     dlq_commit_every: int = Field(
         default=100, ge=1, description="records handled between two offset commits"

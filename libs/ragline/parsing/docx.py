@@ -28,7 +28,7 @@ from .builder import BlockBuilder
 from .limits import inspect_zip
 from .settings import ParserSettings
 from .tables import CAPTION_RE, make_table, render_table
-from .textutil import clean_text
+from .textutil import clean_text, metadata_title
 
 __all__ = ["parse_docx"]
 
@@ -203,4 +203,4 @@ def parse_docx(data: bytes, settings: ParserSettings) -> ParsedDocument:
             "corrupt_docx", f"python-docx could not read the document ({type(exc).__name__})"
         ) from exc
     walker.end()
-    return b.build(format="docx", title=core_title or walker.title)
+    return b.build(format="docx", title=metadata_title(core_title) or walker.title)

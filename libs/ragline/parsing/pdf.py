@@ -25,7 +25,7 @@ from ragline.events import BlockKind, ParsedDocument
 
 from .builder import BlockBuilder
 from .settings import ParserSettings
-from .textutil import clean_text, numbering_depth
+from .textutil import clean_text, metadata_title, numbering_depth
 
 __all__ = ["parse_pdf"]
 
@@ -197,7 +197,11 @@ def parse_pdf(data: bytes, settings: ParserSettings) -> ParsedDocument:
         meta_title = reader.metadata.title if reader.metadata else None
     except _PDF_FAILURES:
         meta_title = None
-    return b.build(format="pdf", title=meta_title or assembler.title, page_count=len(reader.pages))
+    return b.build(
+        format="pdf",
+        title=metadata_title(meta_title) or assembler.title,
+        page_count=len(reader.pages),
+    )
 
 
 class _Assembler:

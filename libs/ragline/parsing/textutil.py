@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clean_inline", "clean_text", "first_line_chars", "numbering_depth", "split_lines"]
+__all__ = [
+    "clean_inline",
+    "clean_text",
+    "first_line_chars",
+    "metadata_title",
+    "numbering_depth",
+    "split_lines",
+]
 
 # C0/C1 control characters except tab and newline; lone surrogates (from JSON escapes)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -13,6 +20,13 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WS = re.compile(r"\s+")
 # "1. Introduction", "2.3 Scope", "A.1 Appendix": section numbering before a title
 _NUMBERED = re.compile(r"^((?:\d{1,3}|[A-Z])(?:\.\d{1,3})*)\.?\s+[A-Z]")
+# what editors leave in a document's title property when nobody set one: "Untitled",
+# "Document1", "Microsoft Word - report.docx", "slides.pptx"
+_PLACEHOLDER_TITLE = re.compile(
+    r"^(?:untitled(?:\s+document)?|document\s*\d*|microsoft\s+\w+\s+-\s+.*"
+    r"|.*\.(?:docx?|pdf|pptx?|xlsx?|odt|rtf|txt|tex|indd))$",
+    re.I,
+)
 
 
 def clean_text(text: str) -> str:
@@ -30,6 +44,16 @@ def clean_text(text: str) -> str:
 def clean_inline(text: str) -> str:
     """Collapse all whitespace (newlines included) to single spaces: table cells, headings."""
     return _WS.sub(" ", text).strip()
+
+
+def metadata_title(value: object) -> str | None:
+    """A title from a document's own metadata (DOCX core properties, PDF Info), or None
+    when it is empty or a placeholder an editor left: then the document's first heading
+    (or at last its file name) names it instead."""
+    if not isinstance(value, str):
+        return None
+    title = clean_inline(clean_text(value))
+    return None if not title or _PLACEHOLDER_TITLE.match(title) else title
 
 
 def split_lines(text: str) -> list[str]:

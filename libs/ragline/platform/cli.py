@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline.auth import AuthError, Principal, mint_token
+from ragline.auth.tokens import ADMIN_ROLE, ROLES_CLAIM
 from ragline.catalog import SERVICES
 from ragline.config import Settings
 from ragline.errors import RaglineError
@@ -63,7 +64,8 @@ def local_secrets(settings: Settings) -> dict[str, str]:
 def _print_services(settings: Settings) -> None:
     for st in supervisor.status(settings):
         health = "healthy" if st.healthy else ("running" if st.alive else "stopped")
-        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}")
+        extra = "".join(f"  {e}" for e in st.endpoints)
+        print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}{extra}")
 
 
 def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -120,7 +122,7 @@ async def _sample_query(settings: Settings, secret: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig
+    from ragline.connector.fs_source import FilesystemSource, FsSourceConfig, derive_source_name
     from ragline.connector.sync import sync_source
     from ragline.indexing.settings import IndexerSettings
     from ragline.platform.stack import StackManager, StackSettings
@@ -141,7 +143,9 @@ def _up(args: argparse.Namespace) -> int:
         corpus = Path(args.corpus)
         files = [p for p in corpus.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
         print(f"\ningesting {len(files)} documents from {corpus} as tenant {DEMO_TENANT!r}")
-        source = FilesystemSource(FsSourceConfig(root=corpus, source="fs", tenant_id=DEMO_TENANT))
+        # the name `ragline sync <corpus> --tenant demo` derives too: one source, not two
+        name = derive_source_name(corpus)
+        source = FilesystemSource(FsSourceConfig(root=corpus, source=name, tenant_id=DEMO_TENANT))
         _, published = asyncio.run(sync_source(settings, source, progress=False))
         print(f"published to source.changes: {dict(sorted((published or {}).items()))}")
         done = asyncio.run(_wait_indexed(settings, DEMO_TENANT, len(files), args.timeout))
@@ -161,7 +165,9 @@ def _up(args: argparse.Namespace) -> int:
                 f'  curl -s localhost:{port}/v1/search -H "Authorization: Bearer $TOKEN" '
                 "-H 'content-type: application/json' "
                 '-d \'{"query": "remote work equipment allowance", "top_k": 3}\'\n'
-                f"  API docs: http://localhost:{port}/docs   stop: make down"
+                f"  API docs: http://localhost:{port}/docs   stop: make down\n"
+                "Your own folder (source = the folder's name; readable by group eng):\n"
+                f"  .venv/bin/ragline sync ~/notes --tenant {DEMO_TENANT} --default-groups eng"
             )
     except RaglineError as exc:
         print(f"ragline up: {exc}", file=sys.stderr)
@@ -203,7 +209,8 @@ def _token(args: argparse.Namespace) -> int:
     except AuthError as exc:  # the query service would refuse the token anyway
         print(f"ragline token: {exc}", file=sys.stderr)
         return 2
-    print(mint_token(principal, secret, ttl_s=args.ttl))
+    extra = {ROLES_CLAIM: [ADMIN_ROLE], "admin_tenants": args.admin} if args.admin else None
+    print(mint_token(principal, secret, ttl_s=args.ttl, extra_claims=extra))
     return 0
 
 
@@ -224,4 +231,10 @@ def register(sub: Any) -> None:
     tok.add_argument("--groups", default="")
     tok.add_argument("--subject", default="local-user")
     tok.add_argument("--ttl", type=int, default=3600)
+    tok.add_argument(
+        "--admin",
+        action="append",
+        metavar="TENANT",
+        help="an operator console token administering TENANT (repeatable; '*': every tenant)",
+    )
     tok.set_defaults(func=_token)

@@ -30,6 +30,9 @@ class ServiceState:
     alive: bool
     healthy: bool
     address: str
+    # what a user talks to besides the health check: the query API, the connector's
+    # change webhook
+    endpoints: tuple[str, ...] = ()
 
 
 def _spec(settings: Settings, name: str, env: Mapping[str, str] | None = None) -> ProcessSpec:
@@ -53,6 +56,14 @@ def _health_url(settings: Settings, name: str) -> str:
     if name == "query":
         return f"http://127.0.0.1:{http_port(name, settings)}/healthz"
     return f"http://127.0.0.1:{metrics_port(name, settings)}/healthz"
+
+
+def _endpoints(settings: Settings, name: str) -> tuple[str, ...]:
+    if name == "connector":
+        return (f"webhook http://127.0.0.1:{http_port(name, settings)}/v1/changes",)
+    if name == "query":
+        return (f"api http://127.0.0.1:{http_port(name, settings)}/v1/search",)
+    return ()
 
 
 def _healthy(url: str) -> bool:
@@ -113,6 +124,7 @@ def status(settings: Settings) -> list[ServiceState]:
                 alive=alive,
                 healthy=alive and _healthy(url),
                 address=url,
+                endpoints=_endpoints(settings, name),
             )
         )
     return states

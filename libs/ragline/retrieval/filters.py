@@ -22,6 +22,7 @@ from ragline_client.models import SearchFilters
 __all__ = [
     "BoolEquals",
     "Effective",
+    "ExcludedTerms",
     "Predicate",
     "Range",
     "SearchFilters",
@@ -58,6 +59,14 @@ class Range:
 
 
 @dataclass(frozen=True)
+class ExcludedTerms:
+    """None of ``values`` (as-of searches: versions a later one of their series replaced)."""
+
+    column: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class BoolEquals:
     column: str
     value: bool
@@ -79,7 +88,7 @@ class VersionsOrCurrentUnversioned:
     at: date
 
 
-Predicate = Terms | Range | BoolEquals | Effective | VersionsOrCurrentUnversioned
+Predicate = Terms | ExcludedTerms | Range | BoolEquals | Effective | VersionsOrCurrentUnversioned
 
 
 def compile_predicates(
@@ -88,10 +97,12 @@ def compile_predicates(
     include_superseded: bool,
     effective_at: date | None,
     unversioned_at: date | None = None,
+    exclude_documents: tuple[str, ...] = (),
 ) -> list[Predicate]:
     """The filters plus the default scope. ``effective_at=None`` skips the date check
     (history searches); with ``unversioned_at`` a version restriction also lets through
-    documents that have no version and are current on that date (ADR 0005)."""
+    documents that have no version and are current on that date (ADR 0005);
+    ``exclude_documents`` are versions a later one of their series replaced (in_force.py)."""
     preds: list[Predicate] = []
     f = filters or SearchFilters()
     for field, column in _TERM_FIELDS:
@@ -108,6 +119,8 @@ def compile_predicates(
         preds.append(BoolEquals("superseded", False))
     if effective_at is not None:
         preds.append(Effective(effective_at))
+    if exclude_documents:
+        preds.append(ExcludedTerms("document_id", exclude_documents))
     return preds
 
 
@@ -122,6 +135,9 @@ def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list
     for p in preds:
         if isinstance(p, Terms):
             parts.append(sql.SQL("{} = ANY(%s::text[])").format(col(p.column)))
+            params.append(list(p.values))
+        elif isinstance(p, ExcludedTerms):
+            parts.append(sql.SQL("NOT ({} = ANY(%s::text[]))").format(col(p.column)))
             params.append(list(p.values))
         elif isinstance(p, VersionsOrCurrentUnversioned):
             parts.append(
@@ -183,6 +199,8 @@ def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
     for p in preds:
         if isinstance(p, Terms):
             out.append({"terms": {p.column: list(p.values)}})
+        elif isinstance(p, ExcludedTerms):
+            out.append({"bool": {"must_not": [{"terms": {p.column: list(p.values)}}]}})
         elif isinstance(p, VersionsOrCurrentUnversioned):
             unversioned = [_missing("version"), {"term": {"superseded": False}}]
             out.append(

@@ -18,7 +18,11 @@ documents without a version that are current still answer, for single-version qu
 and for each side of a comparison alike (ADR 0005). A client's ``filters.versions`` is
 strict and taken as given. ``as of <date|year>`` (or ``as_of`` in the request) searches
 what was in force then; ``include_history`` lifts the date and supersession filters;
-otherwise the current version is answered, and the response says so.
+A period named in the text ("in 2024", "during FY24", "back in March 2024", "pre-2025",
+"last year": the grammar of ``time_intent``) searches what was in force at its close, the
+same way; a comparison naming two or more years ("between the 2023 and 2025 policies")
+searches every edition (``mode: history``); otherwise the current version is answered,
+and the response says so.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from datetime import date
 
 from ragline.retrieval.api_models import VersionScope
 from ragline.retrieval.filters import SearchFilters
+from ragline.retrieval.time_intent import time_scope, years_named
 
 __all__ = [
     "MAX_COMPARE_SIDES",
@@ -66,10 +71,6 @@ _CUE_WORDS = frozenset({"v", "ver", "version", "versions", "release", "releases"
 _COMPARE_RE = re.compile(
     r"\b(?:compare|compared|comparison|vs\.?|versus|difference|differences|differ|"
     r"changed?|changes|between)\b",
-    re.IGNORECASE,
-)
-_AS_OF_RE = re.compile(
-    r"\bas\s+(?:of|at)\s+(?P<iso>\d{4}-\d{2}-\d{2})|\bas\s+(?:of|at)\s+(?P<year>(?:19|20)\d{2})\b",
     re.IGNORECASE,
 )
 _CURRENT_RE = re.compile(r"\b(?:current|currently|latest|now|today)\b", re.IGNORECASE)
@@ -195,18 +196,6 @@ def _sides(
     return sides, list(dict.fromkeys(unresolved))
 
 
-def _as_of_in(text: str, today: date) -> date | None:
-    m = _AS_OF_RE.search(text)
-    if m is None:
-        return None
-    if m.group("iso"):
-        try:
-            return date.fromisoformat(m.group("iso"))
-        except ValueError:
-            return None
-    return min(date(int(m.group("year")), 12, 31), today)
-
-
 def _unresolved_note(unresolved: list[str]) -> str:
     if not unresolved:
         return ""
@@ -297,6 +286,21 @@ def parse_intent(
     plain = tuple(
         SubSearch(query=q, query_index=i, versions=None, label=None) for i, q in enumerate(queries)
     )
+    if as_of is None and comparing and len(years_named(text)) >= 2:
+        years = ", ".join(str(y) for y in sorted(years_named(text)))
+        return Intent(  # a comparison of periods wants every edition, not one as-of slice
+            searches=plain,
+            scope=VersionScope(
+                mode="history",
+                source="query",
+                unresolved=unresolved,
+                note=f"comparing periods ({years}): all versions, including superseded"
+                + _unresolved_note(unresolved),
+            ),
+            include_superseded=True,
+            effective_at=None,
+            resolve_series_at=None,
+        )
     if include_history:
         return Intent(
             searches=plain,
@@ -310,9 +314,10 @@ def parse_intent(
             effective_at=None,
             resolve_series_at=None,
         )
-    text_as_of = None if as_of is not None else _as_of_in(text, today)
-    at = as_of or text_as_of
+    read = None if as_of is not None else time_scope(text, today)
+    at = as_of or (read.at if read is not None else None)
     if at is not None:
+        said = f" (read from {read.text!r})" if read is not None else ""
         return Intent(
             searches=plain,
             scope=VersionScope(
@@ -320,7 +325,7 @@ def parse_intent(
                 as_of=at,
                 source="request" if as_of is not None else "query",
                 unresolved=unresolved,
-                note=f"what was in force on {at.isoformat()}" + _unresolved_note(unresolved),
+                note=f"what was in force on {at.isoformat()}{said}" + _unresolved_note(unresolved),
             ),
             include_superseded=True,
             effective_at=at,

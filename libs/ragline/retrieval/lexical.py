@@ -18,10 +18,17 @@ from opensearchpy import AsyncOpenSearch
 from ragline.auth.principal import Principal
 from ragline.errors import PermanentError
 from ragline.retrieval.filters import Predicate, Terms, to_opensearch
+from ragline.retrieval.term_evidence import TermStats, query_terms
 from ragline.store.os_client import os_errors
 from ragline.store.os_index import index_name
 
-__all__ = ["LexicalHit", "LexicalSearcher", "build_query"]
+__all__ = [
+    "QUESTION_STOP_WORDS",
+    "LexicalHit",
+    "LexicalSearcher",
+    "build_query",
+    "scope_filter",
+]
 
 # ONE field: the contextual header (title > section path) and the chunk text, copied
 # together at index time (store/os_index.py). BM25 then sees the header's words and the
@@ -29,6 +36,34 @@ __all__ = ["LexicalHit", "LexicalSearcher", "build_query"]
 # a best_fields multi_match over separate fields scored only the best single field and
 # lost 0.03 nDCG@10 on SciFact (docs/evaluation.md "Lexical leg").
 _FIELD = "body"
+_MAX_ANALYZED = 20_000  # characters of a query analysed for its term statistics
+# Words a question is made of rather than about (Snowball's English stop list, the one
+# PostgreSQL's 'english' configuration uses, on which the term rules were fitted):
+# Lucene's own English stop set has 33 words and keeps "which", "how", "does", ...
+_QUESTION_WORDS = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his "
+    "himself she her hers herself it its itself they them their theirs themselves what "
+    "which who whom this that these those am is are was were be been being have has had "
+    "having do does did doing a an the and but if or because as until while of at by for "
+    "with about against between into through during before after above below to from up "
+    "down in out on off over under again further then once here there when where why how "
+    "all any both each few more most other some such no nor not only own same so than too "
+    "very s t can will just don should now"
+)
+QUESTION_STOP_WORDS: tuple[str, ...] = tuple(_QUESTION_WORDS.split())
+# ``body``'s analyzer (Lucene's EnglishAnalyzer: possessive, lowercase, stop, Porter)
+# with the question words also dropped before stemming: the terms it leaves are the
+# index's own terms, so their document frequencies can be counted
+_QUERY_TERMS_ANALYZER: dict[str, Any] = {
+    "tokenizer": "standard",
+    "filter": [
+        {"type": "stemmer", "language": "possessive_english"},
+        "lowercase",
+        {"type": "stop", "stopwords": "_english_"},
+        {"type": "stop", "stopwords": list(QUESTION_STOP_WORDS)},
+        {"type": "stemmer", "language": "porter"},
+    ],
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,16 +73,22 @@ class LexicalHit:
     rank: int
 
 
-def build_query(
-    principal: Principal, text: str, preds: Sequence[Predicate], *, limit: int
-) -> dict[str, Any]:
-    """The search body: BM25 over the text fields, mandatory scope filters."""
+def scope_filter(principal: Principal, preds: Sequence[Predicate]) -> list[dict[str, Any]]:
+    """The mandatory filter of every lexical request: tenant, the principal's ACL groups,
+    then the request's predicates (versions, supersession, effective dates)."""
     if not isinstance(principal, Principal) or not principal.groups:
         raise PermanentError("a lexical search needs a principal with groups")
     scope: list[Predicate] = [
         Terms("tenant_id", (principal.tenant,)),
         Terms("acl_groups", principal.groups),
     ]
+    return to_opensearch([*scope, *preds])
+
+
+def build_query(
+    principal: Principal, text: str, preds: Sequence[Predicate], *, limit: int
+) -> dict[str, Any]:
+    """The search body: BM25 over the text fields, mandatory scope filters."""
     return {
         "size": limit,
         "track_total_hits": False,
@@ -55,7 +96,7 @@ def build_query(
         "query": {
             "bool": {
                 "must": [{"match": {_FIELD: {"query": text}}}],
-                "filter": to_opensearch([*scope, *preds]),
+                "filter": scope_filter(principal, preds),
             }
         },
     }
@@ -97,6 +138,52 @@ class LexicalSearcher:
             LexicalHit(chunk_id=h.chunk_id, score=h.score, rank=i)
             for i, h in enumerate(hits, start=1)
         ]
+
+    async def term_stats(
+        self,
+        principal: Principal,
+        text: str,
+        preds: Sequence[Predicate],
+        *,
+        top_chunk_id: str | None,
+        timeout_s: float = 1.0,
+    ) -> TermStats | None:
+        """Per word of ``text`` (as ``body`` analyses it, question words dropped:
+        ``QUESTION_STOP_WORDS``), how many child chunks in the
+        caller's scope hold it, how many chunks that scope has, and which words the chunk
+        ``top_chunk_id`` holds: one ``_analyze`` and one ``size: 0`` search whose query is
+        the lexical leg's own filter (``scope_filter``), so nothing outside the caller's
+        scope is counted. None when the query has no word to weigh or the tenant has no
+        index yet."""
+        index = index_name(self._prefix, principal.tenant)
+        with os_errors():
+            if not await self._client.indices.exists(index=index, request_timeout=timeout_s):
+                return None
+            analyzed = await self._client.indices.analyze(
+                body={**_QUERY_TERMS_ANALYZER, "text": text[:_MAX_ANALYZED]},
+                request_timeout=timeout_s,
+            )
+        terms = query_terms(t.get("token") for t in analyzed.get("tokens", ()))
+        if not terms:
+            return None
+        per_term = {"filters": {"filters": {t: {"term": {_FIELD: t}} for t in terms}}}
+        aggs: dict[str, Any] = {"df": per_term}
+        if top_chunk_id is not None:
+            aggs["top"] = {"filter": {"term": {"chunk_id": top_chunk_id}}, "aggs": {"df": per_term}}
+        body = {
+            "size": 0,
+            "track_total_hits": True,
+            "query": {"bool": {"filter": scope_filter(principal, preds)}},
+            "aggs": aggs,
+        }
+        with os_errors():
+            resp = await self._client.search(index=index, body=body, request_timeout=timeout_s)
+        got = resp.get("aggregations", {})
+        df = {t: int(b["doc_count"]) for t, b in got["df"]["buckets"].items()}
+        top_buckets = got.get("top", {}).get("df", {}).get("buckets", {})
+        top = frozenset(t for t, b in top_buckets.items() if int(b["doc_count"]) > 0)
+        total = int(resp.get("hits", {}).get("total", {}).get("value", 0))
+        return TermStats(chunks=total, df=df, top=top)
 
     async def ping(self) -> bool:
         with os_errors():

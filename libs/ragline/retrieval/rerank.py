@@ -34,8 +34,16 @@ class Reranker(Protocol):
 
 
 class CrossEncoderReranker:
-    def __init__(self, model_path: Path, *, max_length: int = 512, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        max_length: int = 512,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
         self._path = model_path
+        self._threads = threads
         self._max_length = max_length
         self._batch_size = batch_size
         self._model: CrossEncoder | None = None
@@ -46,6 +54,12 @@ class CrossEncoderReranker:
 
         if not self._path.is_dir():
             raise ConfigError(f"rerank model directory not found: {self._path}")
+        if self._threads is not None:
+            # torch's intra-op threads (process-wide; torch is loaded only for this): a
+            # busy 2-core machine made two spinning threads far slower than one
+            import torch
+
+            torch.set_num_threads(self._threads)
         self._model = CrossEncoder(str(self._path), device="cpu", max_length=self._max_length)
 
     async def aload(self) -> None:

@@ -41,11 +41,13 @@ from ragline.retrieval.diversity import mmr_order
 from ragline.retrieval.doc_cap import cap_per_document_by_evidence
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.expansion import dedupe_by_parent, fetch_parents
-from ragline.retrieval.filters import SearchFilters, compile_predicates
+from ragline.retrieval.filters import Predicate, SearchFilters, compile_predicates
 from ragline.retrieval.fusion import rrf
+from ragline.retrieval.in_force import shadowed_versions
 from ragline.retrieval.intent import Intent, SubSearch, parse_intent
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.metrics import ABSTAINED, DEGRADED, RESULTS
+from ragline.retrieval.probe import SearchProbe
 from ragline.retrieval.rerank import Reranker
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings
@@ -145,7 +147,7 @@ class SearchService:
         self._versions = KnownVersions(backends.pool)
         self._spaces = SpaceResolver(backends.pool)
         self._ident_df = IdentifierFrequency(backends.pool)
-        self._term_df = QueryTermFrequency(backends.pool)
+        self._term_df = QueryTermFrequency(backends.lexical)
         self._policy = AbstainPolicy(
             min_similarity=settings.ranking.abstain_min_similarity,
             min_rerank=settings.ranking.abstain_min_rerank,
@@ -172,9 +174,11 @@ class SearchService:
         *,
         trace_id: str,
         space: str | None = None,
+        probe: SearchProbe | None = None,
     ) -> SearchResponse:
         """``space``: an admin's explicit embedding space (None: the live one); resolved
-        once here and used for the query vector, the dense leg and the cache key."""
+        once here and used for the query vector, the dense leg and the cache key.
+        ``probe``: filled with the intermediate candidate lists (the why-not explainer)."""
         self._validate(req)
         t = Timings()
         sp = await self._spaces.resolve(space)
@@ -195,6 +199,8 @@ class SearchService:
             with t.stage("embed"):
                 embedded = await self._b.embedder.embed(texts)
             vectors = {q: sp.query_vector(v) for q, v in zip(texts, embedded, strict=True)}
+        if probe is not None:
+            probe.intent, probe.space, probe.vectors = intent, sp, vectors
         key = CacheKey(
             principal=principal,
             queries=req.query_texts,
@@ -203,7 +209,7 @@ class SearchService:
             | {"scope": intent.scope.model_dump(mode="json"), "space": sp.space_id},
         )
         with t.stage("cache"):
-            cached = await self._b.cache.lookup(key)
+            cached = None if probe is not None else await self._b.cache.lookup(key)
         if cached is not None:
             async with rls_transaction(self._b.pool, principal) as conn:
                 await self._audit(
@@ -219,12 +225,21 @@ class SearchService:
                 update={"cache": "hit", "trace_id": trace_id, "timings_ms": t.finish()}
             )
 
+        shadowed: tuple[str, ...] = ()
+        if intent.resolve_series_at is not None:
+            with t.stage("in_force"):
+                shadowed = (
+                    await shadowed_versions(self._b.pool, principal, intent.resolve_series_at) or ()
+                )
         subs = await asyncio.gather(
-            *(self._sub_search(principal, req, intent, s, vectors, t, sp) for s in intent.searches)
+            *(
+                self._sub_search(principal, req, intent, s, vectors, t, sp, shadowed, probe)
+                for s in intent.searches
+            )
         )
         degraded = sorted({d for s in subs for d in s.degraded})
         merged = self._merge(list(subs), by_side=intent.scope.mode == "compare")
-        final = self._diversify(req, merged)
+        final = self._diversify(req, merged, probe)
         for d in degraded:
             DEGRADED.labels(d).inc()
 
@@ -246,7 +261,7 @@ class SearchService:
             ]
             terms = None
             if req.mode == "hybrid" and "lexical_unavailable" not in degraded:
-                terms = await self._query_terms(principal, req, final)
+                terms = await self._query_terms(principal, req, intent, final)
             assessment = assess(evidence, req.query_texts, self._policy, stats, terms)
             reason = assessment.reason
         with t.stage("finalize"):
@@ -259,6 +274,8 @@ class SearchService:
                     results = [_result(c, parents, req.expand_parents) for c in final]
                 cache_state = "miss" if self._b.cache.state == "on" else "off"
                 await self._audit(conn, key, trace_id, results, cache_state, reason, degraded)
+        if probe is not None:
+            probe.abstain_reason = reason
         if reason is not None:
             ABSTAINED.labels(reason).inc()
         RESULTS.observe(len(results))
@@ -279,15 +296,16 @@ class SearchService:
             degraded=degraded,
             mode=req.mode,
         )
-        if self._b.cache.state == "on" and not degraded:
+        if self._b.cache.state == "on" and not degraded and probe is None:
             await self._b.cache.store(key, response)
         return response
 
     async def _query_terms(
-        self, principal: Principal, req: SearchRequest, final: list[Candidate]
+        self, principal: Principal, req: SearchRequest, intent: Intent, final: list[Candidate]
     ) -> TermStats | None:
         """The query's words in the caller's corpus, read only when they can decide: the
-        best similarity is within the term rules' reach (term_evidence.py)."""
+        best similarity is within the term rules' reach (term_evidence.py). Counted in
+        the lexical index under the first sub-search's filters (the lexical leg's)."""
         tp = self._policy.terms
         sims = [c.row.similarity for c in final if c.row.similarity is not None]
         if tp is None or not sims:
@@ -296,8 +314,24 @@ class SearchService:
         if not (thr - tp.band <= best < max(thr, tp.missing_min_similarity)):
             return None
         lexical = [c for c in final if c.bm25_rank is not None]
-        top = min(lexical, key=lambda c: c.bm25_rank or 0).row.text if lexical else ""
-        return await self._term_df.get(principal, " ".join(req.query_texts), top)
+        top = min(lexical, key=lambda c: c.bm25_rank or 0).row.chunk_id if lexical else None
+        preds = self._preds(req, intent, intent.searches[0])
+        return await self._term_df.get(principal, " ".join(req.query_texts), preds, top)
+
+    def _preds(
+        self,
+        req: SearchRequest,
+        intent: Intent,
+        sub: SubSearch,
+        shadowed: tuple[str, ...] = (),
+    ) -> list[Predicate]:
+        return compile_predicates(
+            _sub_filters(req.filters, sub),
+            include_superseded=intent.include_superseded,
+            effective_at=intent.effective_at,
+            unversioned_at=sub.unversioned_at,
+            exclude_documents=shadowed,
+        )
 
     async def _audit(
         self,
@@ -339,13 +373,13 @@ class SearchService:
         vectors: dict[str, npt.NDArray[np.float32]],
         t: Timings,
         space: Space | None = None,
+        shadowed: tuple[str, ...] = (),
+        probe: SearchProbe | None = None,
     ) -> SubSearchResult:
-        preds = compile_predicates(
-            _sub_filters(req.filters, sub),
-            include_superseded=intent.include_superseded,
-            effective_at=intent.effective_at,
-            unversioned_at=sub.unversioned_at,
-        )
+        preds = self._preds(req, intent, sub, shadowed)
+        if probe is not None:
+            probe.queries.append(sub.query)
+            probe.preds.append(preds)
         res = await retrieve(
             pool=self._b.pool,
             lexical=self._b.lexical,
@@ -361,6 +395,8 @@ class SearchService:
             space=space,
         )
         cands = res.candidates
+        if probe is not None:
+            probe.retrieved.extend(cands)
         if intent.resolve_series_at is not None:
             cands = resolve_series(cands, intent.resolve_series_at)
         if req.rerank:
@@ -378,6 +414,8 @@ class SearchService:
             c.query_index = sub.query_index
             # a comparison side's label; an unversioned document is about no one side
             c.label = sub.label if c.row.version is not None else None
+        if probe is not None:
+            probe.resolved.extend(cands)
         return SubSearchResult(candidates=cands, degraded=res.degraded)
 
     def _merge(self, subs: list[SubSearchResult], *, by_side: bool = False) -> list[Candidate]:
@@ -400,7 +438,11 @@ class SearchService:
             return [c for _, _, c in sorted(best.values(), key=lambda x: (x[0], x[1]))]
         return [best[h.key][2] for h in rrf(rankings, k=self._s.ranking.rrf_k)]
 
-    def _diversify(self, req: SearchRequest, cands: list[Candidate]) -> list[Candidate]:
+    def _diversify(
+        self, req: SearchRequest, cands: list[Candidate], probe: SearchProbe | None = None
+    ) -> list[Candidate]:
+        if probe is not None:
+            probe.merged = list(cands)
         if req.mmr_lambda is not None and cands:
             order = mmr_order(
                 [c.rerank if c.rerank is not None else c.rrf for c in cands],
@@ -411,6 +453,10 @@ class SearchService:
             cands = [cands[i] for i in order]
         cap = req.max_per_document or self._s.ranking.default_max_per_document
         cands = cap_per_document_by_evidence(cands, lambda c: c.row.document_id, _strength, cap)
+        capped = cands
         if req.expand_parents:
             cands = dedupe_by_parent(cands, lambda c: c.row.parent_id)
+        if probe is not None:
+            probe.cap, probe.capped, probe.deduped = cap, capped, list(cands)
+            probe.final = cands[: req.top_k]
         return cands[: req.top_k]

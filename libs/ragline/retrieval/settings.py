@@ -210,7 +210,9 @@ class QuerySettings(BaseSettings):
     torch_threads: int | None = Field(
         default=1,
         ge=1,
-        description="torch intra-op threads for query encoding (None: torch default)",
+        description="torch intra-op threads of the query service: the torch embedding "
+        "backend and the reranker set them when they load (None: torch default; the "
+        "default onnx-int8 backend never loads torch, its session uses these threads too)",
     )
     rerank_timeout_s: float = Field(default=2.0, gt=0)
     backend_timeout_s: float = Field(default=5.0, gt=0)

@@ -7,8 +7,9 @@ not use although it answers it (golden ``pp-02``: "a better seat on long-haul fl
 vs "business class ... flights longer than 8 hours", cosine 0.294), and a question about
 something the corpus never mentions (``pm-07`` "which vendor supplies our laptops", cosine
 0.347 to an unrelated chunk). Term statistics of the caller's corpus
-(``term_stats.TermStats``: in how many of the caller's chunks each English-stemmed word of
-the query occurs) tell them apart, weighted by BM25's IDF so that rare words count most:
+(``TermStats``, read from the lexical index under the lexical leg's scope filters,
+term_stats.py: in how many of the caller's chunks each English-stemmed word of the query
+occurs) tell them apart, weighted by BM25's IDF so that rare words count most:
 
 - ``missing_share``: the IDF share of the query's words that occur in no chunk the caller
   can see. Above ``max_missing_share`` the corpus has nothing on most of what is asked:
@@ -31,11 +32,18 @@ failed or timed out) the similarity threshold decides alone, as before.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-__all__ = ["TermPolicy", "TermStats", "clear_match", "decide_by_terms"]
+__all__ = ["MAX_TERMS", "TermPolicy", "TermStats", "clear_match", "decide_by_terms", "query_terms"]
+
+MAX_TERMS = 32  # words of one query weighed (sorted); a longer query keeps the first 32
+
+
+def query_terms(tokens: Iterable[str | None] | None) -> list[str]:
+    """The distinct words weighed, sorted, at most ``MAX_TERMS``."""
+    return sorted({str(t) for t in (tokens or ()) if t})[:MAX_TERMS]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +57,8 @@ class TermPolicy:
 
 @dataclass(frozen=True, kw_only=True)
 class TermStats:
-    """The query's words in the caller's corpus (read under RLS, term_stats.py)."""
+    """The query's words in the caller's corpus (the lexical index under the caller's
+    scope, term_stats.py)."""
 
     chunks: int  # child chunks the caller can see
     df: Mapping[str, int] = field(default_factory=dict)  # query word -> chunks holding it
@@ -59,7 +68,9 @@ class TermStats:
         """BM25's (Lucene's) IDF; a word in no chunk gets the highest."""
         n = max(self.chunks, 0)
         d = min(max(self.df.get(term, 0), 0), n)
-        return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+        # log1p: at corpus sizes near 2**52 the ratio falls below float epsilon and
+        # log(1 + ratio) rounds to 0 (a word in every chunk still has some weight)
+        return math.log1p((n - d + 0.5) / (d + 0.5))
 
     def _share(self, terms: Sequence[str]) -> float | None:
         total = sum(self.idf(t) for t in self.df)

@@ -13,7 +13,7 @@ __all__ = ["BACKEND_STAGES", "Timings"]
 
 # stages that wait on a backend (Postgres, OpenSearch, a model): their sum is what the
 # service's own overhead is measured against
-BACKEND_STAGES = ("embed", "retrieve", "rerank", "hydrate", "finalize")
+BACKEND_STAGES = ("embed", "in_force", "retrieve", "rerank", "hydrate", "finalize")
 
 
 class Timings:

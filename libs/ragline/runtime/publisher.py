@@ -13,8 +13,8 @@ from typing import Self
 from faststream.kafka import KafkaBroker
 
 from ragline.config import Settings
-from ragline.errors import PermanentError
-from ragline.events import EventBase, lane_topic
+from ragline.errors import ContractError, PermanentError
+from ragline.events import EventBase, lane_topic, seal_problem
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import faststream_security
 from ragline.runtime.metrics import PRODUCED
@@ -97,6 +97,8 @@ class EventPublisher:
         *,
         source_at: datetime | None = None,
     ) -> None:
+        if (why := seal_problem(event)) is not None:  # text around the scanner (issue 31)
+            raise ContractError(why)
         if event.traceparent is not None:  # a stage's output: its publish span is current
             await self._publish(topic, event, event.traceparent, source_at)
             return

@@ -43,10 +43,15 @@ def load_service(name: str) -> Any:
         ) from exc
 
 
+def _id_key(settings: Settings) -> str | None:
+    key = settings.log_id_key
+    return key.get_secret_value() if key is not None else None
+
+
 async def _run_stage(
     stage: Stage[Any, Any], settings: Settings, tracing: TracingSettings, lanes: LaneSettings | None
 ) -> int:
-    log = configure_logging(stage.name, settings.log_level)
+    log = configure_logging(stage.name, settings.log_level, _id_key(settings))
     configure_tracing(stage.name, tracing)
     runner = StageRunner(stage, settings, log, lanes=lanes)
     loop = asyncio.get_running_loop()
@@ -90,7 +95,7 @@ async def _run_stage(
 
 
 async def _run_http(svc: HttpService, settings: Settings, tracing: TracingSettings) -> int:
-    log = configure_logging(svc.name, settings.log_level)
+    log = configure_logging(svc.name, settings.log_level, _id_key(settings))
     configure_tracing(svc.name, tracing)
     app = trace_asgi(svc.app)
     # /metrics on its own port, as for the consumers: the NetworkPolicy can then let the

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_ar
 
 from ragline.config import Settings
 from ragline.errors import ContractError, NotBuiltError, QuarantineError
-from ragline.events import DocQuarantined, DocumentMeta, EventBase, FindingsSummary
+from ragline.events import (
+    DocQuarantined,
+    DocumentMeta,
+    EventBase,
+    FindingsSummary,
+    meta_sealed,
+    seal_problem,
+)
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -156,7 +163,7 @@ class Stage(Generic[In, Out]):
         if valid:
             done = await self.process_batch([ev for _, ev in valid], ctx)
             for (i, _), out in zip(valid, done, strict=True):
-                results[i] = out
+                results[i] = out if isinstance(out, BaseException) else _sealed(self.name, out)
         return results
 
     async def process_batch(self, events: Sequence[In], ctx: StageContext) -> Results[Out]:
@@ -196,10 +203,32 @@ class StageQuarantine(QuarantineError):
         self.findings = findings
 
 
+def _sealed(stage: str, outputs: Sequence[Output[Out]]) -> Sequence[Output[Out]] | ContractError:
+    """The stage's outputs, or why one of them may not be published: a post-scanner event
+    whose text fields the scanner did not seal (``events.seal_problem``). The input is then
+    dead-lettered, never passed on with text that went around the scanner."""
+    for out in outputs:
+        why = seal_problem(out.event)
+        if why is not None:
+            return ContractError(f"{stage} output refused: {why}")
+    return outputs
+
+
+def _quarantine_meta(meta: DocumentMeta | None) -> DocumentMeta | None:
+    """A quarantine's meta: as sealed by the scanner, else without any text field (the
+    input of a stage before the scanner, or a scan that did not finish, is raw text)."""
+    if meta is None or meta_sealed(meta):
+        return meta
+    return meta.without_text()
+
+
 def quarantined_event(event: EventBase, exc: QuarantineError, *, stage: str) -> DocQuarantined:
     """The ``doc.quarantined`` the runtime publishes for ``exc``: the envelope of the
     failed input, the reason, and the stage's cleaned ``meta``/``findings`` when it handed
-    any (a ``StageQuarantine``) instead of the input's, which may hold what blocked it."""
+    any (a ``StageQuarantine``) instead of the input's, which may hold what blocked it.
+    A meta the scanner did not seal keeps no text field: ``doc.quarantined`` is a
+    post-scanner topic, and the input of the connector, the parser or a failed scan
+    carries raw titles, uris and metadata values (issue 31)."""
     meta = exc.meta if isinstance(exc, StageQuarantine) else None
     findings = exc.findings if isinstance(exc, StageQuarantine) else None
     return DocQuarantined(
@@ -208,7 +237,7 @@ def quarantined_event(event: EventBase, exc: QuarantineError, *, stage: str) -> 
         content_hash=event.content_hash,
         source_seq=event.source_seq,
         traceparent=event.traceparent,
-        meta=meta or getattr(event, "meta", None),
+        meta=_quarantine_meta(meta or getattr(event, "meta", None)),
         stage=stage,
         reason_code=exc.reason_code,
         reason=exc.reason[:1000],

@@ -6,6 +6,11 @@ previous instructions``, chat-template tokens, exfiltration lures, invisible Uni
 tag characters) weigh 3 and flag on their own everywhere. Weak ones ("run the following
 command", "act as") are ordinary in documentation, so they exist only for low-trust
 sources (tickets, uploads, external web), where the threshold is also lower.
+The phrase rules here are joined by the class rules of ``injection_classes`` (addressed
+instructions, overrides, role reassignment, reveal/exfiltrate/tool requests, hidden
+carriers), whose weights add to the same score; a phrase quoted as an example ("such as
+'ignore previous instructions'") is mentioned, not used, and does not count. Measured out
+of sample by ``bench/injection_eval.py`` (docs/evaluation.md).
 The flag travels with the block into chunks and query results; the text is untouched,
 because a reader may need to see exactly what the document says.
 """
@@ -16,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from ragline.events import TrustLevel
+from ragline.scanning.injection_classes import class_hits, mentioned
 
 __all__ = ["RULES", "InjectionRule", "InjectionScanner", "default_threshold"]
 
@@ -88,7 +94,8 @@ RULES: tuple[InjectionRule, ...] = (
        r"\byou\s+are\s+now\s+(?:an?\s+)?(?:(?-i:DAN)|unrestricted|unfiltered|jailbroken|evil|"
        r"free\s+from|no\s+longer)|\bact\s+as\s+(?:if\s+you\s+(?:are|were)|an?\s+(?:ai|"
        r"assistant|llm|chatbot|language\s+model|unrestricted|unfiltered))\b|"
-       r"\bpretend\s+(?:to\s+be|you\s+are)\b|\broleplay\s+as\b|\bdeveloper\s+mode\b|"
+       r"\bpretend\s+(?:to\s+be|you\s+are)\b|\broleplay\s+as\b|"
+       r"\b(?:you(?:'re|\s+are)\s+(?:now\s+)?(?:in|running\s+in)\s+|your\s+)developer\s+mode\b|"
        r"\bjailbreak|\b(?-i:DAN)\b", 2, low=True),
     _r("execute_command", r"\b(?:execute|run)\s+(?:the\s+following|this)\s+(?:command|code|script|"
        r"shell)|\bexecute\s+(?:rm|curl|wget|bash|sh|powershell)\b", 1, low=True),
@@ -120,7 +127,20 @@ class InjectionScanner:
         for rule in RULES:
             if rule.low_trust_only and not strict:
                 continue
-            if rule.regex.search(text):
+            if _used(rule, text):
                 hits.append(rule.id)
                 score += rule.weight
-        return tuple(sorted(hits)) if score >= threshold and hits else ()
+        for hit in class_hits(text, _any_rule):
+            hits.append(hit.id)
+            score += hit.weight
+        return tuple(sorted(set(hits))) if score >= threshold and hits else ()
+
+
+def _used(rule: InjectionRule, text: str) -> bool:
+    """A phrase rule counts when one of its matches is used, not mentioned (an advisory
+    quoting "ignore previous instructions" reports an attack: injection_classes)."""
+    return any(not mentioned(text, m.start()) for m in rule.regex.finditer(text))
+
+
+def _any_rule(text: str) -> int:
+    return sum(r.weight for r in RULES if not r.low_trust_only and _used(r, text))

@@ -7,9 +7,16 @@ finds once the invisible or exotic characters are stripped. Detection therefore 
 a normalized copy of each text, and every span found there is mapped back to the
 original text, so redaction removes the original characters (invisible ones included).
 
-Pure ASCII text (the common case) is its own view: no copy, no map. Otherwise each
-non-ASCII character is normalized on its own (NFKC per character, so a span maps back
-to whole original characters) and the map is a list of breakpoints.
+Soft line wraps are removed in the view too (issue 31): a string literal continued on
+the next line (``"AKIAPTGZ4J" +`` / ``"FEBZ9SDO78"``), a long token broken by a newline
+(``AKIAPTGZ4J`` / ``FEBZ9SDO78``, a wrapped base64 or hex run) and digit groups broken
+between lines (``4111 1111 1111`` / ``1111``) are whole in the view, so a secret or card
+number is found whole and redacted in both original lines.
+
+Pure ASCII text without a soft wrap (the common case) is its own view: no copy, no map.
+Otherwise each non-ASCII character is normalized on its own (NFKC per character, so a
+span maps back to whole original characters), each soft wrap is one removed segment,
+and the map is a list of breakpoints.
 """
 
 from __future__ import annotations
@@ -34,6 +41,17 @@ _CONFUSABLE = str.maketrans(
     "ABCEHIJKMOPSTXYaceijoppsxydhqwABEZHIKMNOPTYXaopiv",
 )
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+# soft wraps, removed in the view: a quoted string continued by ``+`` on the next line;
+# a newline inside a token (the line ends in 10+ token characters, the next line starts
+# with 4+ holding a digit, not a word, and is not a new ``name=``/``name:``); a newline
+# between digit groups (a card or account number wrapped)
+_SOFT_WRAP = re.compile(
+    r"""(["'])[ \t]*\+[ \t]*\r?\n[ \t]*\1"""
+    # (not when the next line starts a new assignment: ``KEY=...`` / ``key: ...``)
+    r"|(?<=[A-Za-z0-9+/_-]{10})\r?\n[ \t]*(?=[A-Za-z0-9+/=_-]{4})(?=[A-Za-z+/=_-]*\d)"
+    r"(?![A-Za-z0-9_.-]+[ \t]*[=:])"
+    r"|(?<=\d{4}[ -]\d{4})\r?\n[ \t]*(?=\d{4}(?!\d))"
+)
 
 
 def _char_view(ch: str) -> str:
@@ -95,7 +113,8 @@ class NormalizedText:
 
 
 def normalize(original: str) -> NormalizedText:
-    if original.isascii():
+    wraps = [m.span() for m in _SOFT_WRAP.finditer(original)] if "\n" in original else []
+    if not wraps and original.isascii():
         return NormalizedText(original, original)
     parts: list[str] = []
     view_starts: list[int] = []
@@ -103,23 +122,33 @@ def normalize(original: str) -> NormalizedText:
     widths: list[int] = []
     vpos = 0
     pos = 0
-    changed = False
-    for m in _NON_ASCII.finditer(original):
-        if m.start() > pos:
-            parts.append(original[pos : m.start()])
+    changed = bool(wraps)
+    # non-ASCII runs and soft wraps in order (a wrap is ASCII: they never overlap)
+    marks = sorted(
+        [(s, e, True) for s, e in wraps]
+        + [(m.start(), m.end(), False) for m in _NON_ASCII.finditer(original)]
+    )
+    for start, end, is_wrap in marks:
+        if start > pos:
+            parts.append(original[pos:start])
             view_starts.append(vpos)
             orig_starts.append(pos)
             widths.append(0)
-            vpos += m.start() - pos
-        for k, ch in enumerate(m.group(0)):
-            v = _char_view(ch)
-            changed = changed or v != ch
-            parts.append(v)
+            vpos += start - pos
+        if is_wrap:  # one removed segment of the wrap's width
             view_starts.append(vpos)
-            orig_starts.append(m.start() + k)
-            widths.append(1)
-            vpos += len(v)
-        pos = m.end()
+            orig_starts.append(start)
+            widths.append(end - start)
+        else:
+            for k, ch in enumerate(original[start:end]):
+                v = _char_view(ch)
+                changed = changed or v != ch
+                parts.append(v)
+                view_starts.append(vpos)
+                orig_starts.append(start + k)
+                widths.append(1)
+                vpos += len(v)
+        pos = end
     if not changed:
         return NormalizedText(original, original)
     if pos < len(original):

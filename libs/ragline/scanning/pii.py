@@ -21,6 +21,7 @@ from ragline.scanning.entities import PATTERN_RECOGNIZERS
 from ragline.scanning.layout import Layout
 from ragline.scanning.model import DetectPlan, Finding, FindingKind
 from ragline.scanning.ner import NER_SCORE, NerEngine
+from ragline.scanning.person import plausible_person
 from ragline.scanning.secret_patterns import check_deadline
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ _WORD = re.compile(r"[a-z]+")
 _DECIMAL = re.compile(r"\d\.\d{1,2}(?!\d)")
 _DATE = re.compile(r"(?:19|20)\d\d[-/.](?:0[1-9]|1[0-2])[-/.](?:0[1-9]|[12]\d|3[01])(?!\d)")
 _SSN_SHAPE = re.compile(r"^\d{3}-\d{2}-\d{4}$")  # no phone plan uses 3-2-4
+# an SSN-shaped value (presidio's "SSN5" shape, one delimiter throughout)
+_SSN_ANY = re.compile(r"(?<![\w.-])\d{3}([- .])\d{2}\1\d{4}(?![\w-])")
+_SSN_LABELLED_SCORE = 0.5  # presidio's SSN5 score; the context word adds the boost
+# the published example numbers (SSA, presidio): documentation, not a person's
+_SSN_SAMPLES = frozenset({"078051120", "123456789", "987654320"})
 _AFTER_VERSION = re.compile(r"\d\.\d+\.$|\bv\d+(?:\.\d+)*\.?$")
 _DIGIT_GROUPS = re.compile(r"\d+")
 _VERSIONISH = re.compile(r"(?:\bv|version|release|ver\.?)\s*$", re.IGNORECASE)
@@ -187,8 +193,10 @@ class PiiDetector:
             for _, seg in segs:
                 check_deadline(deadline)
                 per_seg.extend(self.ner.entities([seg], plan.ner_entities))
-            for (offset, _), ents in zip(segs, per_seg, strict=True):
+            for (offset, seg), ents in zip(segs, per_seg, strict=True):
                 for s, e, ent in ents:
+                    if ent == "PERSON" and not plausible_person(seg[s:e]):
+                        continue  # a number, a table label or a job title (person.py)
                     if plan.min_score <= NER_SCORE:
                         spans.append((offset + s, offset + e, ent, NER_SCORE, "spacy"))
         out: list[Finding] = []
@@ -211,6 +219,8 @@ class PiiDetector:
             seen = {(s, e) for s, e, _ in hits}
             own = (m.span() for m in _EMAIL.finditer(text))
             return hits + [(s, e, 1.0) for s, e in own if (s, e) not in seen]
+        if entity == "US_SSN":
+            return self._ssn(text, rec)
         if entity != "PHONE_NUMBER":
             found = rec.analyze(text, [entity], None)  # type: ignore[arg-type]
             return [(r.start, r.end, float(r.score)) for r in found]
@@ -223,6 +233,23 @@ class PiiDetector:
                 for r in rec.analyze(text[ws:we], [entity], None):  # type: ignore[arg-type]
                     phones.add((ws + r.start, ws + r.end, float(r.score)))
         return sorted(phones)
+
+    def _ssn(self, text: str, rec: EntityRecognizer) -> list[tuple[int, int, float]]:
+        """Presidio's SSNs, plus every SSN-shaped value right after an SSN context word
+        (``SSN: 412-34-0000``). Presidio drops values the SSA never issues (serial 0000,
+        group 00, area 000/666/9xx, one repeated digit, published samples): right for
+        finding SSNs in free text, wrong for a value a person labelled as one, which is
+        sensitive (or a typo of one) whatever its validity; only the published example
+        numbers stay text. The canary draws such a value about once in 10,000 (a serial
+        of 0000): the one SSN a scan left in place (issue 31)."""
+        hits = [(r.start, r.end, float(r.score)) for r in rec.analyze(text, ["US_SSN"], None)]  # type: ignore[arg-type]
+        seen = {(s, e) for s, e, _ in hits}
+        words = self._context["US_SSN"]
+        for m in _SSN_ANY.finditer(text):
+            sample = re.sub(r"\D", "", m.group(0)) in _SSN_SAMPLES
+            if m.span() not in seen and not sample and _context_near(text, *m.span(), words):
+                hits.append((m.start(), m.end(), _SSN_LABELLED_SCORE))
+        return hits
 
     def _patterns(
         self, text: str, entity: str, min_score: float, deadline: float | None = None

@@ -32,6 +32,7 @@ from ragline.scanning.model import DetectResult, Finding, FindingKind
 from ragline.scanning.policy import EffectivePolicy, PolicyContext, PolicySet
 from ragline.scanning.redact import Decision, redact_text
 from ragline.scanning.runner import DetectionRunner
+from ragline.scanning.seal import seal_document, seal_meta
 from ragline.scanning.secret_patterns import column_secret_type
 
 __all__ = [
@@ -79,17 +80,7 @@ class ScanTimeout(StageQuarantine):
 
 def typed_meta(meta: DocumentMeta) -> DocumentMeta:
     """``meta`` without any free-text field: what may describe an unscanned document."""
-    return DocumentMeta(
-        source_type=meta.source_type,
-        acl_groups=meta.acl_groups,
-        classification=meta.classification,
-        trust=meta.trust,
-        effective_date=meta.effective_date,
-        expiry_date=meta.expiry_date,
-        created_at=meta.created_at,
-        updated_at=meta.updated_at,
-        language=meta.language,
-    )
+    return meta.without_text()
 
 
 def _context(event: DocParsed) -> PolicyContext:
@@ -187,7 +178,9 @@ def apply_scan(
             redactions=redactions.get(i, 0),
         )
         updates.append({"flags": flags})
+    # sealed: the only way text gets past the scanner (ragline.scan_seal)
     meta, document = rebuild(event, texts, scanned, updates)
+    meta, document = seal_meta(meta), seal_document(document)
     summary = FindingsSummary(
         counts=dict(sorted(counts.items())),
         positions=tuple(sorted(positions, key=lambda p: (p[1], p[2], p[0])))[:max_positions],
@@ -202,7 +195,7 @@ def apply_scan(
             "secret_in_identity",
             f"a secret in {', '.join(in_identity)} (an identity, which can not be redacted)",
             findings=summary,
-            meta=_without(meta, leaked),
+            meta=seal_meta(_without(meta, leaked)),
         )
     if decided.blocked:
         metrics.DOCUMENTS.labels(outcome="blocked").inc()

@@ -1,12 +1,18 @@
-"""Bulk writes and deletes against a tenant index, with item-level error translation.
+"""Bulk writes and deletes against a tenant index, with item-level error handling.
 
-A bulk request can succeed as a whole while single items fail; those are classified
-here too (429/5xx retriable, mapping errors permanent) so no failure goes unnoticed.
+A bulk request can succeed as a whole while single items fail; those are handled item
+by item: a retriable item (429 throttling, 5xx) is sent again, alone with the other
+retriable ones, with backoff; a permanently rejected item (a mapping rejection) is
+reported back by id with its reason (``BulkResult.rejected``) so the caller can
+quarantine its document while the neighbours in the same request are kept. No failure
+goes unnoticed.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from opensearchpy import AsyncOpenSearch
@@ -15,6 +21,7 @@ from ragline.errors import PermanentError, TransientError
 from ragline.store.os_client import RETRIABLE_STATUS, os_errors
 
 __all__ = [
+    "BulkResult",
     "IndexMissing",
     "Refresh",
     "bulk_index",
@@ -31,26 +38,38 @@ class IndexMissing(TransientError):
     """The tenant alias is gone (the in-memory server restarted, or someone deleted it)."""
 
 
-def _check_items(resp: dict[str, Any]) -> None:
+@dataclass(frozen=True, kw_only=True)
+class BulkResult:
+    written: int = 0
+    # id -> reason ("<status> <error type> [caused by <type>]", never a value) of each
+    # item rejected for good
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def item_failures(resp: dict[str, Any]) -> tuple[list[int], dict[int, str]]:
+    """Positions of the items to send again (429/5xx) and of the items rejected for good
+    (with their reason) in one ``_bulk`` response. A missing index raises
+    ``IndexMissing`` (the whole request is to be sent again after recreating it)."""
+    retry: list[int] = []
+    rejected: dict[int, str] = {}
     if not resp.get("errors"):
-        return
-    statuses: list[int] = []
-    kinds: set[str] = set()
-    for item in resp.get("items", ()):
+        return retry, rejected
+    for pos, item in enumerate(resp.get("items", ())):
         op = next(iter(item.values()))
         status = int(op.get("status", 500))
-        if status >= 300 and not (status == 404 and "delete" in item):
-            statuses.append(status)
-            err = op.get("error")
-            kinds.add(str(err.get("type")) if isinstance(err, dict) else "unknown")
-    if not statuses:
-        return
-    summary = f"{len(statuses)} bulk items failed ({', '.join(sorted(kinds))})"
-    if "index_not_found_exception" in kinds:
-        raise IndexMissing(summary)
-    if all(s in RETRIABLE_STATUS for s in statuses):
-        raise TransientError(summary)
-    raise PermanentError(summary)
+        if status < 300 or (status == 404 and "delete" in item):
+            continue
+        err = op.get("error")
+        kind = str(err.get("type")) if isinstance(err, dict) else "unknown"
+        if kind == "index_not_found_exception":
+            raise IndexMissing("bulk items failed (index_not_found_exception)")
+        if status in RETRIABLE_STATUS:
+            retry.append(pos)
+        else:  # OpenSearch's own reason can quote the value (document text): left out
+            cause = err.get("caused_by") if isinstance(err, dict) else None
+            why = f" caused by {cause.get('type')}" if isinstance(cause, dict) else ""
+            rejected[pos] = f"{status} {kind}{why}"
+    return retry, rejected
 
 
 async def bulk_index(
@@ -61,25 +80,46 @@ async def bulk_index(
     refresh: Refresh,
     batch_size: int = 500,
     require_alias: bool = True,
-) -> int:
-    """Index (create-or-replace) ``(id, source)`` pairs; returns how many were sent.
+    allow_rejects: bool = False,
+    item_retries: int = 3,
+    item_backoff_s: float = 0.5,
+) -> BulkResult:
+    """Index (create-or-replace) ``(id, source)`` pairs.
 
-    ``require_alias``: never let OpenSearch auto-create a physical index with dynamic
-    mappings under the alias name (``IndexMissing`` instead).
+    Items that fail with a retriable status are sent again (up to ``item_retries`` times,
+    backoff doubling from ``item_backoff_s``), then raise ``TransientError``. Items
+    rejected for good are returned in ``BulkResult.rejected`` with ``allow_rejects``,
+    else raise ``PermanentError``. ``require_alias``: never let OpenSearch auto-create a
+    physical index with dynamic mappings under the alias name (``IndexMissing`` instead).
     """
+    rejected: dict[str, str] = {}
     for start in range(0, len(docs), batch_size):
-        part = docs[start : start + batch_size]
-        body: list[dict[str, Any]] = []
-        for doc_id, source in part:
-            body.append({"index": {"_index": index, "_id": doc_id}})
-            body.append(source)
+        part = list(docs[start : start + batch_size])
         last = start + batch_size >= len(docs)
-        with os_errors():
-            resp = await client.bulk(
-                body=body, refresh=refresh if last else "false", require_alias=require_alias
-            )
-        _check_items(resp)
-    return len(docs)
+        wait = item_backoff_s
+        for attempt in range(item_retries + 1):
+            body: list[dict[str, Any]] = []
+            for doc_id, source in part:
+                body.append({"index": {"_index": index, "_id": doc_id}})
+                body.append(source)
+            with os_errors():
+                resp = await client.bulk(
+                    body=body, refresh=refresh if last else "false", require_alias=require_alias
+                )
+            retry, bad = item_failures(resp)
+            for pos, why in bad.items():
+                rejected[part[pos][0]] = why
+            if not retry:
+                break
+            if attempt == item_retries:
+                raise TransientError(f"{len(retry)} bulk items still throttled or failing")
+            part = [part[pos] for pos in retry]
+            await asyncio.sleep(wait)
+            wait *= 2.0
+    if rejected and not allow_rejects:
+        kinds = sorted(set(rejected.values()))
+        raise PermanentError(f"{len(rejected)} bulk items failed ({', '.join(kinds)})")
+    return BulkResult(written=len(docs) - len(rejected), rejected=rejected)
 
 
 def _bool_refresh(refresh: Refresh) -> bool:

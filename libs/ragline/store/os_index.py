@@ -32,7 +32,13 @@ __all__ = [
     "create_concrete",
     "drop_indexes",
     "ensure_index",
+    "flip_shadow",
     "index_name",
+    "open_shadow",
+    "retire_rollback",
+    "roll_back",
+    "rollback_alias",
+    "shadow_alias",
     "swap_alias",
     "tenant_of_index",
 ]
@@ -191,3 +197,86 @@ async def drop_indexes(client: AsyncOpenSearch, names: list[str]) -> None:
     with os_errors():
         for name in names:
             await client.indices.delete(index=name, ignore_unavailable=True)
+
+
+# ---------------------------------------------------------------- blue-green
+
+
+def shadow_alias(alias: str) -> str:
+    """The alias of the physical index being built to replace ``alias``'s: the indexer
+    writes every document to it as well as to the live one (``OsSyncer``), a gate can
+    read it, and ``flip_shadow`` makes it live."""
+    return f"{alias}.shadow"
+
+
+def rollback_alias(alias: str) -> str:
+    """The alias of the physical index ``alias`` pointed to before the last flip, kept
+    until ``retire_rollback``."""
+    return f"{alias}.rollback"
+
+
+async def open_shadow(client: AsyncOpenSearch, alias: str) -> str:
+    """The shadow physical index of ``alias`` (created empty, with the current mapping,
+    when there is none): writes go to it from now on."""
+    shadow = shadow_alias(alias)
+    current = await alias_targets(client, shadow)
+    if current:
+        return current[0]
+    concrete = concrete_name(alias, int(time.time() * 1000))
+    with os_errors():
+        await client.indices.create(
+            index=concrete, body={**chunk_mapping(), "aliases": {shadow: {}}}
+        )
+    return concrete
+
+
+async def flip_shadow(client: AsyncOpenSearch, alias: str) -> tuple[str, list[str]]:
+    """Make the shadow index live in ONE ``_aliases`` call (a reader sees the old index
+    or the new one, never none or both): ``alias`` moves to it, the shadow alias goes,
+    the previous live index becomes the rollback. Returns (new live index, the indexes
+    the rollback alias left: older rollbacks, now unreferenced)."""
+    shadow = shadow_alias(alias)
+    back = rollback_alias(alias)
+    targets = await alias_targets(client, shadow)
+    if len(targets) != 1:
+        raise PermanentError(f"no single shadow index to flip to ({len(targets)})")
+    new = targets[0]
+    old = [o for o in await alias_targets(client, alias) if o != new]
+    stale = [o for o in await alias_targets(client, back) if o not in old]
+    actions: list[dict[str, Any]] = [
+        *({"remove": {"index": o, "alias": alias}} for o in old),
+        {"add": {"index": new, "alias": alias}},
+        {"remove": {"index": new, "alias": shadow}},
+        *({"remove": {"index": o, "alias": back}} for o in stale),
+        *({"add": {"index": o, "alias": back}} for o in old),
+    ]
+    with os_errors():
+        await client.indices.update_aliases(body={"actions": actions})
+    return new, stale
+
+
+async def roll_back(client: AsyncOpenSearch, alias: str) -> str:
+    """Point ``alias`` back at the rollback index in one ``_aliases`` call (the index it
+    leaves becomes the rollback, so a roll back can be undone). Returns the live index."""
+    back = rollback_alias(alias)
+    targets = await alias_targets(client, back)
+    if len(targets) != 1:
+        raise PermanentError(f"no single rollback index ({len(targets)})")
+    target = targets[0]
+    current = await alias_targets(client, alias)
+    actions: list[dict[str, Any]] = [
+        *({"remove": {"index": c, "alias": alias}} for c in current),
+        {"add": {"index": target, "alias": alias}},
+        {"remove": {"index": target, "alias": back}},
+        *({"add": {"index": c, "alias": back}} for c in current),
+    ]
+    with os_errors():
+        await client.indices.update_aliases(body={"actions": actions})
+    return target
+
+
+async def retire_rollback(client: AsyncOpenSearch, alias: str) -> list[str]:
+    """Delete the rollback index (the flip is final); returns what was deleted."""
+    old = await alias_targets(client, rollback_alias(alias))
+    await drop_indexes(client, old)
+    return old

@@ -33,7 +33,14 @@ from pathlib import Path
 
 from ragline.errors import ConfigError
 
-__all__ = ["DEFAULT_MODEL", "ModelWheel", "default_model_cache", "ensure_model", "file_sha256"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelWheel",
+    "default_model_cache",
+    "ensure_model",
+    "file_lock",
+    "file_sha256",
+]
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a key of the per-process check
@@ -102,7 +109,9 @@ def file_sha256(path: Path) -> str:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created): one fetcher or builder at a time
+    across the processes sharing a cache (services starting together)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -183,7 +192,7 @@ def _fetch(model: ModelWheel, directory: Path) -> None:
 @lru_cache(maxsize=4)
 def _ensured(model: ModelWheel, root: Path) -> Path:
     directory = root / model.dirname
-    with _file_lock(root / f".{model.dirname}.lock"):
+    with file_lock(root / f".{model.dirname}.lock"):
         if not directory.is_dir():
             _fetch(model, directory)
         problems = _problems(model, directory)

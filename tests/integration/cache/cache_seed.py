@@ -35,6 +35,7 @@ from ragline.retrieval.api_models import (
     VersionScope,
 )
 from ragline.retrieval.cache_seam import CacheKey
+from ragline.scanning.seal import as_scanned
 
 DIM = 384
 
@@ -86,21 +87,23 @@ def embedded(
         )
         for i, (cid, t) in enumerate(zip(ids, texts, strict=True))
     )
-    return DocEmbedded(
-        tenant_id=tenant,
-        document_id=document_id,
-        source_seq=seq,
-        content_hash=h,
-        meta=DocumentMeta(
-            title=document_id,
-            acl_groups=tuple(groups),
-            language="en",
-            supersedes=tuple(supersedes),
-        ),
-        chunks=chunks,
-        embedding_model="all-MiniLM-L6-v2",
-        embedding_revision="test",
-        embedding_dim=DIM,
+    return as_scanned(
+        DocEmbedded(
+            tenant_id=tenant,
+            document_id=document_id,
+            source_seq=seq,
+            content_hash=h,
+            meta=DocumentMeta(
+                title=document_id,
+                acl_groups=tuple(groups),
+                language="en",
+                supersedes=tuple(supersedes),
+            ),
+            chunks=chunks,
+            embedding_model="all-MiniLM-L6-v2",
+            embedding_revision="test",
+            embedding_dim=DIM,
+        )
     )
 
 

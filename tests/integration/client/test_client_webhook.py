@@ -112,7 +112,9 @@ def test_the_guides_webhook_example_runs(webhook_url: str, seeded: Seeded) -> No
     guide = (REPO / "docs" / "clients.md").read_text()
     (block,) = re.findall(r"<!-- run: webhook -->\n```python\n(.*?)```", guide, re.S)
     env = child_env(
-        RAGLINE_CONNECTOR_URL=webhook_url, WEBHOOK_SECRET=SECRET, RAGLINE_TENANT=seeded.tenant
+        RAGLINE_CONNECTOR_URL=webhook_url,
+        RAGLINE_CONNECTOR_WEBHOOK_SECRET=SECRET,
+        RAGLINE_TENANT=seeded.tenant,
     )
     proc = subprocess.run(
         [sys.executable, "-c", block],

@@ -96,8 +96,12 @@ async def test_sync_reemits_missing_and_stale_and_deletes_removed(
         ],
     )
 
-    dry = await asyncio.to_thread(run_sync, root, tenant, "--dry-run", "--list", "--no-progress")
+    dry = await asyncio.to_thread(
+        run_sync, root, tenant, "--source", "fs", "--dry-run", "--list", "--no-progress"
+    )
     assert dry.returncode == 0, dry.stderr
+    # 1 delete of the source's 4 live documents: over the 10% a sync deletes on its own
+    assert "would refuse to delete" in dry.stderr and "--allow-deletes" in dry.stderr
     assert "stale    fs:stale.md" in dry.stdout
     assert "missing  fs:missing.md" in dry.stdout
     assert "missing  fs:lost-in-flight.md" in dry.stdout
@@ -106,7 +110,12 @@ async def test_sync_reemits_missing_and_stale_and_deletes_removed(
     assert "dry run: nothing published" in dry.stdout
     assert await collector("source.changes", tenant, count=0, settle_s=1.0) == []
 
-    real = await asyncio.to_thread(run_sync, root, tenant)
+    refused = await asyncio.to_thread(run_sync, root, tenant, "--source", "fs", "--no-progress")
+    assert refused.returncode == 1 and "refused to delete" in refused.stderr
+    assert "delete   fs:removed.md" in refused.stdout  # printed what it would delete
+    assert await collector("source.changes", tenant, count=0, settle_s=1.0) == []
+
+    real = await asyncio.to_thread(run_sync, root, tenant, "--source", "fs", "--allow-deletes")
     assert real.returncode == 0, real.stderr
     assert "publish" in real.stderr  # the progress bar
     events = await collector("source.changes", tenant, count=4, settle_s=1.0)
@@ -128,8 +137,57 @@ async def test_sync_reemits_missing_and_stale_and_deletes_removed(
 async def test_sync_refuses_to_empty_a_tenant(stack: Settings, tenant: str, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     await seed(stack, [(tenant, "fs:a.md", "indexed", T0, "4" * 64, "m", "indexed")])
-    out = await asyncio.to_thread(run_sync, tmp_path / "empty", tenant, "--no-progress")
+    out = await asyncio.to_thread(
+        run_sync, tmp_path / "empty", tenant, "--source", "fs", "--no-progress"
+    )
     assert out.returncode == 1 and "--allow-empty" in out.stderr
+
+
+async def test_sync_of_a_second_folder_never_deletes_the_first(
+    stack: Settings, tenant: str, tmp_path: Path, collector: Any
+) -> None:
+    """The newcomer's trap: a sample corpus synced as source ``fs``, then your own folder
+    synced with the same source name would delete every sample document."""
+    sample, mine = tmp_path / "sample", tmp_path / "mine"
+    for root, names in ((sample, ["a.md", "b.md"]), (mine, ["notes.md"])):
+        root.mkdir()
+        (root / "_policy.yaml").write_text("acl_groups: [eng]\n")
+        for name in names:
+            (root / name).write_text(f"# {name}\n")
+    for name in ("a.md", "b.md"):
+        await seed(stack, [(tenant, f"fs:{name}", "indexed", T0, "5" * 64, "m", "indexed")])
+        await set_uri(stack, tenant, f"fs:{name}", (sample / name).as_uri())
+
+    # without --source the folder names its own source: nothing of "fs" is touched
+    derived = await asyncio.to_thread(run_sync, mine, tenant, "--dry-run", "--list")
+    assert derived.returncode == 0, derived.stderr
+    assert "missing  mine:notes.md" in derived.stdout and "delete   fs:" not in derived.stdout
+
+    # the same source name from another folder: the deletes are printed, then refused
+    same = await asyncio.to_thread(run_sync, mine, tenant, "--source", "fs", "--no-progress")
+    assert same.returncode == 1
+    assert "delete   fs:a.md" in same.stdout and "delete   fs:b.md" in same.stdout
+    assert "2 of the 2 documents to delete were not created from this source" in same.stderr
+    assert await collector("source.changes", tenant, count=0, settle_s=1.0) == []
+
+    forced = await asyncio.to_thread(
+        run_sync, mine, tenant, "--source", "fs", "--allow-deletes", "--no-progress"
+    )
+    assert forced.returncode == 0, forced.stderr
+    events = await collector("source.changes", tenant, count=3, settle_s=1.0)
+    assert sorted((e["event_type"], e["document_id"]) for e in events) == [
+        ("source.delete", "fs:a.md"),
+        ("source.delete", "fs:b.md"),
+        ("source.upsert", "fs:notes.md"),
+    ]
+
+
+async def set_uri(settings: Settings, tenant: str, doc: str, uri: str) -> None:
+    async with await psycopg.AsyncConnection.connect(settings.admin_dsn(), autocommit=True) as c:
+        await c.execute(
+            "UPDATE documents SET uri = %s WHERE tenant_id = %s AND document_id = %s",
+            (uri, tenant, doc),
+        )
 
 
 async def test_watch_cli_once_publishes_and_keeps_state(

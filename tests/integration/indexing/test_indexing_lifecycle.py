@@ -20,6 +20,7 @@ from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta
 from ragline.indexing.samples import acl_event, embedded_event
 from ragline.ops.seq_reset import reset_seq
 from ragline.retrieval.documents import get_document, get_status
+from ragline.scanning.seal import as_scanned
 from ragline.store.rls import scoped_transaction
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -101,14 +102,16 @@ async def test_d2_quarantined_version_still_narrows_what_stays_indexed(
     indexed((await apply([v1]))[0])
     assert await readable(query_conn, tenant, "sales") == ["wiki:q"]
     # version 2 narrows the ACL to eng (and adds support) but is quarantined
-    q = DocQuarantined(
-        tenant_id=tenant,
-        document_id="wiki:q",
-        source_seq=2,
-        meta=DocumentMeta(acl_groups=("eng", "support"), classification="confidential"),
-        stage="scanner",
-        reason_code="secret_found",
-        reason="1 secret (aws_access_key)",
+    q = as_scanned(
+        DocQuarantined(
+            tenant_id=tenant,
+            document_id="wiki:q",
+            source_seq=2,
+            meta=DocumentMeta(acl_groups=("eng", "support"), classification="confidential"),
+            stage="scanner",
+            reason_code="secret_found",
+            reason="1 secret (aws_access_key)",
+        )
     )
     out = await apply([q])
     assert indexed(out[0]).acl_groups_after == ("eng",)
@@ -208,22 +211,24 @@ async def test_d3_two_versions_at_one_seq_every_store_agrees(
 async def test_d4_a_version_postgres_refuses_ends_quarantined_not_accepted(apply, admin, tenant):
     bad = doc(tenant, "wiki:nul", 1, "fine text")
     meta = bad.meta.model_copy(update={"title": "bad\x00title"})  # internal: not re-validated
-    bad = bad.model_copy(update={"meta": meta})
+    bad = as_scanned(bad.model_copy(update={"meta": meta}))  # as if the scanner let it by
     good = doc(tenant, "wiki:ok", 1, "good neighbour")
     res = await apply([bad, good])
     assert isinstance(res[0], QuarantineError) and res[0].reason_code == "index_rejected"
     assert "\x00" not in str(res[0]) and "bad" not in str(res[0])
     assert not indexed(res[1]).skipped  # the neighbour is indexed
     # the runtime publishes doc.quarantined for it; the indexer records it
-    q = DocQuarantined(
-        tenant_id=tenant,
-        document_id="wiki:nul",
-        source_seq=1,
-        content_hash=bad.content_hash,
-        meta=DocumentMeta(acl_groups=("eng",)),
-        stage="indexer",
-        reason_code=res[0].reason_code,
-        reason=res[0].reason,
+    q = as_scanned(
+        DocQuarantined(
+            tenant_id=tenant,
+            document_id="wiki:nul",
+            source_seq=1,
+            content_hash=bad.content_hash,
+            meta=DocumentMeta(acl_groups=("eng",)),
+            stage="indexer",
+            reason_code=res[0].reason_code,
+            reason=res[0].reason,
+        )
     )
     await apply([q])
     assert (await status_row(admin, tenant, "wiki:nul"))[0] == "quarantined"

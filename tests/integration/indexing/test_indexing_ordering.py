@@ -12,6 +12,7 @@ from ragline.errors import PermanentError
 from ragline.events import DocControl, DocQuarantined
 from ragline.indexing.samples import acl_event as acl
 from ragline.indexing.samples import embedded_event
+from ragline.scanning.seal import as_scanned
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -182,13 +183,15 @@ async def test_supersession_in_either_order_and_release(stack, apply, admin, os_
 
 
 async def test_quarantine_status_with_seq_guard(apply, admin, tenant):
-    q = DocQuarantined(
-        tenant_id=tenant,
-        document_id="up:x",
-        source_seq=4,
-        stage="scanner",
-        reason_code="secret_found",
-        reason="2 secrets (aws_access_key)",
+    q = as_scanned(
+        DocQuarantined(
+            tenant_id=tenant,
+            document_id="up:x",
+            source_seq=4,
+            stage="scanner",
+            reason_code="secret_found",
+            reason="2 secrets (aws_access_key)",
+        )
     )
     assert (await apply([q])) == [()]
     old = q.model_copy(update={"source_seq": 3, "reason_code": "too_large", "event_id": "e-old"})

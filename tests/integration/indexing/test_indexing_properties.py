@@ -11,6 +11,7 @@ from indexing_helpers import indexed, os_hits, visible_chunks
 from ragline.events import AclChange, DocControl, DocQuarantined
 from ragline.indexing.checksum import os_checksum, pg_checksum
 from ragline.indexing.samples import embedded_event
+from ragline.scanning.seal import as_scanned
 from ragline.store.os_index import index_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -80,13 +81,15 @@ def _history(tenant: str) -> list:
             tenant_id=tenant, document_id="wiki:c", source_seq=5, texts=TEXTS[4:], title="Mileage"
         ),
         _control(tenant, "wiki:c", 6, action="delete"),
-        DocQuarantined(
-            tenant_id=tenant,
-            document_id="wiki:q",
-            source_seq=1,
-            stage="scanner",
-            reason_code="secret_found",
-            reason="1 aws key",
+        as_scanned(
+            DocQuarantined(
+                tenant_id=tenant,
+                document_id="wiki:q",
+                source_seq=1,
+                stage="scanner",
+                reason_code="secret_found",
+                reason="1 aws key",
+            )
         ),
     ]
 

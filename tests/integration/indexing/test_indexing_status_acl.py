@@ -11,6 +11,7 @@ from ragline.events import DocControl, DocQuarantined, DocumentMeta
 from ragline.indexing.samples import acl_event as acl
 from ragline.indexing.samples import embedded_event
 from ragline.platform.stack.testing import unique_tenant
+from ragline.scanning.seal import as_scanned
 from ragline.store.migrate import load_migrations
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -19,14 +20,16 @@ VISIBLE = "SELECT document_id, status, reason_code FROM document_status ORDER BY
 
 
 def quarantined(tenant: str, doc: str, seq: int, *groups: str) -> DocQuarantined:
-    return DocQuarantined(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=seq,
-        meta=DocumentMeta(acl_groups=groups, title="Keys"),
-        stage="scanner",
-        reason_code="secret_found",
-        reason="1 secret (aws_access_key)",
+    return as_scanned(
+        DocQuarantined(
+            tenant_id=tenant,
+            document_id=doc,
+            source_seq=seq,
+            meta=DocumentMeta(acl_groups=groups, title="Keys"),
+            stage="scanner",
+            reason_code="secret_found",
+            reason="1 secret (aws_access_key)",
+        )
     )
 
 

@@ -27,6 +27,7 @@ from ragline.hashing import chunk_id, sha256_hex
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.writer import IndexWriter
 from ragline.retrieval.embed import QueryEmbedder
+from ragline.scanning.seal import as_scanned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,16 +248,18 @@ async def doc_event(tenant: str, doc: Doc, embedder: QueryEmbedder, seq: int) ->
         expiry_date=doc.expiry_date,
         language="en",
     )
-    return DocEmbedded(
-        tenant_id=tenant,
-        document_id=doc.document_id,
-        source_seq=seq,
-        content_hash=content_hash,
-        meta=meta,
-        chunks=tuple(chunks),
-        embedding_model="all-MiniLM-L6-v2",
-        embedding_revision="test",
-        embedding_dim=384,
+    return as_scanned(
+        DocEmbedded(
+            tenant_id=tenant,
+            document_id=doc.document_id,
+            source_seq=seq,
+            content_hash=content_hash,
+            meta=meta,
+            chunks=tuple(chunks),
+            embedding_model="all-MiniLM-L6-v2",
+            embedding_revision="test",
+            embedding_dim=384,
+        )
     )
 
 

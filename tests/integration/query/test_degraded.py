@@ -65,7 +65,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def tiny_reranker(tiny_cross_encoder: Path) -> CrossEncoderReranker:
-    rr = CrossEncoderReranker(tiny_cross_encoder)
+    rr = CrossEncoderReranker(tiny_cross_encoder, threads=1)  # as the service (torch_threads)
     await rr.aload()
     return rr
 

@@ -17,6 +17,7 @@ from ragline.events import AclChange, DocControl, DocQuarantined, DocumentMeta, 
 from ragline.indexing.samples import embedded_event
 from ragline.indexing.writer import IndexWriter
 from ragline.platform.stack.testing import unique_tenant
+from ragline.scanning.seal import as_scanned
 from ragline.store.pool import open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -51,15 +52,17 @@ async def _apply(stack: Settings, *events: Any) -> None:
 
 
 def _quarantine(tenant: str, seq: int, *groups: str) -> DocQuarantined:
-    return DocQuarantined(
-        tenant_id=tenant,
-        document_id=DOC,
-        source_seq=seq,
-        meta=DocumentMeta(acl_groups=groups, title="Deploy keys"),
-        stage="scanner",
-        reason_code="secret_found",
-        reason="1 secret (aws_access_key)",
-        findings=FindingsSummary(counts={"aws_access_key": 1}),
+    return as_scanned(
+        DocQuarantined(
+            tenant_id=tenant,
+            document_id=DOC,
+            source_seq=seq,
+            meta=DocumentMeta(acl_groups=groups, title="Deploy keys"),
+            stage="scanner",
+            reason_code="secret_found",
+            reason="1 secret (aws_access_key)",
+            findings=FindingsSummary(counts={"aws_access_key": 1}),
+        )
     )
 
 

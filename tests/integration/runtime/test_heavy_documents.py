@@ -50,6 +50,7 @@ from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.service_main import load_service
 from ragline.runtime.stage import Stage
 from ragline.runtime.topics import TopicSettings, ensure_pipeline_topics
+from ragline.scanning.seal import as_scanned
 from ragline.scanning.settings import ScannerSettings
 from ragline.scanning.stage import ScannerStage
 
@@ -57,18 +58,20 @@ pytestmark = pytest.mark.integration
 
 
 def _scanned(tenant: str, doc: str, text: str) -> DocScanned:
-    return DocScanned(
-        tenant_id=tenant,
-        document_id=doc,
-        source_seq=1,
-        content_hash=content_hash(text.encode()),
-        meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
-        document=ParsedDocument(
-            format="markdown",
-            blocks=(Block(kind=BlockKind.LIST, text=text, section_path=(doc,)),),
-        ),
-        findings=FindingsSummary(),
-        scanner_version="1",
+    return as_scanned(
+        DocScanned(
+            tenant_id=tenant,
+            document_id=doc,
+            source_seq=1,
+            content_hash=content_hash(text.encode()),
+            meta=DocumentMeta(title=doc, mime_type="text/markdown", acl_groups=("eng",)),
+            document=ParsedDocument(
+                format="markdown",
+                blocks=(Block(kind=BlockKind.LIST, text=text, section_path=(doc,)),),
+            ),
+            findings=FindingsSummary(),
+            scanner_version="1",
+        )
     )
 
 

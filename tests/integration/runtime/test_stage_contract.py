@@ -58,6 +58,7 @@ from ragline.events import (
     SourceUpsert,
     Topics,
     input_adapter,
+    meta_sealed,
 )
 from ragline.indexing.samples import pseudo_embedding
 from ragline.indexing.settings import IndexerSettings
@@ -204,7 +205,10 @@ async def test_the_envelope_is_copied(walk: Walk, name: str) -> None:
             assert ev.content_hash == src.content_hash
         for field in DOCUMENT_FIELDS:
             if field in type(ev).model_fields and field in type(src).model_fields:
-                assert getattr(ev, field) == getattr(src, field), field
+                got, want = getattr(ev, field), getattr(src, field)
+                if name == "scanner" and field == "meta":  # the scanner seals it (issue 31)
+                    got = got.model_copy(update={"scan_seal": None})
+                assert got == want, field
 
 
 @pytest.mark.parametrize("name", PIPELINE)
@@ -244,7 +248,10 @@ async def test_quarantine_shape(walk: Walk, name: str) -> None:
     q = quarantined_event(step.input, exc, stage=name)
     _assert_quarantine_shape(q, step.input, name)
     if hasattr(step.input, "meta"):
-        assert q.meta == step.input.meta
+        # the scanner's sealed meta travels on; an unscanned input's keeps no text field
+        # (doc.quarantined is a post-scanner topic: issue 31)
+        meta = step.input.meta
+        assert q.meta == (meta if meta_sealed(meta) else meta.without_text())
 
 
 def _own_quarantines(walk: Walk) -> dict[str, EventBase]:

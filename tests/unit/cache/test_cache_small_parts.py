@@ -62,6 +62,9 @@ def test_kill_switch_gives_no_cache(tmp_path: Path) -> None:
     off = answer_cache_factory(CacheSettings(enabled=False), qs, model)(pool)
     assert isinstance(off, NoCache) and off.state == "off"
     (tmp_path / "config.json").write_text("{}")  # a model directory: versioned by content
+    # (the torch backend's rule, the weights' revision: an ONNX backend's revision also
+    # carries its built artifact's checksum, and this directory holds no weights to build)
+    model = EmbeddingModelSettings(backend="torch")
     on = answer_cache_factory(CacheSettings(enabled=True), qs, model, model_path=tmp_path)(pool)
     assert isinstance(on, PgResultCache) and on.state == "on"
     assert on.index_version.startswith(f"{tmp_path.name}@")

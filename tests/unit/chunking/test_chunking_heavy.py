@@ -30,6 +30,7 @@ from ragline.events import (
     Topics,
 )
 from ragline.runtime.stage import Output, StageContext
+from ragline.scanning.seal import as_scanned
 
 # the rule itself (one measure for the parser and the chunker): tests/unit/text/test_text_weight.py
 
@@ -65,18 +66,20 @@ def test_line_locator_matches_a_scan_of_the_block(
 
 
 def _scanned(document: ParsedDocument, tenant: str = "acme", lane: str = INTERACTIVE) -> DocScanned:
-    return DocScanned.model_validate(
-        {
-            "tenant_id": tenant,
-            "document_id": f"fs:{tenant}/big.md",
-            "content_hash": "d" * 64,
-            "source_seq": 3,
-            "meta": DocumentMeta(title="Big", uri="file:///big.md", acl_groups=("eng",)),
-            "document": document,
-            "findings": FindingsSummary(),
-            "scanner_version": "1",
-            "priority": lane,
-        }
+    return as_scanned(
+        DocScanned.model_validate(
+            {
+                "tenant_id": tenant,
+                "document_id": f"fs:{tenant}/big.md",
+                "content_hash": "d" * 64,
+                "source_seq": 3,
+                "meta": DocumentMeta(title="Big", uri="file:///big.md", acl_groups=("eng",)),
+                "document": document,
+                "findings": FindingsSummary(),
+                "scanner_version": "1",
+                "priority": lane,
+            }
+        )
     )
 
 

@@ -17,6 +17,7 @@ from ragline.events import (
     Topics,
 )
 from ragline.runtime.stage import StageContext
+from ragline.scanning.seal import as_scanned
 from services.chunker.handlers import build
 
 
@@ -34,7 +35,7 @@ def _scanned(**kw: object) -> DocScanned:
         "change": "resync",
     }
     base.update(kw)
-    return DocScanned.model_validate(base)
+    return as_scanned(DocScanned.model_validate(base))
 
 
 @pytest.fixture

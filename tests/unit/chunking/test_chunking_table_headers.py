@@ -23,6 +23,7 @@ from ragline.events import (
 )
 from ragline.parsing.settings import ParserSettings
 from ragline.parsing.tabular import parse_csv
+from ragline.scanning.seal import as_scanned
 from ragline.text import TokenCounter
 
 _word = st.text(alphabet="abcXYZé0123456789日本", min_size=1, max_size=10)
@@ -125,15 +126,17 @@ def test_a_very_wide_csv_gives_an_event_linear_in_its_size(
     """20k columns x 1 row (169 KB) used to give a 62 MB doc.chunked event: every child
     carried the whole header in ``extra.table_header``."""
     text = _csv(columns, rows)
-    event = DocScanned(
-        tenant_id="acme",
-        document_id="fs:wide.csv",
-        content_hash="e" * 64,
-        source_seq=1,
-        meta=DocumentMeta(title="wide", uri="file:///wide.csv"),
-        document=parse_csv(text, ParserSettings(), encoding="utf-8"),
-        findings=FindingsSummary(),
-        scanner_version="1",
+    event = as_scanned(
+        DocScanned(
+            tenant_id="acme",
+            document_id="fs:wide.csv",
+            content_hash="e" * 64,
+            source_seq=1,
+            meta=DocumentMeta(title="wide", uri="file:///wide.csv"),
+            document=parse_csv(text, ParserSettings(), encoding="utf-8"),
+            findings=FindingsSummary(),
+            scanner_version="1",
+        )
     )
     out = chunk_event(event, chunker)
     size = len(out.model_dump_json())

@@ -105,6 +105,9 @@ class FakeSource:
             tenant_id="acme", document_id=document_id, source_seq=(stored_seq or 0) + 1
         )
 
+    def owns(self, uri: str | None) -> bool:
+        return True
+
 
 class Sink:
     def __init__(self) -> None:

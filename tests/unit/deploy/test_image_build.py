@@ -157,6 +157,9 @@ def test_wheel_carries_migrations_services_and_entry_points(wheel: Path) -> None
     ep = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(ep).decode()
     assert "ragline = ragline.cli:main" in text
+    # the operator console: its static assets and its entry point (`ragline console`)
+    assert {f"services/console/static/{n}" for n in ("console.js", "page.html")} <= names
+    assert "console = services.console.api:build" in text.split("[ragline.tools]", 1)[1]
     section = text.split("[ragline.services]", 1)[1]
     for svc in SERVICES:
         assert re.search(rf"^{svc} = services\.{svc}\.", section, flags=re.M), svc

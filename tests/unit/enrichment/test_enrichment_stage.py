@@ -18,6 +18,7 @@ from ragline.events import (
     Topics,
 )
 from ragline.runtime.stage import StageContext
+from ragline.scanning.seal import as_scanned
 from services.enricher.handlers import build
 
 
@@ -29,16 +30,18 @@ def ctx() -> StageContext:
 def _chunked(make_chunk: Callable[..., Chunk]) -> DocChunked:
     parent = make_chunk("Install the gateway. Then start it.", 0, level=ChunkLevel.PARENT)
     child = make_chunk("Install the gateway. Then start it.", 0, parent_id=parent.chunk_id)
-    return DocChunked(
-        tenant_id="acme",
-        document_id="fs:guide.md",
-        content_hash="f" * 64,
-        source_seq=11,
-        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-        meta=DocumentMeta(title="Guide", version="2.0"),
-        chunks=(parent, child),
-        findings=FindingsSummary(counts={"secret:aws_access_key": 1}),
-        change="metadata",
+    return as_scanned(
+        DocChunked(
+            tenant_id="acme",
+            document_id="fs:guide.md",
+            content_hash="f" * 64,
+            source_seq=11,
+            traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            meta=DocumentMeta(title="Guide", version="2.0"),
+            chunks=(parent, child),
+            findings=FindingsSummary(counts={"secret:aws_access_key": 1}),
+            change="metadata",
+        )
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from ragline.errors import BackendUnavailable, ConfigError
 from ragline.evaluation.client import QueryServiceError, SearchResponse
 from ragline.evaluation.datasets import EvalDataset, Principal
-from ragline.evaluation.runner import MODES, parse_modes, run_modes
+from ragline.evaluation.runner import MODES, NO_RERANKER, parse_modes, run_modes
 
 
 class FakeClient:
@@ -180,3 +180,30 @@ async def test_the_evidence_strength_is_recorded(tiny: EvalDataset) -> None:
         0.21,
         0.3,
     )
+
+
+class NoReranker(FakeClient):
+    """A query service without a reranker model: rerank requests come back in fusion
+    order with ``rerank_unavailable`` in ``degraded`` (retrieval/candidates.py)."""
+
+    async def search(self, principal: Principal, query: str, **kw: Any) -> tuple[Any, float]:
+        resp, ms = await super().search(principal, query, **{**kw, "rerank": False})
+        if kw["rerank"]:
+            resp = resp.model_copy(update={"degraded": ["rerank_unavailable"]})
+        return resp, ms
+
+
+async def test_a_rerank_mode_without_a_reranker_is_left_out_with_the_reason(
+    tiny: EvalDataset,
+) -> None:
+    client = NoReranker({("where is a?", "hybrid"): ["w:a"]})
+    skipped: dict[str, str] = {}
+    runs = await run_modes(
+        client, tiny, ["hybrid", "hybrid+rerank"], top_k=10, warmup=1, progress=False,
+        skipped=skipped,
+    )  # fmt: skip
+    assert list(runs) == ["hybrid"]  # not a copy of hybrid labelled "hybrid+rerank"
+    assert skipped == {"hybrid+rerank": NO_RERANKER}
+    assert "RAGLINE_QUERY_RERANK_MODEL_PATH" in NO_RERANKER
+    asked = [c["q"] for c in client.calls]
+    assert asked.count("where is a?") == 1  # the cases were not run a second time

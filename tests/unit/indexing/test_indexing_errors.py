@@ -10,7 +10,7 @@ from psycopg import errors as pg
 from psycopg_pool import PoolTimeout
 
 from ragline.errors import BackendUnavailable, PermanentError, TransientError
-from ragline.store.os_bulk import IndexMissing, _check_items
+from ragline.store.os_bulk import IndexMissing, item_failures
 from ragline.store.os_client import RETRIABLE_STATUS, translate_os_error
 from ragline.store.pg_errors import pg_errors, translate_pg_error
 
@@ -69,15 +69,19 @@ def _resp(items: list[tuple[str, int, str]]) -> dict:
     )
 )
 def test_bulk_items_classified(items: list[tuple[str, int, str]]) -> None:
-    failing = [(op, s) for op, s, _ in items if s >= 300 and not (s == 404 and op == "delete")]
-    if not failing:
-        _check_items(_resp(items))
-        return
-    expected = TransientError if all(s in RETRIABLE_STATUS for _, s in failing) else PermanentError
-    with pytest.raises(expected):
-        _check_items(_resp(items))
+    """Per item: retriable statuses are sent again, other failures are rejected with a
+    reason that names the status and type only; successes and deleted-absent are fine."""
+    retry, rejected = item_failures(_resp(items))
+    for pos, (op, status, kind) in enumerate(items):
+        ok = status < 300 or (status == 404 and op == "delete")
+        if ok:
+            assert pos not in retry and pos not in rejected
+        elif status in RETRIABLE_STATUS:
+            assert pos in retry and pos not in rejected
+        else:
+            assert rejected[pos] == f"{status} {kind}" and pos not in retry
 
 
 def test_missing_alias_is_its_own_error() -> None:
     with pytest.raises(IndexMissing):
-        _check_items(_resp([("index", 404, "index_not_found_exception")]))
+        item_failures(_resp([("index", 404, "index_not_found_exception")]))

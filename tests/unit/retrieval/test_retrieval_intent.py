@@ -76,7 +76,11 @@ def test_history() -> None:
 
 
 def test_no_false_versions() -> None:
-    assert _intent("error 4711 in 2024 and 3.5 liters").scope.mode == "current"
+    assert _intent("error 4711 with 2024 units and 3.5 liters").scope.mode == "current"
+    # "in 2024" is a period (time_intent's grammar), never a version
+    i = _intent("error 4711 in 2024 and 3.5 liters")
+    assert i.scope.versions == [] and i.scope.mode == "as_of"
+    assert i.effective_at == date(2024, 12, 31)
     # a cued version the corpus lacks restricts nothing and is reported
     i = _intent("the v8 engine is a version of ...")
     assert i.scope.mode == "current" and i.scope.unresolved == ["8"]

@@ -95,9 +95,10 @@ class StackManager:
                         ),
                     ),
                 )
+            slow = max(opts.start_timeout_s, self.stack.opensearch_start_timeout_s)
             return LocalOpenSearch(
                 s,
-                opts,
+                replace(opts, start_timeout_s=slow),
                 root=self.paths.opensearch,
                 heap_mb=self.stack.opensearch_heap_mb,
                 cache_dir=self.stack.engine_cache_dir,

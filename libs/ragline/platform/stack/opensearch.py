@@ -245,6 +245,22 @@ class LocalOpenSearch(LocalProcessServer):
         self._launch: tuple[str, str, Path] | None = None
         super().__init__(opensearch_probe(settings), options)
 
+    @classmethod
+    def standalone(
+        cls, settings: Settings, directory: Path, *, heap_mb: int = 512
+    ) -> LocalOpenSearch:
+        """A node outside any stack (tests of faults, the tuners): everything under
+        ``directory``, on ``settings.opensearch_url``, tied to this process."""
+        options = LocalOptions(
+            log=directory / "opensearch.log",
+            pidfile=directory / "opensearch.pid",
+            detached=False,
+            probe_timeout_s=3.0,
+            start_timeout_s=180.0,
+            stop_timeout_s=15.0,
+        )
+        return cls(settings, options, root=directory / "node", heap_mb=heap_mb)
+
     def prepare(self) -> tuple[str, str, Path]:
         """Java checked, jars fetched or verified, launcher compiled (blocking)."""
         java = java_binary()

@@ -66,6 +66,12 @@ class StackSettings(BaseSettings):
         description="where Maven-fetched engine jars live (default: "
         "$RAGLINE_ENGINE_CACHE or ~/.cache/ragline/engines; outside the checkout)",
     )
+    opensearch_start_timeout_s: float = Field(
+        default=180.0,
+        gt=0,
+        description="how long `up` waits for the local OpenSearch JVM (seconds; a loaded "
+        "2-core machine was measured at over 60 s)",
+    )
     opensearch_heap_mb: int = Field(
         default=1024,
         ge=256,

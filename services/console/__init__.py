@@ -1,0 +1,1 @@
+"""The operator console (``ragline console``)."""

@@ -1,0 +1,71 @@
+"""The SciFact location is a setting; a missing dataset says where to get it, and no
+benchmark needs it (or anything else) to print its --help (issue 36, item 3)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ragline.evaluation.scifact import SCIFACT_ARCHIVE_URL, DatasetMissing, scifact_dir
+from ragline.evaluation.settings import EvalSettings
+
+REPO = Path(__file__).resolve().parents[3]
+BENCH = REPO / "bench"
+
+
+def _beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv"):
+        (folder / name).write_text("")
+    return folder
+
+
+def test_the_setting_is_the_only_place_looked_in_when_set(tmp_path: Path) -> None:
+    found = _beir(tmp_path / "mine")
+    assert scifact_dir(EvalSettings(scifact_dir=found), repo=REPO) == found
+    with pytest.raises(DatasetMissing) as err:
+        scifact_dir(EvalSettings(scifact_dir=tmp_path / "nowhere"), repo=_beir(tmp_path / "x"))
+    msg = str(err.value)
+    assert str(tmp_path / "nowhere") in msg and SCIFACT_ARCHIVE_URL in msg
+    assert "RAGLINE_SCIFACT_DIR" in msg and "qrels/train.tsv" in msg
+
+
+def test_unset_looks_in_the_user_cache_then_beside_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    repo = tmp_path / "work" / "checkout"
+    with pytest.raises(DatasetMissing, match="datasets/scifact"):
+        scifact_dir(EvalSettings(), repo=repo)
+    shared = _beir(tmp_path / "work" / "shared" / "eval" / "scifact")
+    assert scifact_dir(EvalSettings(), repo=repo) == shared
+    cached = _beir(tmp_path / "home" / ".cache" / "ragline" / "datasets" / "scifact")
+    assert scifact_dir(EvalSettings(), repo=repo) == cached
+
+
+def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RAGLINE_SCIFACT_DIR": "/nonexistent/scifact"}
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO, check=False,
+    )  # fmt: skip
+
+
+def test_every_bench_script_answers_help_without_the_dataset() -> None:
+    scripts = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))
+    assert len(scripts) > 10
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = dict(zip(scripts, pool.map(lambda s: _run(s, "--help"), scripts), strict=True))
+    failed = {p.name: (r.returncode, r.stderr[-300:]) for p, r in done.items() if r.returncode}
+    assert failed == {}
+
+
+def test_eval_scifact_without_the_dataset_says_where_to_get_it() -> None:
+    r = _run(BENCH / "eval_scifact.py", "--limit", "1")
+    assert r.returncode == 2
+    assert SCIFACT_ARCHIVE_URL in r.stderr and "/nonexistent/scifact" in r.stderr
