@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import random
+import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -156,7 +157,11 @@ class Fleet:
 
     def stop(self) -> None:
         for p in self.procs.values():
-            p.cleanup()
+            try:
+                p.cleanup()
+            except subprocess.TimeoutExpired:  # a loaded machine: wait for the SIGKILL
+                p.proc.kill()
+                p.proc.wait(timeout=120)
 
     def log_tail(self, chars: int = 3000) -> str:
         return "\n".join(

@@ -65,6 +65,9 @@ class TopicSetupError(RaglineError):
 
 
 _TOPIC_ALREADY_EXISTS = 36
+# new partitions get their leaders in well under a second on an idle broker; minutes of
+# a loaded 2-core machine (load average 50+) took over 10 s
+_LEADER_WAIT_S = 120.0
 _HOUR_MS = 3_600_000
 
 # before the scanner: the text is not redacted yet
@@ -285,7 +288,7 @@ async def ensure_topics(
             present = set(await client.list_topics())
             missing = [t for t in wanted if t not in present]
             created = await _create(client, missing, partitions, rf, configs)
-            await _until_led(client, created, timeout_s)
+            await _until_led(client, created, max(timeout_s, _LEADER_WAIT_S))
             counts = await _describe(client, wanted)
             existing = [t for t in wanted if t not in created]
             drift = await _config_drift(client, existing, rf, configs) if configs else {}
