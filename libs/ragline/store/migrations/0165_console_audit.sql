@@ -21,8 +21,6 @@ CREATE INDEX IF NOT EXISTS console_audit_at_idx ON console_audit (at);
 
 ALTER TABLE console_audit ENABLE ROW LEVEL SECURITY;
 ALTER TABLE console_audit FORCE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS pipeline_read ON console_audit;
 CREATE POLICY pipeline_read ON console_audit FOR SELECT TO ragline_pipeline USING (true);
-DROP POLICY IF EXISTS pipeline_insert ON console_audit;
 CREATE POLICY pipeline_insert ON console_audit FOR INSERT TO ragline_pipeline WITH CHECK (true);
 GRANT SELECT, INSERT ON console_audit TO ragline_pipeline;
