@@ -278,6 +278,50 @@ async def store_sizes(settings: Settings) -> dict[str, float]:
     }
 
 
+# ----------------------------------------------------------------------------- engine
+
+
+async def engine_lexical(
+    settings: Settings, queries: Sequence[str], clients: int, n: int, offset: int
+) -> dict[str, Any]:
+    """The lexical leg's own request (``lexical.build_query``, the service's over-fetch of
+    50) sent straight to the node by ``clients`` concurrent clients: the engine without
+    the query service. ``took_*`` is the node's own time per search (no queueing in the
+    client or on the loopback), ``p*_ms`` the round trip."""
+    from ragline.auth.principal import Principal
+    from ragline.retrieval.lexical import build_query
+    from ragline.store.os_client import make_client
+    from ragline.store.os_index import index_name
+
+    principal = Principal(tenant=TENANT, groups=(GROUP,), subject="bench")
+    name = index_name(settings.opensearch_index_prefix, TENANT)
+    lat: list[float] = []
+    took: list[float] = []
+    counter = iter(range(n))
+    client = make_client(settings, timeout_s=120)
+
+    async def worker() -> None:
+        for i in counter:
+            body = build_query(principal, queries[(offset + i) % len(queries)], [], limit=50)
+            t0 = time.perf_counter()
+            resp = await client.search(index=name, body=body)
+            lat.append((time.perf_counter() - t0) * 1000)
+            took.append(float(resp["took"]))
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    finally:
+        await client.close()
+    pct = {q: float(np.percentile(lat, q)) for q in (50, 95, 99)}
+    return {
+        "clients": clients,
+        "requests": n,
+        **{f"p{q}_ms": round(v, 2) for q, v in pct.items()},
+        "took_p50_ms": float(np.percentile(took, 50)),
+        "took_p95_ms": float(np.percentile(took, 95)),
+    }
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -304,10 +348,19 @@ def write_report(out: Path, report: dict[str, Any]) -> None:
             color=line[0].get_color(),
         )
         line[0].set_label(f"{mode} p95 (dotted: p50)")
+    if all("engine_lexical" in s for s in steps):
+        ax0.plot(
+            sizes,
+            [s["engine_lexical"]["took_p95_ms"] for s in steps],
+            marker="s",
+            color="black",
+            label="lexical, OpenSearch alone: took p95",
+        )
     ax0.axhline(TARGET_LEXICAL_P95_MS, color="grey", linestyle="--", linewidth=1)
     ax0.text(sizes[0], TARGET_LEXICAL_P95_MS * 1.05, "lexical p95 target", fontsize=7)
     ax0.set_title(f"query latency, {report['clients']} concurrent clients")
     ax0.set_ylabel("ms")
+    ax0.set_yscale("log")
     if report["load"] == "direct":
         ax1.plot(
             sizes,
@@ -496,6 +549,11 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
                     k * a.requests,
                 )
                 step["query"][mode] = r
+            if "lexical" in modes:
+                step["engine_lexical"] = await engine_lexical(
+                    settings, queries, a.clients, a.requests, 0
+                )
+                print(f"  engine lexical at {size}: {step['engine_lexical']}", flush=True)
             step["opensearch_rss_mib_after_queries"] = rss_mib(os_server.pid())
             step["load_avg_after"] = os.getloadavg()
             report["steps"].append(step)

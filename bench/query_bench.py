@@ -142,6 +142,7 @@ async def run_load(
     lat: list[float] = []
     ratios: list[float] = []
     client_ratios: list[float] = []
+    stages: dict[str, list[float]] = {}
     errors = 0
     counter = iter(range(n))
 
@@ -162,6 +163,8 @@ async def run_load(
                 continue
             t = r.json()["timings_ms"]
             lat.append(ms)
+            for k, v in t.items():
+                stages.setdefault(k, []).append(v)
             if t.get("backend"):
                 ratios.append(t["total"] / t["backend"])
                 client_ratios.append(ms / t["backend"])
@@ -182,6 +185,8 @@ async def run_load(
         "p95_ms": _pct(lat, 95),
         "p99_ms": _pct(lat, 99),
         "throughput_rps": round(len(lat) / wall, 1),
+        # the service's own per-stage timer (e.g. ``lexical``: the OpenSearch request)
+        "stages_ms": {k: {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
         "overhead_ratio_server": round(float(np.median(ratios)), 3) if ratios else None,
         "overhead_ratio_client": round(float(np.median(client_ratios)), 3)
         if client_ratios

@@ -284,7 +284,16 @@ def _os_index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str
     httpx.post(f"{url}/{index}/_refresh", timeout=600)
 
 
+def _grid(spec: str) -> list[tuple[float, float]]:
+    """``"k1:b,k1:b"`` -> pairs."""
+    pairs = [p.split(":") for p in spec.split(",") if p.strip()]
+    return [(float(k1), float(b)) for k1, b in pairs]
+
+
 def _lexical(args: argparse.Namespace) -> int:
+    import httpx
+    from _opensearch import mapping
+
     from ragline.auth.principal import Principal
     from ragline.retrieval.lexical import build_query
     from ragline.store.os_index import chunk_mapping
@@ -391,6 +400,21 @@ def _lexical(args: argparse.Namespace) -> int:
             ),
             "after: lexical.build_query on the v2 mapping",
         )
+        prod = lambda t: build_query(principal, t, [], limit=100)["query"]  # noqa: E731
+        step(
+            "server: documents, title + text as body (production query and k1/b)",
+            _os_run(url, "tune-docs", prod, queries, qrels),
+            "chunk vs document level on the real engine, everything else equal",
+        )
+        for k1, b in _grid(args.grid):
+            name = f"tune-k{k1}-b{b}".replace(".", "_")
+            _os_index(url, name, mapping(k1, b), docs)
+            step(
+                f"server: chunks, production query, body BM25 k1 {k1} b {b}",
+                _os_run(url, name, prod, queries, qrels),
+                "k1 / b (a static per-field setting: one index per pair)",
+            )
+            httpx.delete(f"{url}/{name}")
     finally:
         if server is not None:
             server.close()
@@ -703,6 +727,11 @@ def main(argv: list[str]) -> int:
     lx = sub.add_parser("lexical", help="reference BM25 and our lexical leg, step by step")
     lx.add_argument("--os-url", help="an OpenSearch to use (default: start a local node)")
     lx.add_argument("--limit", type=int, help="only the first N queries")
+    lx.add_argument(
+        "--grid",
+        default="0.6:0.5,0.9:0.5,1.2:0.5,0.6:0.75,0.9:0.75,1.2:0.75,0.9:0.3",
+        help="body BM25 k1:b pairs for the production query on chunks ('' for none)",
+    )
     c = sub.add_parser("collect", help="abstention features from a running query service")
     c.add_argument("--query-url", required=True)
     c.add_argument("--name", default="abstain_features")
