@@ -266,8 +266,8 @@ def _os_run(
 def _os_index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str, Any]]) -> None:
     import httpx
 
-    httpx.delete(f"{url}/{index}")
-    httpx.put(f"{url}/{index}", json=mapping).raise_for_status()
+    httpx.delete(f"{url}/{index}", timeout=120)
+    httpx.put(f"{url}/{index}", json=mapping, timeout=120).raise_for_status()
     for i in range(0, len(docs), 2000):
         lines: list[str] = []
         for d in docs[i : i + 2000]:
@@ -414,7 +414,7 @@ def _lexical(args: argparse.Namespace) -> int:
                 _os_run(url, name, prod, queries, qrels),
                 "k1 / b (a static per-field setting: one index per pair)",
             )
-            httpx.delete(f"{url}/{name}")
+            httpx.delete(f"{url}/{name}", timeout=120)
     finally:
         if server is not None:
             server.close()
