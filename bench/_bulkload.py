@@ -44,10 +44,12 @@ _CHUNK_COLS = (
 
 
 def rows_of(
-    tenant: str, doc: Doc
+    tenant: str, doc: Doc, *, vectors: bool = True
 ) -> tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[str, dict[str, Any]]]]:
     """One document's ``documents`` row, its ``chunks`` rows (parents and children) and
-    the OpenSearch documents of its children (only children are indexed there)."""
+    the OpenSearch documents of its children (only children are indexed there).
+    ``vectors`` False writes no embeddings (a lexical-only benchmark: formatting 384
+    floats per row is most of the COPY's cost)."""
     from ragline.hashing import chunk_id
 
     doc_id, title, texts, vecs = doc
@@ -99,7 +101,7 @@ def rows_of(
                     [GROUP],
                     "internal",
                     "medium",
-                    vecs[j],
+                    vecs[j] if vectors else None,
                     title,
                     tenant,
                     n_tokens,
@@ -173,6 +175,7 @@ async def load_docs(
     batch_docs: int = 500,
     os_batch: int = 2000,
     label: str = "",
+    vectors: bool = True,
 ) -> dict[str, Any]:
     """Stream ``docs`` into Postgres (COPY, committed per batch, in a thread) and
     OpenSearch (bulk, concurrently with the COPY of the same batch; refresh off during
@@ -208,7 +211,7 @@ async def load_docs(
             for batch in _batches(docs, batch_docs):
                 drows, crows, os_docs = [], [], []
                 for d in batch:
-                    dr, cr, od = rows_of(tenant, d)
+                    dr, cr, od = rows_of(tenant, d, vectors=vectors)
                     drows.append(dr)
                     crows.extend(cr)
                     os_docs.extend(od)

@@ -524,13 +524,14 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
                     islice(docs, n_docs),
                     total_chunks=size - have,
                     label=label,
+                    vectors=bool({"dense", "hybrid"} & set(modes)),
                 )
                 print(f"  {label}: {step['load']}; HNSW build over {size} chunks", flush=True)
                 if {"dense", "hybrid"} & set(modes):
                     step["load"].update(
                         await asyncio.to_thread(build_hnsw, settings, a.maintenance_work_mem)
                     )
-                else:  # nothing reads it: no HNSW (dense queries would scan)
+                else:  # nothing reads vectors: none written, no HNSW
                     step["load"]["hnsw_build_s"] = None
                 print(f"  {label}: {step['load']}", flush=True)
             have = size
