@@ -122,6 +122,12 @@ schemas: install ## regenerate schemas/ and docs/asyncapi.json from the event mo
 bench: install-torch ## benchmarks (torch rows included: the torch extra): prints numbers, writes bench/out/*.json and plots
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
+# GROWTH_SIZES=10000,100000 for a shorter run; the steps already measured stay in
+# bench/out/growth.json if a later one is stopped
+GROWTH_SIZES ?= 10000,100000,1000000
+bench-growth: install ## query latency, load rate, index size, node RSS at 10k/100k/1M SYNTHETIC chunks (written straight into both stores)
+	$(BIN)/python bench/growth_bench.py --load direct --text scifact --sizes $(GROWTH_SIZES) $(GROWTH_ARGS)
+
 # the committed baselines (slim summaries, <dir>/<dataset>.json) `make eval` and `make
 # eval-scifact` print before | after | delta against; SAVE_BASELINE=1 makes this run the
 # new baseline (review the diff, then commit it)

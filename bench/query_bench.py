@@ -28,11 +28,11 @@ from typing import Any
 import httpx
 import jwt
 import numpy as np
+from _bulkload import GROUP, Doc, build_hnsw, drop_hnsw, load_docs
 from _synthetic import CHUNKS_PER_DOC, synthetic_docs, synthetic_queries
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "query-bench-secret-0123456789abcdef0123"  # noqa: S105 - throw-away stack
-GROUP = "bench"
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -102,159 +102,13 @@ async def seed_scifact(settings: Any) -> tuple[list[str], dict[str, Any]]:
     return queries, {**info, "embed_s": round(embed_s, 1)}
 
 
-async def bulk_seed(
-    settings: Any, tenant: str, docs: list[tuple[str, str, list[str], np.ndarray]]
-) -> dict[str, Any]:
-    """COPY + one HNSW build + OpenSearch bulk, rows shaped like the indexer's. Writing
-    through the indexer one document at a time runs at ~60 chunks/s on a busy 2-core
-    machine (indexing has its own benchmark); what is measured here is the query side."""
-    import psycopg
-    from pgvector.psycopg import register_vector
-
-    from ragline.hashing import chunk_id
-    from ragline.store.os_bulk import bulk_index
-    from ragline.store.os_client import make_client
-    from ragline.store.os_index import ensure_index, index_name
-
-    per_parent = 4
-    t0 = time.perf_counter()
-    os_docs: list[tuple[str, dict[str, Any]]] = []
-    n_chunks = 0
-    with psycopg.connect(settings.admin_dsn()) as conn:
-        register_vector(conn)
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
-        with conn.cursor() as cur:
-            with cur.copy(
-                "COPY documents (tenant_id, document_id, status, generation, revision,"
-                " os_revision, acl_groups, title, source_type, classification, trust,"
-                " chunk_count) FROM STDIN"
-            ) as cp:
-                for doc, title, texts, _ in docs:
-                    cp.write_row(
-                        (
-                            tenant,
-                            doc,
-                            "indexed",
-                            1,
-                            1,
-                            1,
-                            [GROUP],
-                            title,
-                            tenant,
-                            "internal",
-                            "medium",
-                            len(texts),
-                        )
-                    )
-            with cur.copy(
-                "COPY chunks (tenant_id, chunk_id, document_id, generation, parent_id, level,"
-                " ordinal, text, section_path, content_type, acl_groups, classification, trust,"
-                " embedding, title, source_type, token_count) FROM STDIN"
-            ) as cp:
-                for doc, title, texts, vecs in docs:
-                    ordinal = 0
-                    for start in range(0, len(texts), per_parent):
-                        pid = chunk_id(doc, "bench", "p", start)
-                        group = texts[start : start + per_parent]
-                        cp.write_row(
-                            (
-                                tenant,
-                                pid,
-                                doc,
-                                1,
-                                None,
-                                "parent",
-                                ordinal,
-                                "\n\n".join(group),
-                                [title],
-                                "text",
-                                [GROUP],
-                                "internal",
-                                "medium",
-                                None,
-                                title,
-                                tenant,
-                                0,
-                            )
-                        )
-                        ordinal += 1
-                        for j in range(start, start + len(group)):
-                            cid = chunk_id(doc, "bench", "c", j)
-                            cp.write_row(
-                                (
-                                    tenant,
-                                    cid,
-                                    doc,
-                                    1,
-                                    pid,
-                                    "child",
-                                    ordinal,
-                                    texts[j],
-                                    [title],
-                                    "text",
-                                    [GROUP],
-                                    "internal",
-                                    "medium",
-                                    vecs[j],
-                                    title,
-                                    tenant,
-                                    len(texts[j].split()),
-                                )
-                            )
-                            os_docs.append(
-                                (
-                                    cid,
-                                    {
-                                        "chunk_id": cid,
-                                        "tenant_id": tenant,
-                                        "document_id": doc,
-                                        "parent_id": pid,
-                                        "generation": 1,
-                                        "revision": 1,
-                                        "ordinal": ordinal,
-                                        "text": texts[j],
-                                        "title": title,
-                                        "section_path": [title],
-                                        "content_type": "text",
-                                        "source_type": tenant,
-                                        "acl_groups": [GROUP],
-                                        "classification": "internal",
-                                        "trust": "medium",
-                                        "superseded": False,
-                                        "injection_suspect": False,
-                                        "token_count": len(texts[j].split()),
-                                    },
-                                )
-                            )
-                            ordinal += 1
-                            n_chunks += 1
-        conn.commit()
-        copy_s = time.perf_counter() - t0
-        print(f"  {tenant}: copied {n_chunks} chunks in {copy_s:.0f} s; HNSW build", flush=True)
-        t1 = time.perf_counter()
-        conn.execute(
-            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
-        )
-        conn.execute("ANALYZE chunks")
-        conn.commit()
-        hnsw_s = time.perf_counter() - t1
-    print(f"  {tenant}: HNSW built in {hnsw_s:.0f} s; OpenSearch bulk", flush=True)
-    t2 = time.perf_counter()
-    client = make_client(settings, timeout_s=300)
-    try:
-        name = index_name(settings.opensearch_index_prefix, tenant)
-        await ensure_index(client, name)
-        await bulk_index(client, name, os_docs, refresh="true", batch_size=2000)
-    finally:
-        await client.close()
-    return {
-        "documents": len(docs),
-        "chunks": n_chunks,
-        "copy_s": round(copy_s, 1),
-        "hnsw_build_s": round(hnsw_s, 1),
-        "opensearch_bulk_s": round(time.perf_counter() - t2, 1),
-    }
+async def bulk_seed(settings: Any, tenant: str, docs: list[Doc]) -> dict[str, Any]:
+    """COPY + one HNSW build + OpenSearch bulk, rows shaped like the indexer's
+    (bench/_bulkload.py); what is measured here is the query side."""
+    await asyncio.to_thread(drop_hnsw, settings)
+    info = await load_docs(settings, tenant, docs, total_chunks=sum(len(d[2]) for d in docs))
+    print(f"  {tenant}: loaded {info}; HNSW build", flush=True)
+    return {**info, **await asyncio.to_thread(build_hnsw, settings)}
 
 
 async def seed_synthetic(settings: Any, n_chunks: int) -> tuple[list[str], dict[str, Any]]:
@@ -290,6 +144,7 @@ async def run_load(
     lat: list[float] = []
     ratios: list[float] = []
     client_ratios: list[float] = []
+    stages: dict[str, list[float]] = {}
     errors = 0
     counter = iter(range(n))
 
@@ -310,6 +165,8 @@ async def run_load(
                 continue
             t = r.json()["timings_ms"]
             lat.append(ms)
+            for k, v in t.items():
+                stages.setdefault(k, []).append(v)
             if t.get("backend"):
                 ratios.append(t["total"] / t["backend"])
                 client_ratios.append(ms / t["backend"])
@@ -330,6 +187,8 @@ async def run_load(
         "p95_ms": _pct(lat, 95),
         "p99_ms": _pct(lat, 99),
         "throughput_rps": round(len(lat) / wall, 1),
+        # the service's own per-stage timer (e.g. ``lexical``: the OpenSearch request)
+        "stages_ms": {k: {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
         "overhead_ratio_server": round(float(np.median(ratios)), 3) if ratios else None,
         "overhead_ratio_client": round(float(np.median(client_ratios)), 3)
         if client_ratios

@@ -284,28 +284,26 @@ def _os_index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str
     httpx.post(f"{url}/{index}/_refresh", timeout=600)
 
 
-def _lexical(args: argparse.Namespace) -> int:
-    from ragline.auth.principal import Principal
-    from ragline.retrieval.lexical import build_query
-    from ragline.store.os_index import chunk_mapping
+def _grid(spec: str) -> list[tuple[float, float]]:
+    """``"k1:b,k1:b"`` -> pairs."""
+    pairs = [p.split(":") for p in spec.split(",") if p.strip()]
+    return [(float(k1), float(b)) for k1, b in pairs]
 
-    corpus, queries, qrels = _scifact()
-    if args.limit:
-        queries = dict(list(queries.items())[: args.limit])
-    rows: list[tuple[str, float | None, str]] = []
 
-    def step(name: str, value: float | None, why: str) -> None:
-        rows.append((name, value, why))
-        print(f"{name}: {'n/a' if value is None else f'{value:.4f}'}", flush=True)
-
-    doc_keys = [f"scifact:{c['_id']}" for c in corpus]
-    doc_texts = [f"{c['title']} {c['text']}" for c in corpus]
+def _reference(
+    step: Callable[[str, float | None, str], None],
+    doc_texts: list[str],
+    doc_keys: list[str],
+    chunks: list[dict[str, Any]],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+) -> None:
+    """The reference BM25 (bm25s) on documents and on our chunks."""
     step(
         "reference: bm25s Lucene BM25, document = title + text",
         _bm25s(doc_texts, doc_keys, queries, qrels),
         "the target",
     )
-    chunks = _chunks()
     ckeys = [c["document_id"] for c in chunks]
     step(
         "bm25s over our chunks, header + text",
@@ -319,6 +317,30 @@ def _lexical(args: argparse.Namespace) -> int:
         _bm25s([c["text"] for c in chunks], ckeys, queries, qrels),
         "what the header's words add",
     )
+
+
+def _lexical(args: argparse.Namespace) -> int:
+    import httpx
+    from _opensearch import mapping
+
+    from ragline.auth.principal import Principal
+    from ragline.retrieval.lexical import build_query
+    from ragline.store.os_index import COPY_TARGETS, chunk_mapping
+
+    corpus, queries, qrels = _scifact()
+    if args.limit:
+        queries = dict(list(queries.items())[: args.limit])
+    rows: list[tuple[str, float | None, str]] = []
+
+    def step(name: str, value: float | None, why: str) -> None:
+        rows.append((name, value, why))
+        print(f"{name}: {'n/a' if value is None else f'{value:.4f}'}", flush=True)
+
+    doc_keys = [f"scifact:{c['_id']}" for c in corpus]
+    doc_texts = [f"{c['title']} {c['text']}" for c in corpus]
+    chunks = _chunks()
+    if args.reference:
+        _reference(step, doc_texts, doc_keys, chunks, queries, qrels)
     server = None
     url = args.os_url
     if url is None:
@@ -328,7 +350,12 @@ def _lexical(args: argparse.Namespace) -> int:
         url = server.url
     try:
         principal = Principal(tenant="scifact", groups=("eval",), subject="tune")
-        docs = [{**c, "acl_groups": ["eval"]} for c in chunks]
+        # the chunk cache carries more than the index has fields (embed_text): the strict
+        # mapping takes only its own
+        fields = set(chunk_mapping()["mappings"]["properties"]) - COPY_TARGETS
+        docs = [
+            {**{k: v for k, v in c.items() if k in fields}, "acl_groups": ["eval"]} for c in chunks
+        ]
         whole = [
             {
                 "chunk_id": k,
@@ -391,6 +418,21 @@ def _lexical(args: argparse.Namespace) -> int:
             ),
             "after: lexical.build_query on the v2 mapping",
         )
+        prod = lambda t: build_query(principal, t, [], limit=100)["query"]  # noqa: E731
+        step(
+            "server: documents, title + text as body (production query and k1/b)",
+            _os_run(url, "tune-docs", prod, queries, qrels),
+            "chunk vs document level on the real engine, everything else equal",
+        )
+        for k1, b in _grid(args.grid):
+            name = f"tune-k{k1}-b{b}".replace(".", "_")
+            _os_index(url, name, mapping(k1, b), docs)
+            step(
+                f"server: chunks, production query, body BM25 k1 {k1} b {b}",
+                _os_run(url, name, prod, queries, qrels),
+                "k1 / b (a static per-field setting: one index per pair)",
+            )
+            httpx.delete(f"{url}/{name}", timeout=120)
     finally:
         if server is not None:
             server.close()
@@ -703,6 +745,17 @@ def main(argv: list[str]) -> int:
     lx = sub.add_parser("lexical", help="reference BM25 and our lexical leg, step by step")
     lx.add_argument("--os-url", help="an OpenSearch to use (default: start a local node)")
     lx.add_argument("--limit", type=int, help="only the first N queries")
+    lx.add_argument(
+        "--grid",
+        default="0.6:0.5,0.9:0.5,1.2:0.5,0.6:0.75,0.9:0.75,1.2:0.75,0.9:0.3",
+        help="body BM25 k1:b pairs for the production query on chunks ('' for none)",
+    )
+    lx.add_argument(
+        "--no-reference",
+        dest="reference",
+        action="store_false",
+        help="skip the bm25s reference rows (minutes; they do not depend on the engine)",
+    )
     c = sub.add_parser("collect", help="abstention features from a running query service")
     c.add_argument("--query-url", required=True)
     c.add_argument("--name", default="abstain_features")
