@@ -44,7 +44,7 @@ from ragline.embedding.model import (
 )
 from ragline.embedding.onnx_graph import build_bert_graph
 from ragline.errors import ConfigError
-from ragline.text.model_files import file_lock, file_sha256
+from ragline.fsutil import file_lock, file_sha256
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

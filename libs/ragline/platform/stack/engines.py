@@ -11,19 +11,16 @@ each raise :class:`StackError` with one line that says what to do.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ragline.fsutil import file_lock, file_sha256
 from ragline.platform.stack.errors import StackError
 
 __all__ = [
@@ -164,16 +161,8 @@ def read_lock(path: Path) -> dict[str, str]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _digests(directory: Path) -> dict[str, str]:
-    return {p.name: _sha256(p) for p in sorted(directory.glob("*.jar"))}
+    return {p.name: file_sha256(p) for p in sorted(directory.glob("*.jar"))}
 
 
 def _verify(eng: Engine, directory: Path, expected: dict[str, str]) -> None:
@@ -194,17 +183,6 @@ def _verify(eng: Engine, directory: Path, expected: dict[str, str]) -> None:
                 f"{directory / name}: sha256 {found[name]} but {eng.lock} expects {want} "
                 "(a corrupt or tampered jar: delete the directory to fetch it again)",
             )
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _fetch(eng: Engine, version: str, target: Path) -> None:
@@ -251,7 +229,7 @@ def ensure_engine(eng: Engine, cache_dir: Path | None = None) -> EngineJars:
     expected = read_lock(eng.lock)
     if not expected:
         raise StackError(eng.name, f"{eng.lock} is empty: run `ragline stack engines --relock`")
-    with _file_lock(root / f".{eng.name}.lock"):
+    with file_lock(root / f".{eng.name}.lock"):
         fetched = False
         if not directory.is_dir() or set(expected) - {p.name for p in directory.glob("*.jar")}:
             _fetch(eng, version, directory)
@@ -266,7 +244,7 @@ def relock(eng: Engine, cache_dir: Path | None = None) -> Path:
     version = eng.version
     root = (cache_dir or default_cache_dir()).expanduser().resolve()
     directory = root / f"{eng.name}-{version}"
-    with _file_lock(root / f".{eng.name}.lock"):
+    with file_lock(root / f".{eng.name}.lock"):
         _fetch(eng, version, directory)
         digests = _digests(directory)
     lines = [f"# {eng.name} {version}: sha256 of every jar Maven resolves from pom.xml"]
