@@ -25,6 +25,7 @@ from ragline.indexing.samples import embedded_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
 from ragline.runtime.stage import StageContext
+from ragline.scanning.seal import as_scanned
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -53,12 +54,15 @@ def _embedded(fetched: DocFetched) -> DocEmbedded:
         classification=fetched.meta.classification,
     )
     env = fetched.derived("embedder")
-    return ev.model_copy(
-        update={
-            "event_id": env["event_id"],
-            "content_hash": fetched.content_hash,
-            "meta": fetched.meta,
-        }
+    # the raw meta passed through as the scanner would emit it: sealed (issue 31)
+    return as_scanned(
+        ev.model_copy(
+            update={
+                "event_id": env["event_id"],
+                "content_hash": fetched.content_hash,
+                "meta": fetched.meta,
+            }
+        )
     )
 
 
