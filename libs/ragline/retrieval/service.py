@@ -419,11 +419,14 @@ class SearchService:
         return SubSearchResult(candidates=cands, degraded=res.degraded)
 
     def _merge(self, subs: list[SubSearchResult], *, by_side: bool = False) -> list[Candidate]:
-        """Fan-out: RRF over the sub-search orders (each sub-list counts equally); a chunk
-        found by several sub-searches is attributed to the one that ranked it best.
-        Comparison sides interleave by rank instead (best position, then side order): an
-        unversioned document that every side finds must not outrank each side's own
-        evidence just because it was found more than once."""
+        """Fan-out and comparison sides interleave by rank: every chunk at its best position
+        in any sub-list, position first, then (fan-out) its RRF sum over the sub-lists, then
+        sub-list order; a chunk found by several sub-searches is attributed to the one that
+        ranked it best. Summing alone (plain RRF) let chunks that every sub-list's dense leg
+        returns as filler outrank another sub-query's own best hit, so a second question
+        could lose every slot (tests/integration/query/test_search.py fan-out); an
+        unversioned document that every comparison side finds must likewise not outrank
+        each side's own evidence just because it was found more than once."""
         if len(subs) == 1:
             return subs[0].candidates
         best: dict[str, tuple[int, int, Candidate]] = {}
@@ -436,7 +439,9 @@ class SearchService:
                     best[cid] = (pos, i, c)
         if by_side:
             return [c for _, _, c in sorted(best.values(), key=lambda x: (x[0], x[1]))]
-        return [best[h.key][2] for h in rrf(rankings, k=self._s.ranking.rrf_k)]
+        fused = {h.key: h.score for h in rrf(rankings, k=self._s.ranking.rrf_k)}
+        order = sorted(best.items(), key=lambda kv: (kv[1][0], -fused.get(kv[0], 0.0), kv[1][1]))
+        return [c for _, (_, _, c) in order]
 
     def _diversify(
         self, req: SearchRequest, cands: list[Candidate], probe: SearchProbe | None = None
