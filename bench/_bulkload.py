@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from ragline.retrieval.ident_match import ident_text
+from ragline.store.os_index import IDENT_FIELD
+
 __all__ = ["GROUP", "PER_PARENT", "Doc", "build_hnsw", "drop_hnsw", "load_docs", "rows_of"]
 
 GROUP = "bench"
@@ -129,6 +132,8 @@ def rows_of(
                         "superseded": False,
                         "injection_suspect": False,
                         "token_count": n_tokens,
+                        # as the indexer writes it (chunks.ident_text, projection.os_source)
+                        IDENT_FIELD: ident_text(title, None, texts[j]),
                     },
                 )
             )

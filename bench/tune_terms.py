@@ -6,9 +6,10 @@ recorded (issue 21 defect 5, issue 20 item 3; docs/evaluation.md "Abstention").
         with abstention off, hybrid top-100 of every case of both golden sets, and the
         query's term statistics under the case's principal -> bench/out/tune/terms_golden.json
     .venv/bin/python bench/tune_terms.py scifact --report bench/out/scifact/report.json
-        the same statistics for every SciFact train claim (its abstracts copied into a
-        scratch schema of the kept stack's Postgres, dropped after), with each claim's
-        best hybrid similarity from an eval_scifact report -> terms_scifact.json
+        the same statistics for every SciFact train claim, read as the service reads them
+        (its abstracts in a tenant index of a throw-away real OpenSearch node,
+        ``LexicalSearcher.term_stats``), with each claim's best hybrid similarity from an
+        eval_scifact report -> terms_scifact.json
     .venv/bin/python bench/tune_terms.py fit [--scifact-report bench/out/scifact/report.json]
         grid over the rules' parameters on the fixed train split (half of the golden cases
         by a hash of their id, tune_retrieval.in_train; all SciFact train claims must stay
@@ -105,7 +106,7 @@ async def _collect(args: argparse.Namespace) -> int:
         lexical = LexicalSearcher(os_client, index_prefix=settings.opensearch_index_prefix)
         terms = QueryTermFrequency(lexical, timeout_s=30.0)
         preds = compile_predicates(None, include_superseded=False, effective_at=None)
-        ident_df = IdentifierFrequency(pool, timeout_ms=30_000)
+        ident_df = IdentifierFrequency(lexical, timeout_ms=30_000)
         async with QueryClient(es) as client:
             await wait_ready(client, timeout_s=300)
             for path in GOLDEN_SETS:
@@ -173,74 +174,95 @@ async def _collect(args: argparse.Namespace) -> int:
 
 
 def _scifact(args: argparse.Namespace) -> int:
-    os.environ.update(_stack_env())
-    import psycopg
-
-    from ragline.config import Settings
-
     sims: dict[str, float | None] = {}
     if args.report:
         report = json.loads(Path(args.report).read_text())
         sims = {
             c["case_id"]: c["best_similarity"] for c in report["cases"] if c["mode"] == "hybrid"
         }
+    rows = asyncio.run(_scifact_os(sims))
+    path = OUT / "terms_scifact.json"
+    OUT.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows, indent=1))
+    print(f"written {path} ({len(rows)} claims; document-level statistics, real OpenSearch)")
+    return 0
+
+
+async def _scifact_os(sims: dict[str, float | None]) -> list[dict[str, Any]]:
+    """Every SciFact train claim's term statistics as the service reads them: the
+    abstracts (one document each: title + text, as the lexical leg indexes them) in a
+    tenant index of a throw-away real OpenSearch node (bench/_opensearch.py), each claim
+    through ``LexicalSearcher.term_stats`` under that tenant's scope filter."""
+    from _opensearch import OpenSearchNode
+
+    from ragline.auth.principal import Principal
+    from ragline.config import Settings
+    from ragline.retrieval.filters import compile_predicates
+    from ragline.retrieval.lexical import LexicalSearcher
+    from ragline.store.os_bulk import bulk_index
+    from ragline.store.os_client import make_client
+    from ragline.store.os_index import ensure_index, index_name
+
+    tenant, group = "scifact", "eval"
+    node = await asyncio.to_thread(OpenSearchNode.start)
     rows: list[dict[str, Any]] = []
-    with psycopg.connect(Settings().admin_dsn(), autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA IF NOT EXISTS tune_terms_scratch")
-        conn.execute("DROP TABLE IF EXISTS tune_terms_scratch.docs")
-        conn.execute("CREATE TABLE tune_terms_scratch.docs (id text, body text)")
+    try:
+        settings = Settings(opensearch_url=node.url)
+        client = make_client(settings)
+        prefix = settings.opensearch_index_prefix
+        index = index_name(prefix, tenant)
         try:
-            with conn.cursor().copy("COPY tune_terms_scratch.docs (id, body) FROM STDIN") as cp:
-                for line in (SCIFACT / "corpus.jsonl").open():
-                    d = json.loads(line)
-                    cp.write_row((d["_id"], f"{d.get('title') or ''} {d['text']}"))
-            conn.execute(
-                "CREATE INDEX ON tune_terms_scratch.docs"
-                " USING gin (to_tsvector('english'::regconfig, body))"
-            )
-            conn.execute("ANALYZE tune_terms_scratch.docs")
-            row = conn.execute("SELECT count(*) FROM tune_terms_scratch.docs").fetchone()
-            n = int(row[0]) if row else 0
+            await ensure_index(client, index)
+            docs = []
+            for line in (SCIFACT / "corpus.jsonl").open():
+                d = json.loads(line)
+                cid = f"sf-{d['_id']}"
+                docs.append(
+                    (
+                        cid,
+                        {
+                            "chunk_id": cid,
+                            "tenant_id": tenant,
+                            "document_id": str(d["_id"]),
+                            "contextual_header": d.get("title") or "",
+                            "text": d["text"],
+                            "acl_groups": [group],
+                            "superseded": False,
+                        },
+                    )
+                )
+            await bulk_index(client, index, docs, refresh="true")
+            n = len(docs)
             qrels = {
                 line.split("\t")[0]
                 for line in (SCIFACT / "qrels" / "train.tsv").open()
                 if not line.startswith("query-id")
             }
-            from ragline.retrieval.term_stats import query_terms
-
+            lexical = LexicalSearcher(client, index_prefix=prefix)
+            who = Principal(tenant=tenant, groups=(group,), subject="tune")
+            preds = compile_predicates(None, include_superseded=False, effective_at=None)
             for line in (SCIFACT / "queries.jsonl").open():
                 q = json.loads(line)
                 if q["_id"] not in qrels:
                     continue
-                lx = conn.execute(
-                    "SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))",
-                    (q["text"],),
-                ).fetchone()
-                df: dict[str, int] = {}
-                for t in query_terms(lx[0] if lx else ()):
-                    c = conn.execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM tune_terms_scratch.docs"
-                        " WHERE to_tsvector('english'::regconfig, body)"
-                        " @@ to_tsquery('simple', quote_literal(%s::text)) LIMIT 2000) x",
-                        (t,),
-                    ).fetchone()
-                    df[t] = int(c[0]) if c else 0
+                ts = await lexical.term_stats(
+                    who, q["text"], preds, top_chunk_id=None, timeout_s=30
+                )
                 rows.append(
                     {
                         "dataset": "beir:scifact",
                         "case_id": q["_id"],
                         "expect_abstain": False,
                         "best_similarity": sims.get(q["_id"]),
-                        "chunks": n,
-                        "df": df,
+                        "chunks": ts.chunks if ts else n,
+                        "df": dict(ts.df) if ts else {},
                     }
                 )
         finally:
-            conn.execute("DROP SCHEMA tune_terms_scratch CASCADE")
-    path = OUT / "terms_scifact.json"
-    path.write_text(json.dumps(rows, indent=1))
-    print(f"written {path} ({len(rows)} claims; document-level statistics)")
-    return 0
+            await client.close()
+    finally:
+        await asyncio.to_thread(node.close)
+    return rows
 
 
 # ---------------------------------------------------------------- fit

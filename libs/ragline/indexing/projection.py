@@ -15,6 +15,7 @@ from ragline.errors import ContractError
 from ragline.events import ChunkLevel, DocEmbedded, seal_problem
 from ragline.hashing import meta_hash
 from ragline.store.chunks import OS_FIELDS
+from ragline.store.os_index import IDENT_FIELD
 
 __all__ = ["DocumentFields", "chunk_rows", "document_title", "document_values", "os_source"]
 
@@ -147,6 +148,9 @@ def os_source(row: Mapping[str, Any], revision: int) -> dict[str, Any]:
     source = {f: _json_value(row.get(f)) for f in OS_FIELDS}
     source["section_path"] = " / ".join(row.get("section_path") or ())
     source["revision"] = revision
+    # what the identifier lookup searches (store/os_index.py IDENT_FIELD): the row's
+    # ``ident_text`` as ``fetch_children`` reads it
+    source[IDENT_FIELD] = row.get("ident_text")
     return source
 
 

@@ -9,7 +9,7 @@ returning it, so nothing OpenSearch holds (a stale ACL, a missed delete) can lea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from ragline.errors import PermanentError
 from ragline.retrieval.filters import Predicate, Terms, to_opensearch
 from ragline.retrieval.term_evidence import TermStats, query_terms
 from ragline.store.os_client import os_errors
-from ragline.store.os_index import index_name
+from ragline.store.os_index import index_name, mapping_version
 
 __all__ = [
     "QUESTION_STOP_WORDS",
@@ -37,6 +37,7 @@ __all__ = [
 # lost 0.03 nDCG@10 on SciFact (docs/evaluation.md "Lexical leg").
 _FIELD = "body"
 _MAX_ANALYZED = 20_000  # characters of a query analysed for its term statistics
+_EXACT_DOCS = 40_000  # distinct documents counted exactly (OpenSearch's maximum)
 # Words a question is made of rather than about (Snowball's English stop list, the one
 # PostgreSQL's 'english' configuration uses, on which the term rules were fitted):
 # Lucene's own English stop set has 33 words and keeps "which", "how", "does", ...
@@ -184,6 +185,54 @@ class LexicalSearcher:
         top = frozenset(t for t, b in top_buckets.items() if int(b["doc_count"]) > 0)
         total = int(resp.get("hits", {}).get("total", {}).get("value", 0))
         return TermStats(chunks=total, df=df, top=top)
+
+    async def mapping_version(self, principal: Principal) -> int | None:
+        """The mapping version of the principal's tenant index (``os_index.mapping_version``:
+        the oldest behind its alias); None when the tenant has no index yet."""
+        return await mapping_version(self._client, index_name(self._prefix, principal.tenant))
+
+    async def documents_matching(
+        self,
+        principal: Principal,
+        queries: Mapping[str, Mapping[str, Any]],
+        *,
+        count_all: bool,
+        timeout_s: float = 1.0,
+    ) -> tuple[int | None, dict[str, int]]:
+        """In how many documents of the caller's scope (``scope_filter`` with no request
+        predicates: tenant and ACL groups, what RLS shows of ``chunks``) some child chunk
+        matches each query, and (``count_all``) how many documents that scope has: ONE
+        ``size: 0`` search, a ``filters`` aggregation with a distinct count of
+        ``document_id`` per query (exact below 40,000 documents, HyperLogLog++ above).
+        A tenant with no index has no documents."""
+        index = index_name(self._prefix, principal.tenant)
+        docs: dict[str, Any] = {
+            "cardinality": {"field": "document_id", "precision_threshold": _EXACT_DOCS}
+        }
+        aggs: dict[str, Any] = {}
+        if queries:
+            aggs["df"] = {"filters": {"filters": dict(queries)}, "aggs": {"docs": docs}}
+        if count_all:
+            aggs["docs"] = docs
+        if not aggs:
+            return None, {}
+        body = {
+            "size": 0,
+            "track_total_hits": False,
+            "query": {"bool": {"filter": scope_filter(principal, ())}},
+            "aggs": aggs,
+        }
+        with os_errors():
+            resp = await self._client.search(
+                index=index, body=body, ignore_unavailable=True, request_timeout=timeout_s
+            )
+        got = resp.get("aggregations")
+        if got is None:  # no index behind the alias: an empty corpus
+            return (0 if count_all else None), dict.fromkeys(queries, 0)
+        buckets = got.get("df", {}).get("buckets", {})
+        df = {k: int(b["docs"]["value"]) for k, b in buckets.items()}
+        total = int(got["docs"]["value"]) if count_all else None
+        return total, df
 
     async def ping(self) -> bool:
         with os_errors():

@@ -146,7 +146,7 @@ class SearchService:
         self._today = today
         self._versions = KnownVersions(backends.pool)
         self._spaces = SpaceResolver(backends.pool)
-        self._ident_df = IdentifierFrequency(backends.pool)
+        self._ident_df = IdentifierFrequency(backends.lexical)
         self._term_df = QueryTermFrequency(backends.lexical)
         self._policy = AbstainPolicy(
             min_similarity=settings.ranking.abstain_min_similarity,

@@ -5,92 +5,112 @@ and digit runs, any separators: ``IFIT-1`` is ``IFIT1`` is ``ＩＦＩＴ１``),
 documents that is out of. The abstention rule (``abstain.IdentifierStats``) trusts an
 exact match only for identifiers that are rare, and abstains when none occurs at all.
 
-Read under RLS (counts are over the caller's own documents only, so they reveal nothing
-about other tenants or groups), bounded by a statement timeout, cached briefly per scope
-and identifier. A failed or timed-out lookup returns None: the rule then falls back to
-"appears in a result".
+Read from the lexical index, under the lexical leg's own scope filter (tenant index,
+tenant, the caller's ACL groups: what RLS shows of ``chunks``; deleted chunks are gone
+from the index), so counts reveal nothing about other tenants or groups: ONE ``size: 0``
+search whose ``filters`` aggregation counts distinct documents per identifier
+(``lexical.LexicalSearcher.documents_matching``). The identifier is looked for in the
+index's ``ident`` field (store/os_index.py): the chunk's title, header and text folded
+as ``ident_match.ident_text`` folds them and split at the spaces, so every token is a
+whole letter-and-digit run; an identifier is the phrases of its runs, a letter run and a
+digit run either one token (``ifit1``) or two (``ifit 1``): exactly ``ident_match``'s test.
+The Postgres scan this replaces read every visible chunk (a 1 s timeout at 1M chunks,
+docs/benchmarks.md "Growth"). An index built before mapping version 4 has no ``ident``
+in its older documents: the lookup then returns None until ``ragline reindex
+opensearch``. Cached briefly per scope and identifier. A failed or timed-out lookup
+returns None: the rule then falls back to "appears in a result".
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterable
-
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
+from typing import Any
 
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
 from ragline.retrieval.abstain import IdentifierStats
-from ragline.retrieval.ident_match import parts, sql_pattern
-from ragline.retrieval.scope import rls_transaction
+from ragline.retrieval.ident_match import parts
+from ragline.retrieval.lexical import LexicalSearcher
+from ragline.store.os_index import IDENT_FIELD
 
-__all__ = ["IdentifierFrequency"]
+__all__ = ["IDENT_MAPPING", "IdentifierFrequency", "ident_phrases", "ident_query"]
 
 _log = logging.getLogger(__name__)
 
 _MAX_IDENTS = 16  # more than this in one query: the first 16 (sorted) are weighed
 _MAX_LEN = 200
-
-# The text an identifier is looked for in: a child chunk's title, contextual header and
-# text, folded as ``ident_match.ident_text`` folds them. Migration 0150 stores it per chunk
-# (``ident_text``, filled by a trigger); a row it could not fill is folded here, on the fly.
-# No index serves this under RLS (LIKE and ~ are not leakproof, so the policy's quals run
-# first: migration 0073); the lookup is one scan of the caller's child chunks, bounded by
-# the statement timeout and the cache.
-_SEARCHED = sql.SQL(
-    "SELECT c.document_id, coalesce(c.ident_text,"
-    " ragline_ident_text(c.title, c.contextual_header, c.text)) AS t"
-    " FROM chunks c WHERE c.level = 'child' OFFSET 0"
-)
+# letter/digit joints tried both ways; further joints of a longer identifier (rare: six
+# alternations, ``a1b2c3d4``) all split or all joined: 2**6 phrases at most
+_MAX_JOINTS = 5
+IDENT_MAPPING = 4  # the first mapping version whose documents all carry IDENT_FIELD
 
 
-def df_query(idents: list[str]) -> sql.Composed:
-    """In how many documents (RLS: of the caller's) each identifier occurs, one column per
-    identifier in order (the identifiers themselves are never sent, only their letter and
-    digit runs: an identifier holding NUL or a lone surrogate is no error). Each is
-    ``ident_match.sql_pattern`` behind a ``LIKE`` on its longest run, in one scan. Every
-    identifier must have a letter or digit (``sql_pattern`` is not None)."""
-    counts = []
-    for i in idents:
-        pattern = sql_pattern(i)
-        if pattern is None:
-            raise ValueError("an identifier without a letter or digit is looked up nowhere")
-        counts.append(
-            sql.SQL("count(DISTINCT s.document_id) FILTER (WHERE s.t LIKE {} AND s.t ~ {})").format(
-                sql.Literal(like_pattern(max(parts(i), key=len))), sql.Literal(pattern)
-            )
-        )
-    return sql.SQL("SELECT {} FROM ({}) AS s").format(sql.SQL(", ").join(counts), _SEARCHED)
+def ident_phrases(ident: str) -> list[str]:
+    """The token sequences of the ``ident`` field that spell ``ident`` (``ident_match``):
+    its runs, each joint of a letter run and a digit run either joined or split, two runs
+    of one kind always split (``"IFIT-1"`` -> ``["ifit 1", "ifit1"]``; beyond five
+    joints the rest all one way: ``_MAX_JOINTS``); [] when it has no letter or digit."""
+    runs = parts(ident)
+    if not runs:
+        return []
+    joints = [
+        i for i, (a, b) in enumerate(itertools.pairwise(runs)) if a[0].isdigit() != b[0].isdigit()
+    ]
+    head, rest = joints[:_MAX_JOINTS], joints[_MAX_JOINTS:]
+    phrases = []
+    for joined in itertools.product((False, True), repeat=len(head)):
+        for rest_joined in (False, True) if rest else (False,):
+            glue = {**dict.fromkeys(rest, rest_joined), **dict(zip(head, joined, strict=True))}
+            out = [runs[0]]
+            for i, run in enumerate(runs[1:]):
+                out.append("" if glue.get(i, False) else " ")
+                out.append(run)
+            phrases.append("".join(out))
+    return phrases
 
 
-def like_pattern(ident: str) -> str:
-    """``%ident%`` with LIKE's wildcards and escape character taken literally."""
-    escaped = ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-_DOCS_SQL = "SELECT count(*) FROM documents WHERE status = 'indexed'"
+def ident_query(ident: str) -> dict[str, Any]:
+    """The query matching the chunks that name ``ident`` (one of ``ident_phrases``)."""
+    return {
+        "bool": {
+            "should": [{"match_phrase": {IDENT_FIELD: p}} for p in ident_phrases(ident)],
+            "minimum_should_match": 1,
+        }
+    }
 
 
 class IdentifierFrequency:
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        lexical: LexicalSearcher | None,
         *,
         ttl_s: float = 30.0,
         timeout_ms: int = 1000,
         max_entries: int = 65536,
     ) -> None:
-        self._pool = pool
+        self._lexical = lexical
         self._ttl = ttl_s
-        self._timeout_ms = timeout_ms
+        self._timeout_s = timeout_ms / 1000
         self._max = max_entries
         self._df: dict[tuple[str, str], tuple[float, int]] = {}
         self._docs: dict[str, tuple[float, int]] = {}
+        self._mapping: dict[str, tuple[float, int | None]] = {}
+
+    async def _mapping_ok(self, lexical: LexicalSearcher, principal: Principal, now: float) -> bool:
+        """Whether the tenant's index carries ``ident`` in every document (or has none)."""
+        hit = self._mapping.get(principal.tenant)
+        if hit is None or now - hit[0] >= self._ttl:
+            hit = (now, await lexical.mapping_version(principal))
+            self._mapping[principal.tenant] = hit
+        return hit[1] is None or hit[1] >= IDENT_MAPPING
 
     async def get(self, principal: Principal, idents: Iterable[str]) -> IdentifierStats | None:
+        lexical = self._lexical
+        if lexical is None:
+            return None
         wanted = sorted({i for i in idents if 0 < len(i) <= _MAX_LEN})[:_MAX_IDENTS]
         scope = principal.scope_key
         now = time.monotonic()
@@ -103,29 +123,29 @@ class IdentifierFrequency:
         missing = [i for i in wanted if i not in fresh]
         documents = docs_hit[1] if docs_hit and now - docs_hit[0] < self._ttl else None
         if missing or documents is None:
+            looked = [i for i in missing if parts(i)]
             try:
-                async with rls_transaction(
-                    self._pool, principal, statement_timeout_ms=self._timeout_ms
-                ) as conn:
-                    if documents is None:
-                        cur = await conn.execute(_DOCS_SQL)
-                        row = await cur.fetchone()
-                        documents = int(row[0]) if row else 0
-                    looked = [i for i in missing if parts(i)]
-                    fresh.update(dict.fromkeys(missing, 0))
-                    if looked:
-                        cur = await conn.execute(df_query(looked))
-                        row = await cur.fetchone()
-                        fresh.update(zip(looked, (int(n) for n in row or ()), strict=False))
+                if not await self._mapping_ok(lexical, principal, now):
+                    return None
+                total, counts = await lexical.documents_matching(
+                    principal,
+                    {str(n): ident_query(i) for n, i in enumerate(looked)},
+                    count_all=documents is None,
+                    timeout_s=self._timeout_s,
+                )
             except RaglineError as exc:
                 _log.warning(
                     "identifier frequency lookup failed",
                     extra={"fields": {"error": type(exc).__name__}},
                 )
                 return None
+            if total is not None:
+                documents = total
+            fresh.update(dict.fromkeys(missing, 0))
+            fresh.update({i: counts.get(str(n), 0) for n, i in enumerate(looked)})
             if len(self._df) + len(missing) > self._max:
                 self._df.clear()
             for i in missing:
-                self._df[(scope, i)] = (now, fresh.get(i, 0))
-            self._docs[scope] = (now, documents)
-        return IdentifierStats(documents=documents, df=fresh)
+                self._df[(scope, i)] = (now, fresh[i])
+            self._docs[scope] = (now, documents or 0)
+        return IdentifierStats(documents=documents or 0, df=fresh)

@@ -149,9 +149,12 @@ async def restamp_acl(
 async def fetch_children(
     conn: AsyncConnection, tenant_id: str, document_ids: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """Child chunk rows (OS_FIELDS) of the documents, ordered, for the OpenSearch copy."""
+    """Child chunk rows (OS_FIELDS, and ``ident_text``: the folded text the identifier
+    lookup searches, migration 0150's column or, where it is unfilled, its function) of
+    the documents, ordered, for the OpenSearch copy."""
     query = sql.SQL(
-        "SELECT {cols} FROM chunks WHERE tenant_id = %s AND document_id = ANY(%s)"
+        "SELECT {cols}, coalesce(ident_text, ragline_ident_text(title, contextual_header,"
+        " text)) AS ident_text FROM chunks WHERE tenant_id = %s AND document_id = ANY(%s)"
         " AND level = 'child' ORDER BY document_id, ordinal, chunk_id"
     ).format(cols=sql.SQL(", ").join(sql.Identifier(c) for c in OS_FIELDS))
     with pg_errors():

@@ -25,6 +25,7 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "COPY_TARGETS",
+    "IDENT_FIELD",
     "MAPPING_VERSION",
     "alias_targets",
     "chunk_mapping",
@@ -34,6 +35,7 @@ __all__ = [
     "ensure_index",
     "flip_shadow",
     "index_name",
+    "mapping_version",
     "open_shadow",
     "retire_rollback",
     "roll_back",
@@ -43,9 +45,10 @@ __all__ = [
     "tenant_of_index",
 ]
 
-# 2: ``body`` (contextual_header + text); 3: ``body`` scored by BM25 k1 0.6, b 0.5.
-# Older indexes keep working (same fields) and get the new scoring with a reindex.
-MAPPING_VERSION = 3
+# 2: ``body`` (contextual_header + text); 3: ``body`` scored by BM25 k1 0.6, b 0.5;
+# 4: ``ident`` (identifier counts, retrieval/specificity.py). Older indexes keep working
+# (``ensure_index`` adds the new field) and get the new scoring and field with a reindex.
+MAPPING_VERSION = 4
 # Lucene's BM25 parameters for ``body``, the field the lexical leg searches. Fused with the
 # dense leg, a term's repetitions should count for less than Lucene's default k1 1.2: on
 # SciFact train with real Lucene, hybrid nDCG@10 rises monotonically as k1 falls from 2.0
@@ -62,6 +65,14 @@ _ENGLISH = {"type": "text", "analyzer": "english"}
 # fields filled only by ``copy_to`` (never in the indexed document itself)
 COPY_TARGETS: frozenset[str] = frozenset({"body"})
 _TO_BODY = {"copy_to": ["body"]}
+# The chunk's title, contextual header and text folded as ``ident_match.ident_text`` folds
+# them (NFKC, case-folded, every run of non-alphanumerics one space: Postgres's
+# ``chunks.ident_text``, migration 0150), split at the spaces: its tokens are whole letter
+# and digit runs, so a phrase of them is the identifier test of ``ident_match`` (the
+# ``body`` analyzer neither NFKC-folds nor keeps ``C1698T`` apart from ``C1698``). Only
+# searched, never scored: no norms, no source of its own beyond the indexed document.
+IDENT_FIELD = "ident"
+_IDENT = {"type": "text", "analyzer": "whitespace", "norms": False}
 
 
 def index_name(prefix: str, tenant_id: str) -> str:
@@ -104,6 +115,7 @@ def chunk_mapping() -> dict[str, Any]:
                 "text": {**_ENGLISH, **_TO_BODY},
                 "contextual_header": {**_ENGLISH, **_TO_BODY},
                 "body": {**_ENGLISH, "similarity": _SIMILARITY},  # what BM25 searches
+                IDENT_FIELD: _IDENT,
                 "title": {**_ENGLISH, "fields": {"raw": {"type": "keyword", "ignore_above": 512}}},
                 "section_path": {
                     **_ENGLISH,
@@ -144,6 +156,9 @@ async def ensure_index(client: AsyncOpenSearch, name: str) -> bool:
     """
     with os_errors():
         if await client.indices.exists(index=name):
+            # an index of an older mapping: add the fields it lacks (additive; documents
+            # written before stay without them until a reindex, see ``mapping_version``)
+            await client.indices.put_mapping(index=name, body={"properties": {IDENT_FIELD: _IDENT}})
             return False
         body = {**chunk_mapping(), "aliases": {name: {}}}
         # a fixed first name: two replicas racing to create it cannot both succeed
@@ -155,6 +170,19 @@ async def ensure_index(client: AsyncOpenSearch, name: str) -> bool:
             raise PermanentError(f"cannot create index: {kind}")
         return False
     return True
+
+
+async def mapping_version(client: AsyncOpenSearch, alias: str) -> int | None:
+    """The oldest mapping version of the indexes behind ``alias`` (the version they were
+    created with: a field ``ensure_index`` added later is empty in their older
+    documents); None when there is no such index."""
+    with os_errors():
+        resp = await client.indices.get_mapping(index=alias, ignore_unavailable=True)
+    versions = [
+        int((m.get("mappings", {}).get("_meta") or {}).get("ragline_mapping_version", 0))
+        for m in resp.values()
+    ]
+    return min(versions) if versions else None
 
 
 async def alias_targets(client: AsyncOpenSearch, alias: str) -> list[str]:

@@ -11,8 +11,9 @@ from query_helpers import GROUP_A, GROUP_B, Corpus, auth
 
 from ragline.auth.principal import Principal
 from ragline.config import Settings
+from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.specificity import IdentifierFrequency
-from ragline.store.pool import open_pool
+from ragline.store.os_client import make_client
 
 pytestmark = pytest.mark.integration
 
@@ -50,16 +51,19 @@ async def test_abstention_reports_the_best_similarity(
 
 
 # ------------------------------------------------ identifier specificity (issue 21, defect 4)
-# counted in Postgres under RLS: other groups, other tenants and deleted documents never
-# count, and an identifier found nowhere makes the search abstain
+# counted in the lexical index under the lexical leg's scope filter (tenant index, tenant,
+# ACL groups): other groups, other tenants and deleted documents never count, and an
+# identifier found nowhere makes the search abstain
 
 
 async def test_frequencies_are_counted_under_the_callers_scope(
     stack: Settings, corpus: Corpus
 ) -> None:
-    pool = await open_pool(stack.query_dsn(), name="ident-df-test")
+    os_client = make_client(stack)
     try:
-        freq = IdentifierFrequency(pool)
+        freq = IdentifierFrequency(
+            LexicalSearcher(os_client, index_prefix=stack.opensearch_index_prefix)
+        )
         a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
         b = Principal(tenant=corpus.tenant, groups=(GROUP_B,), subject="t")
         both = Principal(tenant=corpus.tenant, groups=(GROUP_A, GROUP_B), subject="t")
@@ -86,7 +90,7 @@ async def test_frequencies_are_counted_under_the_callers_scope(
             documents=sa.documents, df={"err-4711": 1}
         )
     finally:
-        await pool.close()
+        await os_client.close()
 
 
 async def test_an_identifier_found_nowhere_abstains(

@@ -1,17 +1,23 @@
-"""Identifier specificity (``ident_match``: the analyzer's word splitting, behind an
-escaped LIKE prefilter) and the release-label read through its partial index (migration
-0072)."""
+"""Identifier specificity (``ident_match``'s test, as phrases over the lexical index's
+``ident`` field) and the release-label read through its partial index (migration 0072)."""
 
 from __future__ import annotations
 
 import pytest
+from query_corpus import Doc, seed
 from query_helpers import GROUP_A, Corpus
 
 from ragline.auth.principal import Principal
 from ragline.config import Settings
+from ragline.platform.stack.testing import unique_tenant
+from ragline.retrieval.abstain import IdentifierStats
+from ragline.retrieval.embed import QueryEmbedder
+from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.scope import rls_transaction
-from ragline.retrieval.specificity import IdentifierFrequency, like_pattern
+from ragline.retrieval.specificity import IdentifierFrequency
 from ragline.retrieval.versions import VERSIONS_SQL
+from ragline.store.os_client import make_client
+from ragline.store.os_index import index_name
 from ragline.store.pool import open_pool
 
 pytestmark = pytest.mark.integration
@@ -21,12 +27,14 @@ async def test_identifier_lookup_matches_as_the_analyzer_splits(
     stack: Settings, corpus: Corpus
 ) -> None:
     """The corpus spells ``ERR-4711``; the lookup counts the spellings the lexical
-    analyzer takes for the same tokens, and nothing else: word boundaries hold, and LIKE
-    wildcards or regular-expression syntax in an identifier are never patterns (a plain
-    ``LIKE '%' || ident || '%'`` would count ``e%1`` there, a raw ``~`` ``e.*1``)."""
-    pool = await open_pool(stack.query_dsn(), name="ident-like-test")
+    analyzer takes for the same tokens, and nothing else: word boundaries hold, and
+    wildcards or regular-expression syntax in an identifier are never patterns (``e%1``,
+    ``e.*1``)."""
+    os_client = make_client(stack)
     try:
-        freq = IdentifierFrequency(pool)
+        freq = IdentifierFrequency(
+            LexicalSearcher(os_client, index_prefix=stack.opensearch_index_prefix)
+        )
         a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
         same = ["err-4711", "err4711", "err_4711", "err 4711", "err.4711", "err\\4711"]
         other = ["rr-4711", "err-471", "err-47111", "e%1", "e.*1", "e_r_r-4711", "(", ""]
@@ -35,11 +43,7 @@ async def test_identifier_lookup_matches_as_the_analyzer_splits(
         assert {i: stats.df[i] for i in same} == dict.fromkeys(same, 1)
         assert {i: stats.df.get(i, 0) for i in other} == dict.fromkeys(other, 0)
     finally:
-        await pool.close()
-
-
-def test_like_pattern_escapes() -> None:
-    assert like_pattern("a_b%c\\d") == "%a\\_b\\%c\\\\d%"
+        await os_client.close()
 
 
 async def test_version_labels_read_through_their_index(stack: Settings, corpus: Corpus) -> None:
@@ -54,4 +58,36 @@ async def test_version_labels_read_through_their_index(stack: Settings, corpus: 
             plan = "\n".join(str(r[0]) for r in await cur.fetchall())
         assert "documents_versioned_idx" in plan, plan
     finally:
+        await pool.close()
+
+
+async def test_an_index_older_than_the_ident_field_gives_no_statistics(
+    stack: Settings, embedder: QueryEmbedder
+) -> None:
+    """Documents written before mapping version 4 carry no ``ident``: counting them would
+    say "in no document" and abstain, so the lookup answers None (the rule's fallback)
+    until a reindex; a tenant with no index yet has no documents at all."""
+    tenant = unique_tenant("iv")
+    docs = [
+        Doc(document_id="v:1", title="Runbook", texts=("Restart AGW-4290.",), groups=(GROUP_A,))
+    ]
+    pool = await open_pool(stack.admin_dsn(), name="ident-version-seed")
+    client = make_client(stack)
+    prefix = stack.opensearch_index_prefix
+    try:
+        await seed(pool, client, prefix, tenant, docs, embedder)
+        a = Principal(tenant=tenant, groups=(GROUP_A,), subject="t")
+        stats = await IdentifierFrequency(LexicalSearcher(client, index_prefix=prefix)).get(
+            a, ["agw4290"]
+        )
+        assert stats == IdentifierStats(documents=1, df={"agw4290": 1})
+        await client.indices.put_mapping(
+            index=index_name(prefix, tenant), body={"_meta": {"ragline_mapping_version": 3}}
+        )
+        old = IdentifierFrequency(LexicalSearcher(client, index_prefix=prefix))
+        assert await old.get(a, ["agw4290"]) is None
+        nobody = Principal(tenant=unique_tenant("iv"), groups=(GROUP_A,), subject="t")
+        assert await old.get(nobody, ["agw4290"]) == IdentifierStats(documents=0, df={"agw4290": 0})
+    finally:
+        await client.close()
         await pool.close()

@@ -22,6 +22,7 @@ from ragline.config import Settings
 from ragline.platform.stack.testing import unique_tenant
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.retrieval.ident_match import ident_text, matches, sql_pattern
+from ragline.retrieval.lexical import LexicalSearcher
 from ragline.retrieval.specificity import IdentifierFrequency
 from ragline.store.migrate import load_migrations
 from ragline.store.os_client import make_client
@@ -166,11 +167,11 @@ async def test_the_lookup_counts_unicode_spellings(
     try:
         await seed(pool, client, stack.opensearch_index_prefix, tenant, _DOCS, embedder)
     finally:
-        await client.close()
         await pool.close()
-    pool = await open_pool(stack.query_dsn(), name="ident-text-test")
     try:
-        freq = IdentifierFrequency(pool)
+        freq = IdentifierFrequency(
+            LexicalSearcher(client, index_prefix=stack.opensearch_index_prefix)
+        )
         a = Principal(tenant=tenant, groups=(GROUP_A,), subject="t")
         want = {
             "sup-9999": 1, "SUP9999": 1, "fix-7": 1, "ﬁx7": 1, "il-1β": 1, "il1": 0,
@@ -189,4 +190,4 @@ async def test_the_lookup_counts_unicode_spellings(
         for i, n in want.items():  # the same answers as ident_match over the documents
             assert n == sum(matches(i, t) for t in texts.values()), i
     finally:
-        await pool.close()
+        await client.close()
