@@ -24,7 +24,7 @@ Writes bench/out/growth.{json,png} after every step (a run stopped early keeps i
 
     .venv/bin/python bench/growth_bench.py [--load direct|indexer] [--text scifact|zipf]
         [--sizes 10000,100000] [--max 1000000] [--requests 120] [--clients 4]
-        [--modes lexical,dense,hybrid] [--quick]
+        [--modes lexical,dense,hybrid] [--quick] [--force-merge]
 
 ``--quick`` is ``--sizes 2000,5000 --requests 30``.
 """
@@ -83,6 +83,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--modes", default="lexical,dense,hybrid")
     p.add_argument("--quick", action="store_true", help="--sizes 2000,5000 --requests 30")
+    p.add_argument(
+        "--force-merge",
+        action="store_true",
+        help="after the largest step, force-merge the index to one segment and measure again",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
     if a.quick:
@@ -320,6 +325,52 @@ async def engine_lexical(
         "took_p50_ms": float(np.percentile(took, 50)),
         "took_p95_ms": float(np.percentile(took, 95)),
     }
+
+
+async def force_merged(
+    settings: Settings,
+    url: str,
+    queries: Sequence[str],
+    modes: Sequence[str],
+    clients: int,
+    n: int,
+) -> dict[str, Any]:
+    """The same measurement after ``_forcemerge?max_num_segments=1`` (the index as a
+    quiet node ends up: no segments left to merge, none being merged)."""
+    from ragline.store.os_client import make_client
+    from ragline.store.os_index import index_name
+
+    name = index_name(settings.opensearch_index_prefix, TENANT)
+    client = make_client(settings, timeout_s=3600)
+    try:
+        before = await client.indices.segments(index=name)
+        t0 = time.perf_counter()
+        await client.indices.forcemerge(index=name, max_num_segments=1, request_timeout=3600)
+        merge_s = time.perf_counter() - t0
+        after = await client.indices.segments(index=name)
+    finally:
+        await client.close()
+
+    def segments(resp: dict[str, Any]) -> int:
+        return sum(
+            len(c.get("segments", {}))
+            for i in resp.get("indices", {}).values()
+            for copies in i.get("shards", {}).values()
+            for c in copies
+        )
+
+    out: dict[str, Any] = {
+        "segments_before": segments(before),
+        "segments_after": segments(after),
+        "force_merge_s": round(merge_s, 1),
+        "query": {},
+    }
+    for k, mode in enumerate(modes):
+        out["query"][mode] = await run_load(url, TENANT, queries, mode, False, clients, n, k * n)
+    if "lexical" in modes:
+        out["engine_lexical"] = await engine_lexical(settings, queries, clients, n, 0)
+    out["load_avg_after"] = os.getloadavg()
+    return out
 
 
 # ----------------------------------------------------------------------------- report
@@ -564,6 +615,13 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
             report["growth"] = growth(report["steps"], modes)
             write_report(a.out, report)  # a run stopped later keeps this step
             print(json.dumps(step), flush=True)
+        if a.force_merge and report["steps"]:
+            last = report["steps"][-1]
+            last["force_merged"] = await force_merged(
+                settings, proc.http_url, queries, modes, a.clients, a.requests
+            )
+            write_report(a.out, report)
+            print(json.dumps({"force_merged": last["force_merged"]}), flush=True)
     finally:
         if proc is not None:
             proc.cleanup()

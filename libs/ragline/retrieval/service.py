@@ -99,7 +99,7 @@ def _result(c: Candidate, parents: dict[str, str], expand: bool) -> Result:
             dense_rank=c.dense_rank,
             bm25_score=c.bm25_score,
             dense_score=r.similarity,
-            rrf=c.rrf,
+            fused=c.rrf,
             rerank=c.rerank,
         ),
         citation=Citation(

@@ -186,7 +186,7 @@ function renderSearch(r) {
     { label: "BM25 score", num: true, get: (x) => x.scores.bm25_score },
     { label: "Dense rank", num: true, get: (x) => x.scores.dense_rank },
     { label: "Cosine", num: true, get: (x) => x.scores.dense_score },
-    { label: "Fused", num: true, get: (x) => x.scores.rrf === null ? null : Number(x.scores.rrf).toFixed(4) },
+    { label: "Fused", num: true, get: (x) => (x.scores.fused ?? x.scores.rrf) == null ? null : Number(x.scores.fused ?? x.scores.rrf).toFixed(4) },
     { label: "Flags", get: (x) => h("span", {},
         x.flags.injection_suspect ? h("span", { class: "badge bad" }, "injection") : null,
         x.flags.contains_pii ? h("span", { class: "badge warn" }, "PII") : null,

@@ -46,7 +46,8 @@ async def test_hybrid_finds_error_code_dense_misses(client: httpx.AsyncClient, c
     assert target not in _docs(dense), _docs(dense)
     assert target in _docs(hybrid)
     hit = next(r for r in hybrid["results"] if r["document_id"] == target)
-    assert hit["scores"]["bm25_rank"] == 1 and hit["scores"]["rrf"] > 0
+    assert hit["scores"]["bm25_rank"] == 1 and hit["scores"]["fused"] > 0
+    assert hit["scores"]["rrf"] == hit["scores"]["fused"]  # the deprecated old name
     assert not hybrid["abstained"]
 
 

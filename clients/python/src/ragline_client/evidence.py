@@ -18,7 +18,7 @@ __all__ = ["cite", "metadata", "primary_score"]
 def primary_score(result: Result) -> float | None:
     """The score the service ranked by: rerank, else fused RRF, else a single list's."""
     s = result.scores
-    for value in (s.rerank, s.rrf, s.dense_score, s.bm25_score):
+    for value in (s.rerank, s.fused, s.dense_score, s.bm25_score):
         if value is not None:
             return float(value)
     return None

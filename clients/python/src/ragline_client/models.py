@@ -186,8 +186,30 @@ class Scores(BaseModel):
     dense_rank: int | None = None
     bm25_score: float | None = None
     dense_score: float | None = Field(default=None, description="cosine similarity")
-    rrf: float | None = None
+    fused: float | None = Field(
+        default=None,
+        description="the score the two legs were fused into, by which results are ordered "
+        "before reranking (reciprocal rank fusion or normalised-score fusion: the query "
+        "service's RAGLINE_QUERY_FUSION)",
+    )
+    rrf: float | None = Field(
+        default=None,
+        deprecated="`rrf` is `fused` (it is not always reciprocal rank fusion); it is "
+        "removed in the next release",
+        description="DEPRECATED: the same value as `fused`, removed in the next release",
+    )
     rerank: float | None = None
+
+    @model_validator(mode="after")
+    def _fused_and_its_old_name(self) -> Scores:
+        """One value under both names: an older server sends only ``rrf``, an older
+        client reads only ``rrf``."""
+        old = self.__dict__["rrf"]  # without the deprecation warning
+        if self.fused is None and old is not None:
+            self.__dict__["fused"] = old
+        elif old is None and self.fused is not None:
+            self.__dict__["rrf"] = self.fused
+        return self
 
 
 class Citation(BaseModel):
