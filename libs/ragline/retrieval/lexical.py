@@ -20,7 +20,7 @@ from ragline.errors import PermanentError
 from ragline.retrieval.filters import Predicate, Terms, to_opensearch
 from ragline.retrieval.term_evidence import TermStats, query_terms
 from ragline.store.os_client import os_errors
-from ragline.store.os_index import index_name, mapping_version
+from ragline.store.os_index import index_name, mapping_version, shadow_alias
 
 __all__ = [
     "QUESTION_STOP_WORDS",
@@ -104,9 +104,26 @@ def build_query(
 
 
 class LexicalSearcher:
-    def __init__(self, client: AsyncOpenSearch, *, index_prefix: str) -> None:
+    def __init__(
+        self, client: AsyncOpenSearch, *, index_prefix: str, read_shadow: bool = False
+    ) -> None:
         self._client = client
         self._prefix = index_prefix
+        self._read_shadow = read_shadow
+
+    def reading_shadow(self) -> LexicalSearcher:
+        """The same searcher reading each tenant's shadow index while one is being built
+        (blue-green, ``os_index.open_shadow``), the live one otherwise: what a gate of a
+        shadow space searches (an admin naming a non-live space, ADR 0013)."""
+        return LexicalSearcher(self._client, index_prefix=self._prefix, read_shadow=True)
+
+    async def _search_index(self, principal: Principal) -> str:
+        alias = index_name(self._prefix, principal.tenant)
+        if not self._read_shadow:
+            return alias
+        shadow = shadow_alias(alias)
+        with os_errors():
+            return shadow if await self._client.indices.exists_alias(name=shadow) else alias
 
     async def search(
         self,
@@ -118,7 +135,7 @@ class LexicalSearcher:
         timeout_s: float = 5.0,
     ) -> list[LexicalHit]:
         body = build_query(principal, text, preds, limit=limit)
-        index = index_name(self._prefix, principal.tenant)
+        index = await self._search_index(principal)
         with os_errors():
             resp = await self._client.search(
                 index=index,

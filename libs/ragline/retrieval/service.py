@@ -380,9 +380,14 @@ class SearchService:
         if probe is not None:
             probe.queries.append(sub.query)
             probe.preds.append(preds)
+        lexical = self._b.lexical
+        if lexical is not None and space is not None and space.state == "shadow":
+            # a gate of a shadow space (an admin named it) reads the tenant's shadow
+            # lexical index too, when one is being built (blue-green, os_index.py)
+            lexical = lexical.reading_shadow()
         res = await retrieve(
             pool=self._b.pool,
-            lexical=self._b.lexical,
+            lexical=lexical,
             principal=principal,
             text=sub.query,
             vector=vectors.get(sub.query),
