@@ -74,9 +74,16 @@ class BoolEquals:
 
 @dataclass(frozen=True)
 class Effective:
-    """In force on ``at``: not yet expired and already effective (open ends count)."""
+    """In force on ``at``: not yet expired and already effective (open ends count); with
+    ``until``, in force on some day from ``at`` to ``until`` (a period: effective by its
+    last day, not expired by its first)."""
 
     at: date
+    until: date | None = None
+
+    @property
+    def last(self) -> date:
+        return self.until if self.until is not None else self.at
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,14 @@ def compile_predicates(
     effective_at: date | None,
     unversioned_at: date | None = None,
     exclude_documents: tuple[str, ...] = (),
+    effective_until: date | None = None,
 ) -> list[Predicate]:
     """The filters plus the default scope. ``effective_at=None`` skips the date check
     (history searches); with ``unversioned_at`` a version restriction also lets through
     documents that have no version and are current on that date (ADR 0005);
-    ``exclude_documents`` are versions a later one of their series replaced (in_force.py)."""
+    ``exclude_documents`` are versions a later one of their series replaced (in_force.py);
+    ``effective_until`` makes the date check a period (in force on some day of
+    ``effective_at`` .. ``effective_until``)."""
     preds: list[Predicate] = []
     f = filters or SearchFilters()
     for field, column in _TERM_FIELDS:
@@ -118,7 +128,7 @@ def compile_predicates(
     if not include_superseded:
         preds.append(BoolEquals("superseded", False))
     if effective_at is not None:
-        preds.append(Effective(effective_at))
+        preds.append(Effective(effective_at, effective_until))
     if exclude_documents:
         preds.append(ExcludedTerms("document_id", exclude_documents))
     return preds
@@ -158,14 +168,15 @@ def to_sql(preds: Sequence[Predicate], alias: str) -> tuple[sql.Composable, list
             params.append(p.value)
         else:
             parts.append(_in_force_sql(col))
-            params.extend([p.at, p.at])
+            params.extend([p.last, p.at])
     if not parts:
         return sql.SQL("TRUE"), params
     return sql.SQL(" AND ").join(sql.SQL("({})").format(x) for x in parts), params
 
 
 def _in_force_sql(col: Callable[[str], sql.Identifier]) -> sql.Composable:
-    """In force on a date (two ``%s``): already effective and not yet expired."""
+    """In force on a date (two ``%s``: effective by the first, not expired by the second;
+    the same date for a day, a period's last and first day for a period)."""
     return sql.SQL("({e} IS NULL OR {e} <= %s) AND ({x} IS NULL OR {x} > %s)").format(
         e=col("effective_date"), x=col("expiry_date")
     )
@@ -175,12 +186,15 @@ def _missing(field: str) -> dict[str, Any]:
     return {"bool": {"must_not": [{"exists": {"field": field}}]}}
 
 
-def _in_force_os(at: date) -> list[dict[str, Any]]:
-    day = at.isoformat()
+def _in_force_os(at: date, last: date | None = None) -> list[dict[str, Any]]:
+    day, upto = at.isoformat(), (last or at).isoformat()
     return [
         {
             "bool": {
-                "should": [_missing("effective_date"), {"range": {"effective_date": {"lte": day}}}],
+                "should": [
+                    _missing("effective_date"),
+                    {"range": {"effective_date": {"lte": upto}}},
+                ],
                 "minimum_should_match": 1,
             }
         },
@@ -224,5 +238,5 @@ def to_opensearch(preds: Sequence[Predicate]) -> list[dict[str, Any]]:
         elif isinstance(p, BoolEquals):
             out.append({"term": {p.column: p.value}})
         else:
-            out.extend(_in_force_os(p.at))
+            out.extend(_in_force_os(p.at, p.last))
     return out

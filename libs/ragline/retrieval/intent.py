@@ -73,6 +73,7 @@ _COMPARE_RE = re.compile(
     r"changed?|changes|between)\b",
     re.IGNORECASE,
 )
+_BETWEEN_RE = re.compile(r"\bbetween\b", re.IGNORECASE)
 _CURRENT_RE = re.compile(r"\b(?:current|currently|latest|now|today)\b", re.IGNORECASE)
 
 
@@ -169,6 +170,17 @@ class Intent:
     include_superseded: bool
     effective_at: date | None
     resolve_series_at: date | None  # keep one version per series, as of this date
+    # with effective_at: a period (every version in force on some day of it answers)
+    effective_until: date | None = None
+
+    @property
+    def replaced_on(self) -> date | None:
+        """The date whose replaced versions are excluded before ranking (in_force.py): the
+        as-of date, or a period's first day (a version its series had replaced before
+        the period began was in force on no day of it)."""
+        if self.resolve_series_at is not None:
+            return self.resolve_series_at
+        return self.effective_at if self.effective_until is not None else None
 
 
 @dataclass(frozen=True)
@@ -286,6 +298,11 @@ def parse_intent(
     plain = tuple(
         SubSearch(query=q, query_index=i, versions=None, label=None) for i, q in enumerate(queries)
     )
+    read = None if as_of is not None else time_scope(text, today)
+    # "what was the allowance between 2021 and 2023": the "between" of a range asked about
+    # as a whole is no comparison ("how did it change between 2021 and 2023" still is)
+    if read is not None and read.period and not _COMPARE_RE.search(_BETWEEN_RE.sub(" ", text)):
+        comparing = False
     if as_of is None and comparing and len(years_named(text)) >= 2:
         years = ", ".join(str(y) for y in sorted(years_named(text)))
         return Intent(  # a comparison of periods wants every edition, not one as-of slice
@@ -314,7 +331,23 @@ def parse_intent(
             effective_at=None,
             resolve_series_at=None,
         )
-    read = None if as_of is not None else time_scope(text, today)
+    if read is not None and read.period:
+        return Intent(
+            searches=plain,
+            scope=VersionScope(
+                mode="as_of",
+                as_of=read.end,
+                in_force_from=read.start,
+                source="query",
+                unresolved=unresolved,
+                note=f"what was in force at any time from {read.start.isoformat()} to "
+                f"{read.end.isoformat()} (read from {read.text!r})" + _unresolved_note(unresolved),
+            ),
+            include_superseded=True,
+            effective_at=read.start,
+            effective_until=read.end,
+            resolve_series_at=None,
+        )
     at = as_of or (read.at if read is not None else None)
     if at is not None:
         said = f" (read from {read.text!r})" if read is not None else ""

@@ -226,10 +226,10 @@ class SearchService:
             )
 
         shadowed: tuple[str, ...] = ()
-        if intent.resolve_series_at is not None:
+        if intent.replaced_on is not None:
             with t.stage("in_force"):
                 shadowed = (
-                    await shadowed_versions(self._b.pool, principal, intent.resolve_series_at) or ()
+                    await shadowed_versions(self._b.pool, principal, intent.replaced_on) or ()
                 )
         subs = await asyncio.gather(
             *(
@@ -329,6 +329,7 @@ class SearchService:
             _sub_filters(req.filters, sub),
             include_superseded=intent.include_superseded,
             effective_at=intent.effective_at,
+            effective_until=intent.effective_until,
             unversioned_at=sub.unversioned_at,
             exclude_documents=shadowed,
         )

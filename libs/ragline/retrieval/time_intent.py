@@ -128,6 +128,9 @@ class TimeScope:
     start: date
     end: date
     text: str
+    # a range ("between 2021 and 2023", "from 2021 to 2023", "2021-2023"): every version in
+    # force at some time in start..end answers, not only the one standing at its close
+    period: bool = False
 
 
 def _year(s: str) -> int:
@@ -281,13 +284,14 @@ def time_scope(text: str, today: date, *, fiscal_year_start_month: int = 1) -> T
         cue = _cue(before)
         if not _names_a_time(m, cue, before, rest):
             continue
+        ranged = bool(m.group("yr_a"))
         if cue in ("from", "between") and not m.group("yr_a"):
             mid = _RANGE_MID_RE.match(rest)
             if mid:  # "between 2021 and 2023": to the end of the second period
                 m2 = _PERIOD_RE.match(rest, mid.end())
                 span2 = _period(m2, today, fiscal_year_start_month) if m2 else None
                 if span2 is not None and span2[1] >= start:
-                    end = span2[1]
+                    end, ranged = span2[1], True
             elif cue == "from":
                 return None  # "from 2024 on": reaches today
         at = _relation(cue, start, end)
@@ -297,8 +301,17 @@ def time_scope(text: str, today: date, *, fiscal_year_start_month: int = 1) -> T
             if not cue.startswith("as "):
                 return None
             at = today  # "as of 2030": clamped, as before
-        return TimeScope(at=at, start=start, end=end, text=m.group(0))
+        # a range asked about as a whole (no relation that picks a point in it)
+        period = ranged and cue in _WHOLE_RANGE and at == end
+        return TimeScope(at=at, start=start, end=end, text=m.group(0), period=period)
     return None
+
+
+# the cues before a range that ask about the whole of it ("the policy between 2021 and
+# 2023", "during 2021-2023"); "until", "by the end of", "as of" pick its last day
+_WHOLE_RANGE = frozenset(
+    {"", "between", "from", "in", "during", "for", "over", "within", "across", "throughout"}
+)
 
 
 _YEAR_TOKEN_RE = re.compile(

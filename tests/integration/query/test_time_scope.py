@@ -125,6 +125,36 @@ async def test_a_period_returns_the_version_in_force_then_and_no_other(
         assert got == ({expected} if expected else set()), (q, got)
 
 
+RANGES = [
+    # versions in force on some day of the range: 2021 (from 2021-03), 2022 (from 2022-07)
+    ("What was the standby allowance between 2021 and 2023?", date(2021, 1, 1), date(2023, 12, 31)),
+    ("standby allowance per night from 2022 to 2024", date(2022, 1, 1), date(2024, 12, 31)),
+    ("what was the standby allowance during 2023-2024?", date(2023, 1, 1), date(2024, 12, 31)),
+]
+
+
+def _in_force_during(start: date, end: date) -> set[str]:
+    out = set()
+    for i, (doc, eff, _) in enumerate(VERSIONS):
+        nxt = VERSIONS[i + 1][1] if i + 1 < len(VERSIONS) else None
+        if eff <= end and (nxt is None or nxt > start):
+            out.add(doc)
+    return out
+
+
+async def test_a_range_returns_every_version_in_force_in_it_and_no_other(
+    client: httpx.AsyncClient, tenant: str
+) -> None:
+    series = {v[0] for v in VERSIONS} | {HIDDEN[0]}
+    for q, start, end in RANGES:
+        body = await _search(client, tenant, q, [STAFF])
+        scope = body["version_scope"]
+        assert scope["mode"] == "as_of", q
+        assert (scope["in_force_from"], scope["as_of"]) == (start.isoformat(), end.isoformat())
+        got = {r["document_id"] for r in body["results"]} & series
+        assert got == _in_force_during(start, end), (q, got)
+
+
 async def test_numbers_that_are_not_years_answer_the_current_version(
     client: httpx.AsyncClient, tenant: str
 ) -> None:

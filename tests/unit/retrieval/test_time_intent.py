@@ -3,7 +3,8 @@
 versions x effective dates. The period must resolve to the date an independent oracle
 computes, and the as-of scope (the in-force predicate, then one version per series) must
 return the version in force then and no other version of the series. Numbers that are not
-years never scope time."""
+years never scope time. A range ("between 2021 and 2023") is a period: every version in
+force on some day of it, and no other."""
 
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def _passes(preds: list[Predicate], eff: date, exp: date | None, superseded: boo
     for p in preds:
         if isinstance(p, BoolEquals) and p.column == "superseded" and superseded != p.value:
             return False
-        if isinstance(p, Effective) and (eff > p.at or (exp is not None and exp <= p.at)):
+        if isinstance(p, Effective) and (eff > p.last or (exp is not None and exp <= p.at)):
             return False
     return True
 
@@ -292,3 +293,75 @@ def test_one_year_in_a_comparison_is_still_a_period() -> None:
         today=date(2026, 3, 1),
     )  # fmt: skip
     assert i.scope.mode == "as_of" and i.effective_at == date(2024, 12, 31)
+
+
+RANGE_FORMS = [
+    "What was the {t} between {A} and {B}?",
+    "the {t} from {A} to {B}",
+    "{t} during {A}-{B}",
+    "what was the {t} over {A}\u2013{B}?",
+    "the {t} in {A} through {B}",
+]
+
+
+def _replaced_on(versions: list[tuple[str, date, date | None, bool]], at: date) -> set[str]:
+    """in_force.SHADOWED_SQL over the series: in force on ``at`` by date, and a later
+    version already effective (and not expired) on ``at``."""
+
+    def live(v: tuple[str, date, date | None, bool]) -> bool:
+        return v[1] <= at and (v[2] is None or v[2] > at)
+
+    return {d[0] for d in versions if live(d) and any(live(n) and n[1] > d[1] for n in versions)}
+
+
+def _in_force_during(
+    versions: list[tuple[str, date, date | None, bool]], start: date, end: date
+) -> set[str]:
+    """The oracle: versions the in-force rule (``_in_force``) picks on some day of the
+    range, found day by day."""
+    out, day = set(), start
+    while day <= end:
+        v = _in_force(versions, day)
+        if v is not None:
+            out.add(v)
+        day += timedelta(days=1)
+    return out
+
+
+@SETTINGS
+@given(
+    a=st.integers(2015, 2025),
+    span=st.integers(1, 4),
+    form=st.sampled_from(RANGE_FORMS),
+    topic=TOPIC,
+    versions=series(),
+)
+def test_a_range_selects_every_version_in_force_in_it_and_no_other(a, span, form, topic, versions):
+    b = a + span
+    q = form.replace("{t}", topic).replace("{A}", str(a)).replace("{B}", str(b))
+    today = date(2030, 1, 1)
+    intent = parse_intent((q,), None, as_of=None, include_history=False, today=today)
+    start, end = date(a, 1, 1), date(b, 12, 31)
+    assert intent.scope.mode == "as_of" and intent.scope.in_force_from == start, q
+    assert (intent.effective_at, intent.effective_until) == (start, end), q
+    assert intent.resolve_series_at is None and intent.replaced_on == start, q
+    preds = compile_predicates(
+        None,
+        include_superseded=intent.include_superseded,
+        effective_at=intent.effective_at,
+        effective_until=intent.effective_until,
+        exclude_documents=tuple(sorted(_replaced_on(versions, start))),
+    )
+    kept = {
+        v
+        for v, eff, exp, sup in versions
+        if _passes(preds, eff, exp, sup)
+        and not any(isinstance(p, ExcludedTerms) and v in p.values for p in preds)
+    }
+    assert kept == _in_force_during(versions, start, end), (q, versions)
+
+
+def test_a_point_inside_a_range_is_still_a_point() -> None:
+    for q in ("the deductible until 2021-2023", "the deductible by the end of 2021-2023"):
+        i = parse_intent((q,), None, as_of=None, include_history=False, today=date(2030, 1, 1))
+        assert i.effective_until is None and i.resolve_series_at == date(2023, 12, 31), q

@@ -249,6 +249,11 @@ class VersionScope(BaseModel):
     mode: Literal["current", "explicit", "compare", "as_of", "history"]
     versions: list[str] = Field(default_factory=list)
     as_of: date | None = None
+    in_force_from: date | None = Field(
+        default=None,
+        description='with as_of: the question named a period ("between 2021 and 2023"); '
+        "every version in force on some day from this date to as_of answers",
+    )
     source: Literal["default", "query", "filters", "request"] = "default"
     unresolved: list[str] = Field(
         default_factory=list,
