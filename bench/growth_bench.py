@@ -346,17 +346,22 @@ async def force_merged(
         before = await client.indices.segments(index=name)
         t0 = time.perf_counter()
         await client.indices.forcemerge(index=name, max_num_segments=1, request_timeout=3600)
+        # a merged segment serves searches only after a refresh (with no new documents the
+        # periodic refresh may never open a new reader)
+        await client.indices.refresh(index=name, request_timeout=3600)
         merge_s = time.perf_counter() - t0
         after = await client.indices.segments(index=name)
     finally:
         await client.close()
 
     def segments(resp: dict[str, Any]) -> int:
+        """Segments searches read (``search: true``), over the primaries."""
         return sum(
-            len(c.get("segments", {}))
+            sum(1 for seg in c.get("segments", {}).values() if seg.get("search"))
             for i in resp.get("indices", {}).values()
             for copies in i.get("shards", {}).values()
             for c in copies
+            if c.get("routing", {}).get("primary", True)
         )
 
     out: dict[str, Any] = {

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FusedHit", "Norm", "rrf", "score_fusion"]
+__all__ = ["NORMS", "FusedHit", "Norm", "rrf", "score_fusion"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +93,7 @@ _NORMS: dict[str, Callable[[Sequence[float]], list[float]]] = {
     "minmax": _minmax,
     "zscore": _zscore,
 }
+NORMS: tuple[str, ...] = tuple(_NORMS)
 
 
 def score_fusion(
