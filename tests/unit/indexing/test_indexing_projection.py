@@ -15,7 +15,7 @@ from ragline.indexing.projection import DocumentFields, chunk_rows, document_val
 from ragline.indexing.samples import embedded_event, pseudo_embedding
 from ragline.store.chunks import CHUNK_COLUMNS, OS_FIELDS
 from ragline.store.documents import DOCUMENT_COLUMNS
-from ragline.store.os_index import COPY_TARGETS, chunk_mapping
+from ragline.store.os_index import COPY_TARGETS, IDENT_FIELD, chunk_mapping
 
 FIELDS = DocumentFields(
     acl_groups=("eng",),
@@ -84,9 +84,11 @@ def test_os_source_matches_the_strict_mapping() -> None:
         assert src["effective_date"] == "2024-05-01"
         assert src["section_path"] == "Old"
         assert "embedding" not in src
-    # one field list: the projection reads exactly what store.chunks selects
+    # one field list: the projection reads exactly what store.chunks selects, plus the
+    # identifier text fetch_children adds (chunks.ident_text, filled by migration 0150)
     assert set(OS_FIELDS) <= set(CHUNK_COLUMNS)
-    assert set(OS_FIELDS) == mapped - {"revision"}
+    assert set(OS_FIELDS) == mapped - {"revision", IDENT_FIELD}
+    assert os_source({**rows[0], "ident_text": " old 1 "}, 7)[IDENT_FIELD] == " old 1 "
 
 
 def test_indexed_event_id_is_derived_from_the_input() -> None:
