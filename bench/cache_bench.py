@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _paths import OUT, REPO, SCIFACT, scifact
+from _paths import OUT, REPO, SCIFACT, add_quick, scifact
 from pipeline_bench import upsert
 
 PAIRS = REPO / "bench" / "cache_pairs.json"
@@ -390,8 +390,11 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--probes", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=1800)
+    add_quick(ap)
     args = ap.parse_args()
-    scifact()  # or say where to get it
+    scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:
+        args.docs, args.queries, args.probes = 30, 8, 3
     OUT.mkdir(parents=True, exist_ok=True)
     if args.command == "tune":
         report = tune()

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _paths import SCIFACT_CORPUS
+from _paths import SCIFACT_CORPUS, add_quick
 from _paths import scifact as require_scifact
 
 from ragline.chunking import Chunker, ChunkerSettings
@@ -151,8 +151,11 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--fixture-rounds", type=int, default=50)
     ap.add_argument("--json", type=Path, default=None)
+    add_quick(ap)
     args = ap.parse_args()
-    if args.corpus == CORPUS:
+    if args.quick:  # the fixtures always; SciFact when it is there
+        args.docs, args.fixture_rounds = 100, 2
+    elif args.corpus == CORPUS:
         require_scifact()  # or say where to get it
 
     conf = ChunkerSettings()

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from _paths import add_quick
 from aiokafka import AIOKafkaConsumer
 
 from ragline.config import Settings
@@ -252,7 +253,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--events", type=int, default=2000)
+    add_quick(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.files, args.events = 40, 30
     with tempfile.TemporaryDirectory(prefix="ragline-connector-bench-") as tmp:
         base = Path(tmp)
         with patched_environ(stack_env(base / "state")):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _paths import OUT, SCIFACT, scifact
+from _paths import OUT, SCIFACT, add_quick, scifact
 
 from ragline.embedding.adaptive import model_batch_size
 from ragline.embedding.model import Embedder, load_embedder
@@ -153,8 +153,12 @@ def main() -> int:
         "vectors agree (cosine_vs_torch), at a third of the cost",
     )
     ap.add_argument("--json", type=Path, default=OUT / "embedder.json")
+    add_quick(ap)
     args = ap.parse_args()
-    scifact()  # or say where to get it
+    scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:  # the ONNX backends only: torch is an extra (make bench installs it)
+        args.backends, args.chunk_docs, args.rounds = "onnx,onnx-int8", 20, 1
+        args.queries, args.corpus_docs = 20, 100
     backends = [b for b in args.backends.split(",") if b]
     corpus = load_jsonl(SCIFACT / "corpus.jsonl")
     qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")

@@ -48,6 +48,7 @@ from typing import Any
 
 import psutil
 import psycopg
+from _paths import add_quick, scifact
 from pipeline_bench import load_docs, pct, upsert
 from tqdm import tqdm
 
@@ -448,7 +449,6 @@ def main() -> int:
     ap.add_argument("--probes", type=int, default=15)
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--baseline", action="store_true", help="reproduce the code before lanes")
-    ap.add_argument("--quick", action="store_true", help="large inputs at a tenth of their size")
     ap.add_argument("--skip-large", action="store_true", help="no large-document phase")
     ap.add_argument(
         "--no-edits",
@@ -468,7 +468,12 @@ def main() -> int:
         choices=sorted(large_inputs(True)),
         help="only this large input (repeatable; default: every one)",
     )
+    add_quick(ap)  # here also: large inputs at a tenth of their size, one of them
     args = ap.parse_args()
+    scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:
+        args.backfill, args.probes = min(args.backfill, 30), min(args.probes, 3)
+        args.large = args.large or ["csv_20k_columns"]
     OUT.mkdir(parents=True, exist_ok=True)
     stem = "freshness_baseline" if args.baseline else "freshness"
     stem = args.stem = (

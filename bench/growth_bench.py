@@ -26,7 +26,7 @@ Writes bench/out/growth.{json,png} after every step (a run stopped early keeps i
         [--sizes 10000,100000] [--max 1000000] [--requests 120] [--clients 4]
         [--modes lexical,dense,hybrid] [--quick] [--force-merge]
 
-``--quick`` is ``--sizes 2000,5000 --requests 30``.
+``--quick`` (a smoke run) is ``--load direct --sizes 400,800 --requests 10 --clients 2``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psutil
 from _bulkload import build_hnsw, drop_hnsw, load_docs
-from _paths import OUT, REPO, SCIFACT
+from _paths import OUT, REPO, SCIFACT, add_quick
 from _synthetic import (
     CHUNKS_PER_DOC,
     DIM,
@@ -82,16 +82,16 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--requests", type=int, default=120, help="requests per (size, mode)")
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--modes", default="lexical,dense,hybrid")
-    p.add_argument("--quick", action="store_true", help="--sizes 2000,5000 --requests 30")
     p.add_argument(
         "--force-merge",
         action="store_true",
         help="after the largest step, force-merge the index to one segment and measure again",
     )
     p.add_argument("--out", type=Path, default=OUT)
+    add_quick(p)  # here: --load direct --sizes 400,800 --requests 10 --clients 2
     a = p.parse_args(argv)
     if a.quick:
-        a.sizes, a.requests = "2000,5000", 30
+        a.load, a.sizes, a.requests, a.clients, a.max = "direct", "400,800", 10, 2, None
     return a
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _paths import SCIFACT_CORPUS, scifact
+from _paths import SCIFACT_CORPUS, add_quick, scifact
 
 from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
@@ -202,9 +202,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    add_quick(parser)
     args = parser.parse_args()
     if args.corpus == CORPUS:
-        scifact()  # or say where to get it
+        scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:
+        args.docs = 40
     logging.basicConfig(level=logging.WARNING)
     with (
         tempfile.TemporaryDirectory(prefix="ragline-index-bench-") as tmp,

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _paths import SCIFACT_CORPUS
+from _paths import SCIFACT_CORPUS, add_quick
 
 from ragline.events import DocumentMeta
 from ragline.parsing import ParseExecutor, ParserSettings, parse_document
@@ -124,7 +124,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.5, help="per fixture format")
     ap.add_argument("--workers", type=int, default=0, help="also run the process pool")
     ap.add_argument("--pdf", nargs="*", type=Path, default=[], help="extra real-world PDFs")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.limit, args.seconds, args.workers = 200, 0.1, 0
     settings = ParserSettings(workers=0)
     load = os.getloadavg()[0]
     print(

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _paths import SCIFACT, scifact
+from _paths import SCIFACT, add_quick, scifact
 from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
@@ -230,8 +230,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
     ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
+    add_quick(ap)
     args = ap.parse_args()
-    scifact()  # or say where to get it
+    scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:
+        args.docs, args.probes = 40, 3
     if args.backend:  # inherited by every service process and the embedder-alone run
         os.environ["RAGLINE_EMBEDDER_BACKEND"] = args.backend
     OUT.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import httpx
 import jwt
 import numpy as np
 from _bulkload import GROUP, Doc, build_hnsw, drop_hnsw, load_docs
+from _paths import add_quick
 from _synthetic import CHUNKS_PER_DOC, synthetic_docs, synthetic_queries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--previous", type=Path, help="an earlier report.json: keep its corpora not re-run here"
     )
-    return p.parse_args(argv)
+    add_quick(p)  # here: the synthetic corpus only (1,000 chunks), 10 requests, 2 clients
+    a = p.parse_args(argv)
+    if a.quick:  # SciFact needs every abstract embedded first: minutes, not seconds
+        a.corpora, a.synthetic_chunks, a.requests, a.clients = "synthetic", 1000, 10, "2"
+    return a
 
 
 def retrieval_env() -> dict[str, str]:

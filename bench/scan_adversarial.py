@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from _paths import OUT, REPO
+from _paths import OUT, REPO, add_quick
 
 from ragline.events import Classification, TrustLevel
 from ragline.scanning.adversarial import adversarial_inputs
@@ -53,7 +53,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--max-slowdown", type=float, default=10.0)
     ap.add_argument("--json", type=Path, default=OUT / "scan_adversarial.json")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.size, args.repeat = 5_000, 1
     det = Detectors(EngineConfig())
     det.load()
     ctx = PolicyContext(

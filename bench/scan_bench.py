@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _paths import SCIFACT_CORPUS, add_quick, scifact
+
 from ragline.events import (
     Block,
     BlockKind,
@@ -45,8 +47,7 @@ from ragline.scanning.pii import PiiDetector
 from ragline.scanning.policy import PolicyContext, PolicySet
 from ragline.scanning.secret_patterns import find_pattern_secrets
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
+CORPUS = SCIFACT_CORPUS
 OUT = Path(__file__).resolve().parent / "out" / "scan.json"
 
 
@@ -133,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-embedder", action="store_true")
     ap.add_argument("--json", type=Path, default=OUT)
+    add_quick(ap)
     args = ap.parse_args(argv)
+    if args.corpus == CORPUS:
+        scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
+    if args.quick:  # no torch either: the embedder rows need the torch extra
+        args.docs, args.workers, args.skip_embedder = 10, 0, True
 
     docs = load(args.corpus, args.docs)
     texts = [t for _, t in docs]

@@ -203,7 +203,7 @@ valueFrom:
      and the gc CronJob (it reads the dead-letter topics). The query service and the
      migrate Job never do, so they get no Kafka credential. Args: root, name. */}}
 {{- define "ragline.talksToKafka" -}}
-{{- if or (include "ragline.isConsumer" .) (has .name (list "topics" "gc")) -}}true{{- end -}}
+{{- if or (include "ragline.isConsumer" .) (has .name (list "topics" "gc")) (hasPrefix "watch-" .name) (hasPrefix "sync-" .name) -}}true{{- end -}}
 {{- end -}}
 
 {{- define "ragline.kafka.sasl" -}}

@@ -63,6 +63,27 @@ class Settings(BaseSettings):
     opensearch_index_prefix: str = "ragline"
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
+    # TLS to an https:// URL (docs/operations.md "OpenSearch beside existing clusters")
+    opensearch_verify_certs: bool = Field(
+        default=True, description="check the node's certificate and host name (https)"
+    )
+    opensearch_ca_certs: Path | None = Field(
+        default=None, description="CA bundle (PEM) the node's certificate is checked against"
+    )
+    opensearch_client_cert: Path | None = Field(
+        default=None, description="client certificate (PEM) for mutual TLS"
+    )
+    opensearch_client_key: Path | None = Field(
+        default=None, description="client private key (PEM); omit if in the certificate file"
+    )
+    opensearch_aws_region: str | None = Field(
+        default=None,
+        description="sign requests with AWS SigV4 (Amazon OpenSearch; the `aws` extra), "
+        "credentials from the standard AWS chain",
+    )
+    opensearch_aws_service: Literal["es", "aoss"] = Field(
+        default="es", description="es: Amazon OpenSearch Service; aoss: Serverless"
+    )
     metrics_port: int | None = Field(
         default=None, description="per-service /metrics port; default 9400 + service index"
     )

@@ -140,6 +140,8 @@ def _topics(args: argparse.Namespace) -> int:
     _quiet()
     try:
         settings = Settings()
+        if args.topics_command == "plan":
+            return _plan(args, settings)
         if args.topics_command == "list":
             names = [physical_topic(t, settings.kafka_topic_prefix) for t in ALL_TOPICS]
             counts = asyncio.run(
@@ -173,6 +175,27 @@ def _topics(args: argparse.Namespace) -> int:
     odd = report.mismatched(partitions)
     if odd:
         print(f"warning: existing topics with other partition counts: {odd}", file=sys.stderr)
+    return 0
+
+
+def _plan(args: argparse.Namespace, settings: Settings) -> int:
+    """Offline: what `topics create` would make on an empty cluster, and the ACLs."""
+    from ragline.ops.settings import OpsSettings
+    from ragline.runtime.topic_plan import topic_plan
+    from ragline.runtime.topics import TopicSettings
+
+    ops = OpsSettings()
+    # no broker is asked: without a setting, plan for a cluster of three or more brokers
+    rf = args.replication_factor or ops.topic_replication_factor or 3
+    plan = topic_plan(
+        TopicSettings(),
+        prefix=settings.kafka_topic_prefix,
+        partitions=args.partitions or settings.kafka_partitions,
+        replication_factor=rf,
+        max_message_bytes=settings.kafka_max_message_bytes,
+        dlq_group=ops.dlq_group,
+    )
+    print(json.dumps(plan.to_json(), indent=2) if args.json else plan.render())
     return 0
 
 
@@ -245,20 +268,26 @@ def register(sub: Any) -> None:
                 "interactive changes)",
             )
 
-    topics = sub.add_parser("topics", help="create or list the pipeline's Kafka topics")
+    topics = sub.add_parser("topics", help="plan, create or list the pipeline's Kafka topics")
     t_actions = topics.add_subparsers(dest="topics_command", required=True)
     create = t_actions.add_parser("create", help="create missing topics (idempotent)")
-    create.add_argument(
-        "--partitions", type=int, default=None, help="default RAGLINE_KAFKA_PARTITIONS"
+    plan = t_actions.add_parser(
+        "plan",
+        help="what `create` would make (configs) and the ACLs each service needs; offline",
     )
-    create.add_argument(
-        "--replication-factor",
-        type=int,
-        default=None,
-        help="default RAGLINE_OPS_TOPIC_REPLICATION_FACTOR, else min(3, live brokers)",
-    )
+    for p, rf_default in ((create, "min(3, live brokers)"), (plan, "3")):
+        p.add_argument(
+            "--partitions", type=int, default=None, help="default RAGLINE_KAFKA_PARTITIONS"
+        )
+        p.add_argument(
+            "--replication-factor",
+            type=int,
+            default=None,
+            help=f"default RAGLINE_OPS_TOPIC_REPLICATION_FACTOR, else {rf_default}",
+        )
+        p.set_defaults(func=_topics)
     create.add_argument("--timeout", type=float, default=30.0, help="seconds per admin call")
-    create.set_defaults(func=_topics)
+    plan.add_argument("--json", action="store_true", help="machine-readable plan")
     t_actions.add_parser("list", help="partition count of every topic").set_defaults(func=_topics)
 
     lag = sub.add_parser(

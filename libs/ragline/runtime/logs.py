@@ -16,12 +16,14 @@ import hmac
 import json
 import logging
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from ragline.tracing import log_ids
 
-__all__ = ["JsonFormatter", "configure_logging", "log_id"]
+__all__ = ["JsonFormatter", "RepeatLimiter", "configure_logging", "log_id"]
 
 _FORBIDDEN_KEYS = frozenset({"text", "content", "body", "value", "secret", "password"})
 _ID_KEYS = frozenset({"document_id", "key", "document", "doc"})
@@ -64,11 +66,49 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+class RepeatLimiter(logging.Filter):
+    """Lets one record per (logger, message template) through every ``window_s`` seconds
+    from the Kafka client libraries; the next one to pass carries how many were held back
+    (``suppressed``, also appended to its message). While a broker is away aiokafka logs
+    "Unable to update metadata from …" thousands of times a minute: this keeps one line
+    per window that says so, and every other logger untouched."""
+
+    def __init__(
+        self,
+        window_s: float = 30.0,
+        prefixes: tuple[str, ...] = ("aiokafka", "kafka"),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self.prefixes = prefixes
+        self.clock = clock
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}  # -> (passed at, held)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.prefixes):
+            return True
+        key = (record.name, str(record.msg))
+        now = self.clock()
+        passed_at, held = self._seen.get(key, (float("-inf"), 0))
+        if now - passed_at < self.window_s:
+            self._seen[key] = (passed_at, held + 1)
+            return False
+        self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like this in the last {now - passed_at:.0f} s)"
+            record.fields = {**(getattr(record, "fields", None) or {}), "suppressed": held}
+        if len(self._seen) > 1000:  # templates, not values: this stays small; bound it anyway
+            self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window_s}
+        return True
+
+
 def configure_logging(
     service: str, level: str = "INFO", id_key: str | None = None
 ) -> logging.Logger:
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(JsonFormatter(service, id_key.encode() if id_key else None))
+    handler.addFilter(RepeatLimiter())  # a broker away must not flood the logs
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

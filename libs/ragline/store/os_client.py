@@ -6,6 +6,7 @@ alike); callers see ``BackendUnavailable``/``TransientError``/``PermanentError``
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,23 +15,106 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy import exceptions as ose
 
 from ragline.config import Settings
-from ragline.errors import BackendUnavailable, PermanentError, RaglineError, TransientError
+from ragline.errors import (
+    BackendUnavailable,
+    ConfigError,
+    PermanentError,
+    RaglineError,
+    TransientError,
+)
 
-__all__ = ["RETRIABLE_STATUS", "make_client", "os_errors", "translate_os_error"]
+__all__ = [
+    "RETRIABLE_STATUS",
+    "client_options",
+    "make_client",
+    "os_errors",
+    "tls_options",
+    "tls_problem",
+    "translate_os_error",
+]
 
 # throttled, or the cluster/gateway is temporarily unable to serve
 RETRIABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSearch:
-    """A client for ``settings.opensearch_url`` (basic auth when a user is configured)."""
-    kwargs: dict[str, Any] = {"timeout": timeout_s, "max_retries": 0}
-    if settings.opensearch_user:
+_AWS_EXTRA = "pip install 'ragline[aws]'"
+
+
+def tls_options(settings: Settings) -> dict[str, Any]:
+    """The TLS keyword arguments of an opensearch-py client (async or sync): the CA
+    bundle, the client certificate and key, certificate checking. A file that is not there
+    is a ``ConfigError`` naming the setting (at build, not at the first request)."""
+    files = {
+        "ca_certs": ("RAGLINE_OPENSEARCH_CA_CERTS", settings.opensearch_ca_certs),
+        "client_cert": ("RAGLINE_OPENSEARCH_CLIENT_CERT", settings.opensearch_client_cert),
+        "client_key": ("RAGLINE_OPENSEARCH_CLIENT_KEY", settings.opensearch_client_key),
+    }
+    out: dict[str, Any] = {"verify_certs": settings.opensearch_verify_certs}
+    for key, (env, path) in files.items():
+        if path is None:
+            continue
+        if not path.is_file():
+            raise ConfigError(f"{env}={str(path)!r}: no such file")
+        out[key] = str(path)
+    if settings.opensearch_client_key is not None and settings.opensearch_client_cert is None:
+        raise ConfigError("RAGLINE_OPENSEARCH_CLIENT_KEY is set without a client certificate")
+    return out
+
+
+def _aws_credentials(settings: Settings) -> Any:
+    try:
+        import botocore.session  # the `aws` extra
+    except ImportError:
+        raise ConfigError(
+            f"RAGLINE_OPENSEARCH_AWS_REGION={settings.opensearch_aws_region!r}: request "
+            f"signing needs the `aws` extra (botocore): {_AWS_EXTRA}"
+        ) from None
+    credentials = botocore.session.Session().get_credentials()
+    if credentials is None:
+        raise ConfigError(
+            "RAGLINE_OPENSEARCH_AWS_REGION is set but no AWS credentials were found "
+            "(environment, shared config/profile, container or instance role)"
+        )
+    return credentials
+
+
+def client_options(settings: Settings, *, sync: bool = False) -> dict[str, Any]:
+    """Keyword arguments of an opensearch-py client for ``settings``: TLS, and basic auth
+    or AWS SigV4 request signing (``sync``: for ``OpenSearch``, else ``AsyncOpenSearch``)."""
+    kwargs = tls_options(settings)
+    if settings.opensearch_aws_region:
+        if settings.opensearch_user:
+            raise ConfigError("set RAGLINE_OPENSEARCH_USER or _AWS_REGION, not both")
+        credentials = _aws_credentials(settings)
+        region, service = settings.opensearch_aws_region, settings.opensearch_aws_service
+        if sync:
+            from opensearchpy import RequestsAWSV4SignerAuth, RequestsHttpConnection
+
+            kwargs["http_auth"] = RequestsAWSV4SignerAuth(credentials, region, service)
+            kwargs["connection_class"] = RequestsHttpConnection
+        else:
+            from opensearchpy import AsyncHttpConnection, AWSV4SignerAsyncAuth
+
+            # the default aiohttp connection sends basic auth only; this one calls the signer
+            kwargs["http_auth"] = AWSV4SignerAsyncAuth(credentials, region, service)
+            kwargs["connection_class"] = AsyncHttpConnection
+    elif settings.opensearch_user:
         password = settings.opensearch_password
         kwargs["http_auth"] = (
             settings.opensearch_user,
             password.get_secret_value() if password is not None else "",
         )
+    return kwargs
+
+
+def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSearch:
+    """A client for ``settings.opensearch_url``: TLS settings, basic auth when a user is
+    configured, SigV4 signing when an AWS region is (``client_options``)."""
+    kwargs: dict[str, Any] = {
+        "timeout": timeout_s,
+        "max_retries": 0,
+        **client_options(settings),
+    }
     from ragline.tracing import trace_opensearch
 
     client = AsyncOpenSearch(hosts=[settings.opensearch_url], **kwargs)
@@ -38,8 +122,38 @@ def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSear
     return client
 
 
+def tls_problem(exc: BaseException) -> str | None:
+    """What went wrong in a TLS handshake, if that is what ``exc`` is (certificate
+    verification: the CA bundle; anything else: the protocol)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ssl.SSLCertVerificationError):
+            # aiohttp's subclass keeps ssl's error as `certificate_error`
+            why = getattr(getattr(cur, "certificate_error", cur), "verify_message", None)
+            return (
+                f"opensearch TLS: the node's certificate is not trusted "
+                f"({why or 'certificate verify failed'}): check RAGLINE_OPENSEARCH_CA_CERTS"
+            )
+        if isinstance(cur, ssl.SSLError):
+            return f"opensearch TLS handshake failed ({cur.reason or type(cur).__name__})"
+        cur = cur.__cause__ or cur.__context__ or _wrapped(cur)
+    return None
+
+
+def _wrapped(exc: BaseException) -> BaseException | None:
+    """opensearch-py keeps the driver's exception in ``info`` (ConnectionError)."""
+    info = getattr(exc, "info", None)
+    return info if isinstance(info, BaseException) else None
+
+
 def translate_os_error(exc: BaseException) -> RaglineError:
     name = type(exc).__name__
+    if (tls := tls_problem(exc)) is not None:
+        # unavailable, not permanent: no document is to blame (the indexer waits, the
+        # health check says why) and a fixed CA bundle or a renewed certificate heals it
+        return BackendUnavailable(tls)
     if isinstance(exc, ose.ConnectionError):  # includes ConnectionTimeout
         return BackendUnavailable(f"opensearch unreachable: {name}")
     if isinstance(exc, ose.TransportError):

@@ -59,17 +59,20 @@ _MAIN_CLASS = "Launcher"
 
 
 def _health(settings: Settings, timeout_s: float) -> Health:
-    auth = None
-    if settings.opensearch_user is not None:
-        pw = settings.opensearch_password
-        auth = (settings.opensearch_user, pw.get_secret_value() if pw is not None else "")
+    from ragline.store.os_client import client_options, tls_problem
+
+    try:
+        options = client_options(settings, sync=True)
+    except ConfigError as exc:
+        return Health(ok=False, detail=str(exc))
     client = OpenSearch(
-        hosts=[settings.opensearch_url], http_auth=auth, timeout=timeout_s, max_retries=0
+        hosts=[settings.opensearch_url], timeout=timeout_s, max_retries=0, **options
     )
     try:
         health = client.cluster.health()
     except (OpenSearchException, OSError) as exc:
-        return Health(ok=False, detail=f"opensearch: {type(exc).__name__}")
+        # a TLS problem says what to fix; anything else only its kind
+        return Health(ok=False, detail=tls_problem(exc) or f"opensearch: {type(exc).__name__}")
     finally:
         client.close()
     status = str(health.get("status", "unknown"))
