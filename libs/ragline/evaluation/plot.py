@@ -13,7 +13,7 @@ from ragline.evaluation.report import Report
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["QUALITY_METRICS", "plot_report", "plot_sweep"]
+__all__ = ["QUALITY_METRICS", "plot_reliability", "plot_report", "plot_sweep"]
 
 QUALITY_METRICS: tuple[str, ...] = (
     "recall@1",
@@ -143,6 +143,40 @@ def plot_sweep(report: Report, path: Path) -> Path | None:
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"{report.meta.dataset}: abstention vs threshold", fontsize=10)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_reliability(
+    curves: dict[str, Sequence[dict[str, float]]], path: Path, title: str
+) -> Path:
+    """Reliability curves (evaluation/answerability.reliability): observed share of
+    answerable cases against the mean predicted probability per bin, one line per label
+    (e.g. the fit and the held-out half), the diagonal dashed; bin counts annotated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    try:
+        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfectly calibrated")
+        for label, rows in curves.items():
+            xs = [r["mean_p"] for r in rows]
+            ax.plot(xs, [r["observed"] for r in rows], "o-", label=label)
+            for r in rows:
+                ax.annotate(f"{int(r['n'])}", (r["mean_p"], r["observed"]), fontsize=6)
+        ax.set_xlabel("predicted answerable_probability (bin mean)")
+        ax.set_ylabel("observed share answerable")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=9)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=100)

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ragline.retrieval.abstain_model import AbstainModel, features
+from ragline.retrieval.answerability import WINDOW, AnswerabilityModel, features
 from ragline.retrieval.ident_match import matches, share_of_words
 from ragline.retrieval.term_evidence import TermPolicy, TermStats, decide_by_terms
 
@@ -84,7 +84,8 @@ class AbstainPolicy:
     # ... when those identifiers are at least this share of the query's words (a claim
     # naming one in passing is not a question about it: ident_match.share_of_words)
     identifier_missing_min_share: float = 0.25  # fitted: bench/tune_terms.py idents
-    model: AbstainModel | None = None  # several signals (abstain_model.py); None: similarity
+    # hybrid searches: the calibrated answerability model (answerability.py); None: rules
+    model: AnswerabilityModel | None = None
     # the query's words in the caller's corpus (term_evidence.py); None: off
     terms: TermPolicy | None = field(default_factory=TermPolicy)
 
@@ -132,6 +133,9 @@ class Assessment:
     best_similarity: float | None
     best_rerank: float | None
     threshold: float | None
+    # the model's calibrated probability that the visible corpus answers (hybrid only)
+    answerable_probability: float | None = None
+    features: Mapping[str, float | None] | None = None
 
 
 def assess(
@@ -140,7 +144,10 @@ def assess(
     policy: AbstainPolicy,
     stats: IdentifierStats | None = None,
     terms: TermStats | None = None,
+    *,
+    threshold: float | None = None,
 ) -> Assessment:
+    """``threshold``: the request's own answerability threshold (the model's otherwise)."""
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
     best_sim = max(sims) if sims else None
@@ -156,8 +163,37 @@ def assess(
         )
 
     if not results:
-        return out("no_results", "no_results")
+        return Assessment(
+            reason="no_results",
+            signal="no_results",
+            best_similarity=None,
+            best_rerank=None,
+            threshold=None,
+            answerable_probability=0.0 if policy.model is not None else None,
+        )
     idents = rule_identifiers(queries)
+    hybrid = any(r.bm25_rank is not None for r in results) and any(
+        r.dense_rank is not None for r in results
+    )
+    if policy.model is not None and hybrid:
+        x = features(
+            results,
+            terms=terms,
+            ident_missing=_ident_missing(idents, queries, stats),
+            ident_hit=_ident_hit(idents, results, stats, policy),
+        )
+        if x is not None:
+            p = policy.model.probability(x)
+            bar = policy.model.threshold if threshold is None else threshold
+            return Assessment(
+                reason="low_answerability" if p < bar else None,
+                signal="model",
+                best_similarity=best_sim,
+                best_rerank=best_rr,
+                threshold=bar,
+                answerable_probability=p,
+                features=x,
+            )
     if idents and stats is not None:
         if all(stats.df.get(i, 0) == 0 for i in idents):
             bar = policy.identifier_missing_min_similarity
@@ -167,8 +203,7 @@ def assess(
             ):
                 return out("identifier_not_found", "identifier", bar)
             idents = set()
-        limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
-        idents = {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
+        idents = _specific(idents, stats, policy)
     if idents and any(matches(i, r.text) for r in results for i in idents):
         return out(None, "identifier")
     if policy.min_rerank is not None and best_rr is not None:
@@ -181,15 +216,38 @@ def assess(
         if by_terms is not None:
             decision, bar = by_terms
             return out("terms_not_found" if decision == "abstain" else None, "terms", bar)
-    hybrid = any(r.bm25_rank is not None for r in results) and any(
-        r.dense_rank is not None for r in results
-    )
-    x = features(results) if policy.model is not None and hybrid else None
-    if policy.model is not None and x is not None:
-        low = policy.model.abstains(x)
-        return out("low_evidence" if low else None, "model", policy.model.threshold)
     low = best_sim < policy.min_similarity
     return out("below_similarity_threshold" if low else None, "similarity", policy.min_similarity)
+
+
+def _specific(idents: set[str], stats: IdentifierStats, policy: AbstainPolicy) -> set[str]:
+    """The identifiers rare enough in the caller's corpus to be evidence when matched."""
+    limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
+    return {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
+
+
+def _ident_missing(
+    idents: set[str], queries: Sequence[str], stats: IdentifierStats | None
+) -> float | None:
+    """The share of the query's words that are identifiers found in no visible document
+    (0 without identifiers; None when their statistics could not be read)."""
+    if not idents:
+        return 0.0
+    if stats is None:
+        return None
+    gone = {i for i in idents if stats.df.get(i, 0) == 0}
+    return share_of_words(" ".join(queries), gone) if gone else 0.0
+
+
+def _ident_hit(
+    idents: set[str],
+    results: Sequence[Evidence],
+    stats: IdentifierStats | None,
+    policy: AbstainPolicy,
+) -> bool:
+    """A specific identifier of the query (any, without statistics) occurs in a result."""
+    wanted = _specific(idents, stats, policy) if stats is not None else idents
+    return any(matches(i, r.text) for r in results[:WINDOW] for i in wanted)
 
 
 def decide(
