@@ -39,7 +39,7 @@ async def _run(out: Path, timeout_s: float) -> int:
 
     dataset = load_answerability(scifact())
     print(f"answerability: {len(dataset.documents)} documents, {len(dataset.cases)} cases")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (small files, once)
     for f in ("stop", "restart.json", "platform.json"):
         (out / f).unlink(missing_ok=True)
     async with private_platform(query_env=QUERY_ENV, keep_dir=True) as plat:

@@ -34,7 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _matrix(cases: list[Any], feats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     x = np.array(
-        [[np.nan if (v := (c.features or {}).get(f)) is None else float(v) for f in feats] for c in cases],
+        [
+            [np.nan if (v := (c.features or {}).get(f)) is None else float(v) for f in feats]
+            for c in cases
+        ],
         dtype=float,
     )
     y = np.array([0.0 if c.expect_abstain else 1.0 for c in cases])
@@ -72,11 +75,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--drop", default="", help="comma-separated features to leave out (ablation)")
     p.add_argument("--write", action="store_true", help="write the model file")
     p.add_argument("--model-out", type=Path, default=None)
-    p.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "answerability-reliability.png")
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "answerability" / "fit.json")
+    p.add_argument(
+        "--plot", type=Path, default=ROOT / "docs" / "img" / "answerability-reliability.png"
+    )
+    p.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "out" / "answerability" / "fit.json"
+    )
     args = p.parse_args(argv)
 
-    from ragline.evaluation.answerability import ece, held_out_summary, render_held_out, reliability
+    from ragline.evaluation.answerability import ece, held_out_summary, reliability, render_held_out
     from ragline.evaluation.plot import plot_reliability
     from ragline.evaluation.report import load_report
     from ragline.evaluation.summary import CaseResult
@@ -130,7 +137,8 @@ def main(argv: list[str]) -> int:
     p_held = probs(held)
     s_fit = held_out_summary(replay(fit_cases, p_fit), half="fit")
     s_held = held_out_summary(replay(held, p_held))
-    print(f"fit: {len(fit_cases)} cases, held-out: {len(held)}; l2 {args.l2}, dropped {sorted(dropped)}")
+    print(f"fit: {len(fit_cases)} cases, held-out: {len(held)}; l2 {args.l2}")
+    print(f"  left out: {sorted(dropped) or 'none'}")
     for f, wi in zip(FEATURES, w, strict=True):
         print(f"  {f:14s} w={wi:+.3f}")
     print(f"  bias {b:+.3f}  threshold {threshold:.4f}")

@@ -88,9 +88,51 @@ SHAPES: tuple[str, ...] = (
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9-]*[a-z0-9]|[a-z0-9]")
 _STOP = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the to was were "
-    "with not does do than more less increase increases decreased decreases reduced reduces "
-    "associated patients treatment risk cells cell".split()
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "to",
+        "was",
+        "were",
+        "with",
+        "not",
+        "does",
+        "do",
+        "than",
+        "more",
+        "less",
+        "increase",
+        "increases",
+        "decreased",
+        "decreases",
+        "reduced",
+        "reduces",
+        "associated",
+        "patients",
+        "treatment",
+        "risk",
+        "cells",
+        "cell",
+    )
 )
 
 
@@ -186,9 +228,8 @@ def load_answerability(directory: Path, *, split_file: Path = SPLIT_FILE) -> Eva
             continue
         text = beir_document_text(row.get("title") or "", row.get("text") or "")
         df.update(set(_words(text)))
-        groups = (ALL_GROUP,) + tuple(
-            _group(g) for g in range(int(split["groups"])) if g not in hidden_from.get(d, set())
-        )
+        hidden = hidden_from.get(d, set())
+        groups = (ALL_GROUP, *(_group(g) for g in range(int(split["groups"])) if g not in hidden))
         documents.append(
             SourceDocument(
                 tenant=TENANT,
@@ -308,7 +349,9 @@ def ece(probs: Sequence[float], labels: Sequence[bool], bins: int = 10) -> float
     n = len(probs)
     if not n:
         return None
-    return sum(r["n"] * abs(r["observed"] - r["mean_p"]) for r in reliability(probs, labels, bins)) / n
+    return (
+        sum(r["n"] * abs(r["observed"] - r["mean_p"]) for r in reliability(probs, labels, bins)) / n
+    )
 
 
 def held_out_summary(cases: Iterable[Any], *, half: str = "heldout") -> dict[str, Any]:
@@ -360,7 +403,6 @@ def render_held_out(s: Mapping[str, Any]) -> str:
         f"{f(s['abstention_recall'])}  ECE {f(s['ece'])} ({s['scored']} scored)",
         f"  answerable abstained: {s['answerable_abstained']} of {s['answerable']} "
         f"({f(s['answerable_abstained_rate'])})",
-        "  recall by shape: "
-        + ", ".join(f"{k} {f(v)}" for k, v in s["recall_by_shape"].items()),
+        "  recall by shape: " + ", ".join(f"{k} {f(v)}" for k, v in s["recall_by_shape"].items()),
     ]
     return "\n".join(lines)

@@ -225,8 +225,8 @@ def _baselines(args: argparse.Namespace, names: list[str]) -> list[Any]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ragline.errors import ConfigError
-    from ragline.evaluation.baseline import render_before_after, save_baseline
     from ragline.evaluation.answerability import render_held_out
+    from ragline.evaluation.baseline import render_before_after, save_baseline
     from ragline.evaluation.evaluate import answerability_figures, write_outputs
     from ragline.evaluation.gate import (
         ThresholdConfig,

@@ -266,7 +266,9 @@ def load_dataset(spec: str, **beir_options: Any) -> EvalDataset:
     ``answerability:<BEIR SciFact dir>`` (evaluation/answerability.py)."""
     kind, sep, location = spec.partition(":")
     if not sep or not location:
-        raise ConfigError(f"dataset {spec!r}: expected beir:<dir>, golden:<dir> or answerability:<dir>")
+        raise ConfigError(
+            f"dataset {spec!r}: expected beir:<dir>, golden:<dir> or answerability:<dir>"
+        )
     if kind == "beir":
         return load_beir(Path(location), **beir_options)
     if kind == "golden":

@@ -13,8 +13,8 @@ from typing import Any
 
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable
-from ragline.evaluation.client import QueryClient
 from ragline.evaluation.answerability import render_held_out
+from ragline.evaluation.client import QueryClient
 from ragline.evaluation.datasets import EvalDataset
 from ragline.evaluation.gate import ThresholdConfig
 from ragline.evaluation.ingest import ingest_dataset

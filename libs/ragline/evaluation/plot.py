@@ -151,9 +151,7 @@ def plot_sweep(report: Report, path: Path) -> Path | None:
     return path
 
 
-def plot_reliability(
-    curves: dict[str, Sequence[dict[str, float]]], path: Path, title: str
-) -> Path:
+def plot_reliability(curves: dict[str, Sequence[dict[str, float]]], path: Path, title: str) -> Path:
     """Reliability curves (evaluation/answerability.reliability): observed share of
     answerable cases against the mean predicted probability per bin, one line per label
     (e.g. the fit and the held-out half), the diagonal dashed; bin counts annotated."""

@@ -330,8 +330,11 @@ class SearchService:
         if (tp is None and self._policy.model is None) or not sims:
             return None
         best, thr = max(sims), self._policy.min_similarity
-        rules_only = self._policy.model is None and tp is not None
-        if rules_only and not (thr - tp.band <= best < max(thr, tp.missing_min_similarity)):
+        if (
+            self._policy.model is None
+            and tp is not None
+            and not (thr - tp.band <= best < max(thr, tp.missing_min_similarity))
+        ):
             return None
         lexical = [c for c in final if c.bm25_rank is not None]
         top = min(lexical, key=lambda c: c.bm25_rank or 0).row.chunk_id if lexical else None

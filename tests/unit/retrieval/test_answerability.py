@@ -82,9 +82,18 @@ def _model(threshold: float = 0.5, **w: float) -> AnswerabilityModel:
 def test_model_validates_its_numbers() -> None:
     n = len(FEATURES)
     with pytest.raises(ConfigError):
-        AnswerabilityModel(version="v", mean=(0.0,), scale=(1.0,), weights=(1.0,), bias=0, threshold=0.5)
+        AnswerabilityModel(
+            version="v", mean=(0.0,), scale=(1.0,), weights=(1.0,), bias=0, threshold=0.5
+        )
     with pytest.raises(ConfigError):  # a scale of 0
-        AnswerabilityModel(version="v", mean=(0.0,) * n, scale=(0.0,) * n, weights=(0.0,) * n, bias=0, threshold=0.5)
+        AnswerabilityModel(
+            version="v",
+            mean=(0.0,) * n,
+            scale=(0.0,) * n,
+            weights=(0.0,) * n,
+            bias=0,
+            threshold=0.5,
+        )
     with pytest.raises(ConfigError):  # more similarity may never mean less answerable
         _model(sim_max=-1.0)
     with pytest.raises(ConfigError):  # threshold outside its bounds
