@@ -10,6 +10,7 @@ JWT secret), then serves until ``OUT/stop`` exists. Writing ``OUT/restart.json``
 answerability:<dir> --no-ingest --modes hybrid`` (bench/fit_answerability.py does).
 
     .venv/bin/python bench/answerability_stack.py [--out bench/out/answerability]
+        [--dataset golden:tests/golden ...]   # other datasets instead (the golden check)
 """
 
 from __future__ import annotations
@@ -27,27 +28,32 @@ from eval_scifact import QUERY_ENV
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def _run(out: Path, timeout_s: float) -> int:
+async def _run(out: Path, timeout_s: float, specs: list[str]) -> int:
     from _paths import scifact
 
-    from ragline.evaluation.answerability import load_answerability
     from ragline.evaluation.client import QueryClient
+    from ragline.evaluation.datasets import load_dataset
     from ragline.evaluation.evaluate import wait_ready
     from ragline.evaluation.ingest import ingest_dataset
     from ragline.evaluation.settings import EvalSettings
     from ragline.platform.private import private_platform
 
-    dataset = load_answerability(scifact())
-    print(f"answerability: {len(dataset.documents)} documents, {len(dataset.cases)} cases")
+    datasets = [load_dataset(s) for s in specs or [f"answerability:{scifact()}"]]
+    for d in datasets:
+        print(f"{d.name}: {len(d.documents)} documents, {len(d.cases)} cases")
     out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (small files, once)
     for f in ("stop", "restart.json", "platform.json"):
         (out / f).unlink(missing_ok=True)
     async with private_platform(query_env=QUERY_ENV, keep_dir=True) as plat:
         t0 = time.perf_counter()
-        res = await ingest_dataset(
-            dataset, plat.settings, timeout_s=timeout_s, poll_interval_s=2.0, drain=("indexer",)
-        )
-        print(f"ingested: {res.as_dict()} in {time.perf_counter() - t0:.0f} s", flush=True)
+        results = [
+            await ingest_dataset(
+                d, plat.settings, timeout_s=timeout_s, poll_interval_s=2.0, drain=("indexer",)
+            )
+            for d in datasets
+        ]
+        for res in results:
+            print(f"ingested: {res.as_dict()} in {time.perf_counter() - t0:.0f} s", flush=True)
 
         def publish() -> None:
             (out / "platform.json").write_text(
@@ -56,7 +62,7 @@ async def _run(out: Path, timeout_s: float) -> int:
                         "query_url": plat.query_url,
                         "jwt_secret": plat.jwt_secret,
                         "logs": str(plat.log_dir),
-                        "ingest": res.as_dict(),
+                        "ingest": [r.as_dict() for r in results],
                     }
                 )
             )
@@ -81,9 +87,16 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "answerability")
     p.add_argument("--ingest-timeout", type=float, default=7200.0)
+    p.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        help="what to ingest (ragline eval's specs, repeatable); default the answerability "
+        "benchmark over SciFact",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return asyncio.run(_run(args.out, args.ingest_timeout))
+    return asyncio.run(_run(args.out, args.ingest_timeout, args.dataset))
 
 
 if __name__ == "__main__":

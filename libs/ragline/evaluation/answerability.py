@@ -144,7 +144,9 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def make_split(directory: Path) -> dict[str, Any]:
+def make_split(
+    directory: Path, *, absent_n: int = ABSENT, distractors_n: int = DISTRACTORS
+) -> dict[str, Any]:
     """The fixed choices: kept / absent queries, their group and half, distractors."""
     qrels = read_qrels(directory / "qrels" / "train.tsv")
     positive = {q: sorted(d for d, s in r.items() if s > 0) for q, r in qrels.items()}
@@ -155,13 +157,13 @@ def make_split(directory: Path) -> dict[str, Any]:
     users: Counter[str] = Counter(d for q in queries for d in positive[q])
     absent: list[str] = []
     for q in order:  # a query whose documents no other query needs
-        if len(absent) < ABSENT and all(users[d] == 1 for d in positive[q]):
+        if len(absent) < absent_n and all(users[d] == 1 for d in positive[q]):
             absent.append(q)
     kept = [q for q in order if q not in set(absent)]
     relevant = {d for q in queries for d in positive[q]}
     corpus = sorted(str(r["_id"]) for r in _jsonl(directory / "corpus.jsonl"))
     pool = [d for d in corpus if d not in relevant]
-    distractors = sorted(rng.sample(pool, min(DISTRACTORS, len(pool))))
+    distractors = sorted(rng.sample(pool, min(distractors_n, len(pool))))
     half = {q: ("fit" if i % 2 == 0 else "heldout") for i, q in enumerate(order)}
     return {
         "seed": SEED,
@@ -299,7 +301,9 @@ def load_answerability(directory: Path, *, split_file: Path = SPLIT_FILE) -> Eva
         kind="answerability",
         documents=tuple(documents),
         cases=tuple(cases),
-        doc_level=True,
+        # requests as a default client sends them (no max_per_document override): the
+        # model is fitted on the signals production searches see
+        doc_level=False,
     )
 
 

@@ -277,6 +277,10 @@ def load_dataset(spec: str, **beir_options: Any) -> EvalDataset:
         return load_golden(Path(location))
     if kind == "answerability":
         from ragline.evaluation.answerability import load_answerability
+        from ragline.evaluation.scifact import scifact_dir
+        from ragline.evaluation.settings import EvalSettings
 
-        return load_answerability(Path(location))
+        # ``answerability:scifact``: wherever SciFact is found (RAGLINE_SCIFACT_DIR, ...)
+        where = scifact_dir(EvalSettings(), repo=Path.cwd()) if location == "scifact" else None
+        return load_answerability(where or Path(location))
     raise ConfigError(f"dataset {spec!r}: unknown kind {kind!r} (beir, golden or answerability)")
