@@ -63,7 +63,7 @@ def fit(
         gb = float(np.mean(p - y))
         w = w - lr * gw
         b -= lr * gb
-        w = np.where(w * signs < 0, 0.0, w)  # keep every weight on its side
+        w = np.where(w * signs <= 0, 0.0, w)  # every weight on its side; sign 0: left out
     return mean, scale, w, b
 
 
@@ -72,7 +72,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--report", type=Path, required=True)
     p.add_argument("--l2", type=float, default=1.0)
     p.add_argument("--max-false", type=float, default=0.015, help="answerable abstained (fit)")
-    p.add_argument("--drop", default="", help="comma-separated features to leave out (ablation)")
+    p.add_argument(
+        "--drop",
+        default="top_coverage,missing_share,missing_terms",
+        help="comma-separated features left out (weight 0). Default: the IDF shares of the "
+        "query's words, which depend on the corpus size (docs/evaluation.md)",
+    )
+    p.add_argument(
+        "--rules-report",
+        type=Path,
+        help="a report of the same benchmark with RAGLINE_QUERY_ABSTAIN_MODEL=similarity: "
+        "the rules' decisions (default: read from --report, whose abstentions other than "
+        "low_answerability are the rules')",
+    )
     p.add_argument("--write", action="store_true", help="write the model file")
     p.add_argument("--model-out", type=Path, default=None)
     p.add_argument(
@@ -87,7 +99,13 @@ def main(argv: list[str]) -> int:
     from ragline.evaluation.plot import plot_reliability
     from ragline.evaluation.report import load_report
     from ragline.evaluation.summary import CaseResult
-    from ragline.retrieval.answerability import FEATURES, MODEL_FILE, SIGNS, AnswerabilityModel
+    from ragline.retrieval.answerability import (
+        FEATURES,
+        MODEL_FILE,
+        SIGNS,
+        THRESHOLD_BOUNDS,
+        AnswerabilityModel,
+    )
 
     report = load_report(args.report)
     if report.meta.kind != "answerability":
@@ -106,7 +124,6 @@ def main(argv: list[str]) -> int:
     # a case without features (no results: the service answers p = 0) is out of the fit
     has = np.array([c.features is not None for c in fit_cases])
     mean, scale, w, b = fit(x[has], y[has], signs, args.l2)
-    w = np.where(signs == 0, 0.0, w)
 
     def probs(cs: list[CaseResult]) -> list[float]:
         xx, _ = _matrix(cs, FEATURES)
@@ -114,10 +131,29 @@ def main(argv: list[str]) -> int:
         pp = 1 / (1 + np.exp(-np.clip(zz @ w + b, -60, 60)))
         return [0.0 if c.features is None else float(v) for c, v in zip(cs, pp, strict=True)]
 
+    if args.rules_report is not None:
+        by_rules = {
+            c.case_id: c.abstained
+            for c in load_report(args.rules_report).cases
+            if c.mode == "hybrid"
+        }
+    else:
+        by_rules = {
+            c.case_id: c.abstained and c.abstain_reason != "low_answerability" for c in cases
+        }
     p_fit = probs(fit_cases)
-    ans = sorted(pv for pv, c in zip(p_fit, fit_cases, strict=True) if not c.expect_abstain)
-    k = int(np.floor(args.max_false * len(ans)))
-    threshold = float(min(0.95, max(0.05, ans[k] if k < len(ans) else 0.5)))
+    # the threshold: the highest whose union with the rules abstains on at most
+    # --max-false of the fit half's answerable cases
+    ans = [
+        (pv, by_rules[c.case_id])
+        for pv, c in zip(p_fit, fit_cases, strict=True)
+        if not c.expect_abstain
+    ]
+    budget = int(np.floor(args.max_false * len(ans))) - sum(1 for _, r in ans if r)
+    free = sorted(pv for pv, r in ans if not r)
+    k = max(0, budget)
+    lo, hi = THRESHOLD_BOUNDS
+    threshold = float(min(hi, max(lo, free[k] if k < len(free) else 0.5)))
     digest = hashlib.sha256(json.dumps([list(mean), list(scale), list(w), b]).encode()).hexdigest()
     model = AnswerabilityModel(
         version=f"{datetime.now(UTC):%Y-%m-%d}-{digest[:8]}",
@@ -129,8 +165,15 @@ def main(argv: list[str]) -> int:
     )
 
     def replay(cs: list[CaseResult], ps: list[float]) -> list[CaseResult]:
+        """What the service decides with this model: the rules, or the model below its
+        threshold (a function of the recorded features and rule decisions alone)."""
         return [
-            c.model_copy(update={"abstained": pv < model.threshold, "answerable_probability": pv})
+            c.model_copy(
+                update={
+                    "abstained": by_rules[c.case_id] or pv < model.threshold,
+                    "answerable_probability": pv,
+                }
+            )
             for c, pv in zip(cs, ps, strict=True)
         ]
 
@@ -147,6 +190,7 @@ def main(argv: list[str]) -> int:
     lab_h = [not c.expect_abstain for c in held]
     out = {
         "model": model.as_dict(),
+        "left_out": sorted(dropped),
         "source_report": str(args.report),
         "fit": {k2: v for k2, v in s_fit.items() if k2 != "answerable_abstained_ids"},
         "heldout": s_held,

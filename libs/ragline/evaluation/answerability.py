@@ -400,9 +400,10 @@ def render_held_out(s: Mapping[str, Any]) -> str:
     def f(v: Any) -> str:
         return "n/a" if v is None else f"{v:.3f}"
 
+    note = "; never the half the model was fitted on" if s["half"] == "heldout" else ""
     lines = [
         f"answerability ({s['half']} half, {s['cases']} cases: {s['unanswerable']} "
-        f"unanswerable, {s['answerable']} answerable; never the half the model was fitted on)",
+        f"unanswerable, {s['answerable']} answerable{note})",
         f"  abstention precision {f(s['abstention_precision'])}  recall "
         f"{f(s['abstention_recall'])}  ECE {f(s['ece'])} ({s['scored']} scored)",
         f"  answerable abstained: {s['answerable_abstained']} of {s['answerable']} "

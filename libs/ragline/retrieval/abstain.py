@@ -42,8 +42,8 @@ single-signal rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ragline.retrieval.answerability import WINDOW, AnswerabilityModel, features
@@ -175,25 +175,40 @@ def assess(
     hybrid = any(r.bm25_rank is not None for r in results) and any(
         r.dense_rank is not None for r in results
     )
-    if policy.model is not None and hybrid:
-        x = features(
-            results,
-            terms=terms,
-            ident_missing=_ident_missing(idents, queries, stats),
-            ident_hit=_ident_hit(idents, results, stats, policy),
-        )
-        if x is not None:
-            p = policy.model.probability(x)
-            bar = policy.model.threshold if threshold is None else threshold
-            return Assessment(
-                reason="low_answerability" if p < bar else None,
-                signal="model",
-                best_similarity=best_sim,
-                best_rerank=best_rr,
-                threshold=bar,
-                answerable_probability=p,
-                features=x,
-            )
+    ruled = _by_rules(results, queries, policy, idents, stats, terms, out, best_sim, best_rr)
+    if policy.model is None or not hybrid:
+        return ruled
+    x = features(
+        results,
+        terms=terms,
+        ident_missing=_ident_missing(idents, queries, stats),
+        ident_hit=_ident_hit(idents, results, stats, policy),
+    )
+    if x is None:
+        return ruled
+    # hybrid: the rules and the model together; the model abstains on what the rules
+    # answer when the probability is below the (request's) threshold, and every hybrid
+    # response carries the probability (docs/evaluation.md "Answerability")
+    p = policy.model.probability(x)
+    bar = policy.model.threshold if threshold is None else threshold
+    if ruled.reason is None and p < bar:
+        ruled = out("low_answerability", "model", bar)
+    return replace(ruled, answerable_probability=p, features=x)
+
+
+def _by_rules(
+    results: Sequence[Evidence],
+    queries: Sequence[str],
+    policy: AbstainPolicy,
+    idents: set[str],
+    stats: IdentifierStats | None,
+    terms: TermStats | None,
+    out: Callable[..., Assessment],
+    best_sim: float | None,
+    best_rr: float | None,
+) -> Assessment:
+    """The rules: a missing identifier, a specific identifier matched, the rerank or
+    similarity threshold, the query's words near it (term_evidence.py)."""
     if idents and stats is not None:
         if all(stats.df.get(i, 0) == 0 for i in idents):
             bar = policy.identifier_missing_min_similarity

@@ -16,6 +16,9 @@ on its side, so the probability is monotone in the evidence):
 - ``missing_share`` (-): the IDF share of the query's words in no chunk the caller sees;
 - ``missing_terms`` (-): how many of the query's words occur nowhere (capped at 3, / 3):
   one absent word (a year, a name) is already a different question;
+- ``missing_number`` (-): 1 when a word of the query with a digit (a year, a version, a
+  quantity) occurs in no chunk the caller sees: a question about a date or a release the
+  corpus lacks;
 - ``ident_missing`` (-): the share of the query's words that are identifiers occurring
   in no document the caller sees (``abstain.IdentifierStats``);
 - ``ident_hit`` (+): a specific identifier of the query occurs verbatim in a result.
@@ -65,11 +68,12 @@ SIGNS: dict[str, int] = {
     "top_coverage": 1,
     "missing_share": -1,
     "missing_terms": -1,
+    "missing_number": -1,
     "ident_missing": -1,
     "ident_hit": 1,
 }
 FEATURES: tuple[str, ...] = tuple(SIGNS)
-THRESHOLD_BOUNDS = (0.05, 0.95)  # a request's own threshold must lie within
+THRESHOLD_BOUNDS = (0.01, 0.99)  # a request's own threshold must lie within
 MODEL_FILE = Path(__file__).with_name("answerability_model.json")
 _MISSING_CAP = 3
 
@@ -130,6 +134,7 @@ def features(
         if terms is not None and terms.df
         else None
     )
+    numbers = [d for t, d in terms.df.items() if any(c.isdigit() for c in t)] if terms else []
     return {
         "sim_max": sims[0],
         "sim_gap": sims[0] - sims[1] if len(sims) > 1 else 0.0,
@@ -144,6 +149,7 @@ def features(
         "top_coverage": terms.top_coverage if terms is not None else None,
         "missing_share": terms.missing_share if terms is not None else None,
         "missing_terms": missing_terms,
+        "missing_number": float(any(d <= 0 for d in numbers)) if terms is not None else None,
         "ident_missing": ident_missing,
         "ident_hit": float(ident_hit),
     }

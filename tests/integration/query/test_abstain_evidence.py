@@ -143,7 +143,7 @@ async def test_answerable_probability_and_the_request_threshold(
         assert strict["evidence"]["threshold"] == 0.95
     r = await client.post(
         "/v1/search",
-        json={**q, "answerable_threshold": 0.99},
+        json={**q, "answerable_threshold": 0.995},
         headers=auth(corpus.tenant, [GROUP_A]),
     )
     assert r.status_code == 422

@@ -133,10 +133,10 @@ def test_answerability_is_in_the_openapi_document_and_the_client() -> None:
     assert bounds and bounds[0]["minimum"] == 0.0 and bounds[0]["maximum"] == 1.0
     req = schemas["SearchRequest"]["properties"]["answerable_threshold"]
     rb = [s for s in req.get("anyOf", [req]) if s.get("type") == "number"]
-    assert rb and rb[0]["minimum"] == 0.05 and rb[0]["maximum"] == 0.95
+    assert rb and rb[0]["minimum"] == 0.01 and rb[0]["maximum"] == 0.99
     assert models.AbstainEvidence.model_fields["answerable_probability"].default is None
     assert models.SearchRequest.model_fields["answerable_threshold"].default is None
     ev = models.AbstainEvidence.model_validate({"signal": "model", "answerable_probability": 0.7})
     assert ev.answerable_probability == 0.7
     with pytest.raises(ValueError):
-        models.SearchRequest.model_validate({"query": "q", "answerable_threshold": 0.99})
+        models.SearchRequest.model_validate({"query": "q", "answerable_threshold": 0.995})

@@ -46,13 +46,17 @@ def _x(rows: list[Evidence], **kw: object) -> dict[str, float | None]:
 
 def test_features_by_hand() -> None:
     rows = [ev(0.6, 4.0, 1, 1), ev(0.5, 2.0, 2, 5), ev(0.4, None, 3, None), ev(0.1, 0.0, 40, 2)]
-    terms = TermStats(chunks=100, df={"gene": 3, "zebra": 0, "cell": 50}, top=frozenset({"gene"}))
+    df = {"gene": 3, "zebra": 0, "cell": 50, "2019": 4}
+    terms = TermStats(chunks=100, df=df, top=frozenset({"gene"}))
     x = _x(rows, terms=terms)
     assert x["sim_max"] == 0.6 and x["sim_gap"] == pytest.approx(0.1)
     assert x["lex_peak"] == pytest.approx(4.0 / 3.0)  # zero BM25 scores do not count
     assert x["agree"] == pytest.approx(2 / WINDOW)  # both legs' top 10: the first two
     assert x["top_agree"] == 1.0
     assert x["missing_terms"] == pytest.approx(1 / 3)
+    assert x["missing_number"] == 0.0  # 2019 occurs; 2041 would not
+    later = _x(rows, terms=TermStats(chunks=100, df={**df, "2041": 0}))
+    assert later["missing_number"] == 1.0
     assert x["missing_share"] == terms.missing_share and x["top_coverage"] == terms.top_coverage
 
 
@@ -97,7 +101,7 @@ def test_model_validates_its_numbers() -> None:
     with pytest.raises(ConfigError):  # more similarity may never mean less answerable
         _model(sim_max=-1.0)
     with pytest.raises(ConfigError):  # threshold outside its bounds
-        _model(threshold=0.99)
+        _model(threshold=0.995)
 
 
 def test_the_model_file_is_checked(tmp_path: Path) -> None:
@@ -158,24 +162,31 @@ def test_probability_is_monotone_in_the_evidence(
     assert q >= p - 1e-12 and r >= p - 1e-12
 
 
-def test_the_model_decides_hybrid_searches_and_a_request_moves_its_threshold() -> None:
+def test_the_model_joins_the_rules_on_hybrid_searches_and_a_request_moves_it() -> None:
     pol = AbstainPolicy(min_similarity=0.3, model=_model(0.5, sim_max=2.0))
+    # the rules abstain first (below the similarity threshold); the probability is there
     weak = assess([ev(-0.2, 1.0, 1, 1), ev(-0.3, 0.5, 2, 2)], ["q"], pol)
-    assert (weak.reason, weak.signal, weak.threshold) == ("low_answerability", "model", 0.5)
+    assert (weak.reason, weak.signal) == ("below_similarity_threshold", "similarity")
     assert weak.answerable_probability is not None and weak.answerable_probability < 0.5
     assert weak.features is not None and set(weak.features) == set(FEATURES)
+    # the rules answer (0.4 > 0.3) but the model's probability is below its threshold
+    doubt = assess([ev(0.4, 1.0, 1, 1)], ["q"], pol, threshold=0.95)
+    assert (doubt.reason, doubt.signal, doubt.threshold) == ("low_answerability", "model", 0.95)
     strong = assess([ev(0.9, 1.0, 1, 1)], ["q"], pol)
-    assert (strong.reason, strong.signal) == (None, "model")
+    assert (strong.reason, strong.signal) == (None, "similarity")
     p = strong.answerable_probability
-    assert p is not None
+    assert p is not None and p > 0.5
     # a caller asking for more certainty than this answer has gets an abstention
-    strict = assess([ev(0.9, 1.0, 1, 1)], ["q"], pol, threshold=min(0.95, p + 0.001))
+    strict = assess([ev(0.9, 1.0, 1, 1)], ["q"], pol, threshold=min(0.99, p + 0.001))
     assert strict.reason == "low_answerability" and strict.answerable_probability == p
-    # dense only (no BM25 rank anywhere): the similarity rule, no probability
+    # dense only (no BM25 rank anywhere): the rules alone, no probability
     dense = assess([ev(0.2, None, 1, None)], ["q"], pol)
     assert (dense.signal, dense.answerable_probability) == ("similarity", None)
     none = assess([], ["q"], pol)
     assert (none.signal, none.answerable_probability) == ("no_results", 0.0)
+    # without a model: the rules, nothing else
+    plain = assess([ev(0.4, 1.0, 1, 1)], ["q"], AbstainPolicy(min_similarity=0.3))
+    assert (plain.reason, plain.answerable_probability) == (None, None)
 
 
 def test_identifier_evidence_reaches_the_model() -> None:
@@ -183,7 +194,8 @@ def test_identifier_evidence_reaches_the_model() -> None:
     q = ["what is ERR-4711"]
     gone = assess([ev(0.5, 1.0, 1, 1)], q, pol, IdentifierStats(documents=100, df={"err-4711": 0}))
     assert gone.features is not None and (gone.features["ident_missing"] or 0) > 0.3
-    assert gone.reason == "low_answerability"
+    assert gone.answerable_probability is not None and gone.answerable_probability < 0.5
+    assert gone.reason == "low_answerability"  # the rule lets 0.5 through (bar 0.39)
     hit = assess(
         [ev(0.5, 1.0, 1, 1, text="see ERR-4711")],
         q,

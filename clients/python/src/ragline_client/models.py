@@ -171,8 +171,8 @@ class SearchRequest(BaseModel):
     include_history: bool = False
     answerable_threshold: float | None = Field(
         default=None,
-        ge=0.05,
-        le=0.95,
+        ge=0.01,
+        le=0.99,
         description="hybrid searches: abstain when answerable_probability is below this "
         "(default the fitted model's threshold, evidence.threshold); a caller that prefers "
         "fewer wrong answers raises it, one that prefers fewer abstentions lowers it",
