@@ -146,8 +146,11 @@ def assess(
     terms: TermStats | None = None,
     *,
     threshold: float | None = None,
+    hybrid: bool | None = None,
 ) -> Assessment:
-    """``threshold``: the request's own answerability threshold (the model's otherwise)."""
+    """``threshold``: the request's own answerability threshold (the model's otherwise).
+    ``hybrid``: both legs ran (the service knows; None: inferred from the results' ranks,
+    which misses a lexical leg that ran and found nothing)."""
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
     best_sim = max(sims) if sims else None
@@ -172,9 +175,10 @@ def assess(
             answerable_probability=0.0 if policy.model is not None else None,
         )
     idents = rule_identifiers(queries)
-    hybrid = any(r.bm25_rank is not None for r in results) and any(
-        r.dense_rank is not None for r in results
-    )
+    if hybrid is None:
+        hybrid = any(r.bm25_rank is not None for r in results) and any(
+            r.dense_rank is not None for r in results
+        )
     ruled = _by_rules(results, queries, policy, idents, stats, terms, out, best_sim, best_rr)
     if policy.model is None or not hybrid:
         return ruled

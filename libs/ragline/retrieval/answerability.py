@@ -16,9 +16,9 @@ on its side, so the probability is monotone in the evidence):
 - ``missing_share`` (-): the IDF share of the query's words in no chunk the caller sees;
 - ``missing_terms`` (-): how many of the query's words occur nowhere (capped at 3, / 3):
   one absent word (a year, a name) is already a different question;
-- ``missing_number`` (-): 1 when a word of the query with a digit (a year, a version, a
-  quantity) occurs in no chunk the caller sees: a question about a date or a release the
-  corpus lacks;
+- ``missing_number`` (-): 1 when a word of the query with a digit (a year, a quantity;
+  not a version mention, which the version intent weighs) occurs in no chunk the caller
+  sees: a question about a date the corpus lacks;
 - ``ident_missing`` (-): the share of the query's words that are identifiers occurring
   in no document the caller sees (``abstain.IdentifierStats``);
 - ``ident_hit`` (+): a specific identifier of the query occurs verbatim in a result.
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -102,6 +103,15 @@ class TermEvidence(Protocol):
     def top_coverage(self) -> float | None: ...
 
 
+# a version mention (v1.0, 4.2.1): the version intent weighs those against the caller's
+# release labels (version_scope.unresolved); a number here is a year, a count, an id part
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+$")
+
+
+def _number(term: str) -> bool:
+    return any(c.isdigit() for c in term) and not _VERSION.match(term)
+
+
 def _finite(v: float | None) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
 
@@ -134,7 +144,7 @@ def features(
         if terms is not None and terms.df
         else None
     )
-    numbers = [d for t, d in terms.df.items() if any(c.isdigit() for c in t)] if terms else []
+    numbers = [d for t, d in terms.df.items() if _number(t)] if terms else []
     return {
         "sim_max": sims[0],
         "sim_gap": sims[0] - sims[1] if len(sims) > 1 else 0.0,

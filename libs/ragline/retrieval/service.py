@@ -278,6 +278,7 @@ class SearchService:
                 stats,
                 terms,
                 threshold=req.answerable_threshold,
+                hybrid=req.mode == "hybrid" and "lexical_unavailable" not in degraded,
             )
             reason = assessment.reason
         with t.stage("finalize"):

@@ -57,6 +57,8 @@ def test_features_by_hand() -> None:
     assert x["missing_number"] == 0.0  # 2019 occurs; 2041 would not
     later = _x(rows, terms=TermStats(chunks=100, df={**df, "2041": 0}))
     assert later["missing_number"] == 1.0
+    version = _x(rows, terms=TermStats(chunks=100, df={**df, "v1.0": 0, "4.2.1": 0}))
+    assert version["missing_number"] == 0.0  # versions: the version intent's business
     assert x["missing_share"] == terms.missing_share and x["top_coverage"] == terms.top_coverage
 
 
