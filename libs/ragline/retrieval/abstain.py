@@ -32,11 +32,14 @@ is a clear match of both legs; above it, it still abstains (``terms_not_found``)
 most of the query's information occurs nowhere in the caller's corpus and similarity is
 below the stricter bar.
 
-With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=combined``)
-a hybrid search is decided by ``abstain_model``: dense similarity, the per-query
-normalised BM25 score, the agreement of the two legs and the score gaps together,
-instead of the similarity threshold alone. Dense-only and lexical-only searches keep the
-single-signal rules.
+With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=answerability``, the
+default) a hybrid search also gets the calibrated answerability model
+(``answerability.py``): every response carries its probability and inputs, and the
+model abstains (``low_answerability``) on what the rules above answer when the
+probability is below its threshold (or the request's ``answerable_threshold``). The
+rules stay where the measurement showed they add (docs/evaluation.md "Answerability":
+on the golden sets they carry every abstention the model does not). Dense-only and
+lexical-only searches keep the rules alone.
 """
 
 from __future__ import annotations

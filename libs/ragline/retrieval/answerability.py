@@ -26,9 +26,11 @@ on its side, so the probability is monotone in the evidence):
 ``p = sigmoid(bias + sum(w_i * (x_i - mean_i) / scale_i))``. The coefficients are fitted
 by ``bench/fit_answerability.py`` (logistic regression, L2, sign-constrained) on the fit
 half of the answerability benchmark (evaluation/answerability.py) and stored, versioned,
-in ``answerability_model.json`` beside this module, loaded once per process. The search
-abstains when ``p`` is below ``threshold`` (a request may move it within
-``THRESHOLD_BOUNDS``). Statistics that could not be read (a lookup failed) give the
+in ``answerability_model.json`` beside this module, loaded once per process. Inputs a
+fit leaves out have weight 0 (the shipped model: the three IDF shares of the query's
+words, which depend on the corpus size). ``abstain.assess`` joins it with the rules:
+a hybrid search the rules answer abstains when ``p`` is below ``threshold`` (a request
+may move it within ``THRESHOLD_BOUNDS``). Statistics that could not be read (a lookup failed) give the
 neutral value of their feature (the fit's mean), so a failed lookup moves nothing.
 """
 
