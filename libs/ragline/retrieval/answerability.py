@@ -30,8 +30,9 @@ in ``answerability_model.json`` beside this module, loaded once per process. Inp
 fit leaves out have weight 0 (the shipped model: the three IDF shares of the query's
 words, which depend on the corpus size). ``abstain.assess`` joins it with the rules:
 a hybrid search the rules answer abstains when ``p`` is below ``threshold`` (a request
-may move it within ``THRESHOLD_BOUNDS``). Statistics that could not be read (a lookup failed) give the
-neutral value of their feature (the fit's mean), so a failed lookup moves nothing.
+may move it within ``THRESHOLD_BOUNDS``). Statistics that could not be read (a lookup
+failed) give the neutral value of their feature (the fit's mean): a failed lookup moves
+nothing.
 """
 
 from __future__ import annotations
