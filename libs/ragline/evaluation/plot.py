@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragline.evaluation.report import Report
 
@@ -32,6 +32,12 @@ SAFETY_METRICS: tuple[str, ...] = (
     "error_rate",
 )
 Getter = Callable[[str, str], float | None]  # (mode, label) -> value
+
+
+def _save(fig: Any, path: Path, dpi: int) -> None:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
 
 
 def _bars(
@@ -100,9 +106,7 @@ def plot_report(report: Report, path: Path, baseline: Report | None = None) -> P
 
         when = report.meta.created_at.strftime("%Y-%m-%d %H:%M UTC")
         fig.suptitle(f"{report.meta.dataset}: {report.meta.n_cases} cases, {when}")
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        _save(fig, path, 110)
     finally:
         plt.close(fig)
     return path
@@ -143,9 +147,7 @@ def plot_sweep(report: Report, path: Path) -> Path | None:
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"{report.meta.dataset}: abstention vs threshold", fontsize=10)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        _save(fig, path, 100)
     finally:
         plt.close(fig)
     return path
@@ -175,9 +177,7 @@ def plot_reliability(curves: dict[str, Sequence[dict[str, float]]], path: Path, 
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title(title, fontsize=9)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        _save(fig, path, 100)
     finally:
         plt.close(fig)
     return path
