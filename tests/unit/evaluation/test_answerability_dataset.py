@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eval_helpers import case_result
+
 from ragline.evaluation.answerability import (
     ALL_GROUP,
     SHAPES,
@@ -70,24 +72,11 @@ def test_visibility_absent_topics_and_the_split(tmp_path: Path) -> None:
 
 
 def _case(cid: str, expect: bool, abstained: bool, p: float | None) -> CaseResult:
-    return CaseResult(
-        case_id=cid,
-        mode="hybrid",
+    return case_result(
+        cid,
         category=":".join(cid.split(":")[:2]),
-        difficulty="medium",
-        metrics={},
         expect_abstain=expect,
         abstained=abstained,
-        forbidden_documents=[],
-        unflagged_documents=[],
-        top_documents=[],
-        first_relevant_rank=None,
-        latency_ms=None,
-        server_ms=None,
-        cache=None,
-        rerank_applied=None,
-        trace_id=None,
-        error=None,
         answerable_probability=p,
     )
 
