@@ -190,6 +190,7 @@ def assess(
         terms=terms,
         ident_missing=_ident_missing(idents, queries, stats),
         ident_hit=_ident_hit(idents, results, stats, policy),
+        has_number=any(c.isdigit() for q in queries for c in q),
     )
     if x is None:
         return ruled

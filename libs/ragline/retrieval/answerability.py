@@ -125,9 +125,12 @@ def features(
     terms: TermEvidence | None,
     ident_missing: float | None,
     ident_hit: bool,
+    has_number: bool = True,
 ) -> dict[str, float | None] | None:
     """The model's inputs (None for a statistic that could not be read), or None when no
-    result has a dense similarity (a lexical-only search: the model does not apply)."""
+    result has a dense similarity (a lexical-only search: the model does not apply).
+    ``has_number``: the query has a digit at all (without one, ``missing_number`` is 0
+    with no statistics needed: the service reads them only when they can count)."""
     window = list(results[:WINDOW])
     sims = sorted((s for r in window if (s := _finite(r.similarity)) is not None), reverse=True)
     if not sims:
@@ -162,7 +165,11 @@ def features(
         "top_coverage": terms.top_coverage if terms is not None else None,
         "missing_share": terms.missing_share if terms is not None else None,
         "missing_terms": missing_terms,
-        "missing_number": float(any(d <= 0 for d in numbers)) if terms is not None else None,
+        "missing_number": (
+            float(any(d <= 0 for d in numbers))
+            if terms is not None
+            else (None if has_number else 0.0)
+        ),
         "ident_missing": ident_missing,
         "ident_hit": float(ident_hit),
     }
@@ -191,6 +198,13 @@ class AnswerabilityModel:
         lo, hi = THRESHOLD_BOUNDS
         if not lo <= self.threshold <= hi:
             raise ConfigError(f"answerability model: threshold outside {THRESHOLD_BOUNDS}")
+
+    @property
+    def reads_terms(self) -> bool:
+        """Whether a word-share input (not only ``missing_number``) has a weight: then the
+        term statistics are needed on every search, not only for a query with a number."""
+        shares = ("top_coverage", "missing_share", "missing_terms")
+        return any(w != 0 for f, w in zip(FEATURES, self.weights, strict=True) if f in shares)
 
     def probability(self, x: Mapping[str, float | None]) -> float:
         z = self.bias

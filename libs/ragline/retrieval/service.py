@@ -322,20 +322,25 @@ class SearchService:
     async def _query_terms(
         self, principal: Principal, req: SearchRequest, intent: Intent, final: list[Candidate]
     ) -> TermStats | None:
-        """The query's words in the caller's corpus: always with the answerability model
-        (two of its inputs); for the rules alone only when they can decide (the best
-        similarity within the term rules' reach, term_evidence.py). Counted in
+        """The query's words in the caller's corpus, read only when they can count: the
+        best similarity within the term rules' reach (term_evidence.py), or the
+        answerability model weighs them (a query with a number; any query when a refit
+        gives the word shares a weight). Counted in
         the lexical index under the first sub-search's filters (the lexical leg's)."""
         tp = self._policy.terms
         sims = [c.row.similarity for c in final if c.row.similarity is not None]
-        if (tp is None and self._policy.model is None) or not sims:
+        if not sims:
             return None
         best, thr = max(sims), self._policy.min_similarity
-        if (
-            self._policy.model is None
-            and tp is not None
-            and not (thr - tp.band <= best < max(thr, tp.missing_min_similarity))
-        ):
+        # the rules weigh the words near the similarity threshold only; the shipped model
+        # weighs them only through a number of the query (missing_number): one lookup
+        # (an _analyze and a size-0 search, ~30-60 ms measured under load) when either can
+        # use it, not on every search
+        rules_can = tp is not None and thr - tp.band <= best < max(thr, tp.missing_min_similarity)
+        model_can = self._policy.model is not None and (
+            self._policy.model.reads_terms or any(ch.isdigit() for q in req.query_texts for ch in q)
+        )
+        if not (rules_can or model_can):
             return None
         lexical = [c for c in final if c.bm25_rank is not None]
         top = min(lexical, key=lambda c: c.bm25_rank or 0).row.chunk_id if lexical else None

@@ -71,6 +71,15 @@ def test_features_only_look_at_the_window_and_need_a_similarity() -> None:
     # statistics that could not be read are None (neutral in the model), not 0
     x = _x([ev(0.5, 1.0, 1, 1)])
     assert x["missing_share"] is None and x["top_coverage"] is None
+    assert x["missing_number"] is None
+    # ... except what needs none: a query without a digit has no missing number
+    plain = features(
+        [ev(0.5, 1.0, 1, 1)], terms=None, ident_missing=0, ident_hit=False, has_number=False
+    )
+    assert plain is not None and plain["missing_number"] == 0.0
+    # the shipped model weighs no word share: the service reads the statistics only for a
+    # query with a number (or near the rules' threshold)
+    assert not default_model().reads_terms
 
 
 def _model(threshold: float = 0.5, **w: float) -> AnswerabilityModel:
