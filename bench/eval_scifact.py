@@ -46,7 +46,7 @@ QUERY_ENV = {
 TUNING_STEPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("no abstention", {"RAGLINE_QUERY_ABSTAIN_MIN_SIMILARITY": "-1"}),
     ("fusion rrf", {"RAGLINE_QUERY_FUSION": "rrf"}),
-    ("abstain model combined", {"RAGLINE_QUERY_ABSTAIN_MODEL": "combined"}),
+    ("abstain rules only", {"RAGLINE_QUERY_ABSTAIN_MODEL": "similarity"}),
     ("rrf_k 20", {"RAGLINE_QUERY_RRF_K": "20"}),
     ("rrf_k 120", {"RAGLINE_QUERY_RRF_K": "120"}),
     ("dense weight 1.5", {"RAGLINE_QUERY_WEIGHT_DENSE": "1.5"}),

@@ -9,16 +9,12 @@
         title + text) on SciFact train at document level, then our lexical leg step by
         step: chunk vs document statistics, fields, the OpenSearch-API server's scoring
         -> bench/out/tune/lexical.json
-    .venv/bin/python bench/tune_retrieval.py collect --query-url URL --name NAME
-        hybrid top-10 of every golden case and SciFact train query from a query service
-        started with abstention off -> the abstention features, bench/out/tune/NAME.json
     .venv/bin/python bench/tune_retrieval.py fusion-replica
         SciFact hybrid offline over what the kept stack has embedded (its Postgres, the
         RAGLINE_* of the stack in the environment): RRF vs score fusion and weights
-        -> fusion_subset.json, plus scifact_features.json for abstain-fit
-    .venv/bin/python bench/tune_retrieval.py abstain-fit NAME.json [NAME2.json]
-        fit the abstention model on the fixed train split, report it on the held-out split
-        -> bench/out/tune/abstain.json (paste ``FITTED`` into retrieval/abstain_model.py)
+        -> fusion_subset.json
+(The abstention model is fitted by bench/fit_answerability.py on the answerability
+benchmark; the golden-set fit that lived here is gone with retrieval/abstain_model.py.)
 
 Needs the ``eval`` extra (bm25s, PyStemmer) for ``lexical``.
 """
@@ -442,165 +438,6 @@ def _lexical(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- abstention
-
-
-class _Hit:
-    """A response hit as ``abstain_model.Signals``."""
-
-    def __init__(self, scores: Any) -> None:
-        get = scores.get if isinstance(scores, dict) else lambda k: getattr(scores, k, None)
-        self.similarity = get("dense_score")
-        self.bm25_score = get("bm25_score")
-        self.dense_rank = get("dense_rank")
-        self.bm25_rank = get("bm25_rank")
-
-
-async def _collect(args: argparse.Namespace) -> int:
-    from pydantic import SecretStr
-
-    from ragline.evaluation.client import QueryClient
-    from ragline.evaluation.datasets import load_beir
-    from ragline.evaluation.golden import load_golden
-    from ragline.evaluation.settings import EvalSettings
-    from ragline.retrieval.abstain_model import features
-
-    sets = [load_golden(p) for p in GOLDEN_SETS if (p / "manifest.yaml").is_file()]
-    sets.append(load_beir(SCIFACT, split="train", tenant="scifact", groups=("eval",)))
-    es = EvalSettings(
-        query_url=args.query_url,
-        jwt_secret=SecretStr(os.environ["RAGLINE_QUERY_JWT_SECRET"]),
-        concurrency=4,
-    )
-    rows: list[dict[str, Any]] = []
-    sem = asyncio.Semaphore(4)
-    async with QueryClient(es) as client:
-        for ds in sets:
-
-            async def one(case: Any, ds_name: str = ds.name) -> dict[str, Any]:
-                async with sem:
-                    resp, _ = await client.search(
-                        case.principal, case.question, mode="hybrid", rerank=False, top_k=10
-                    )
-                x = features([_Hit(h.scores) for h in resp.results])
-                return {
-                    "dataset": ds_name,
-                    "case_id": case.case_id,
-                    "category": case.category,
-                    "expect_abstain": case.expect_abstain,
-                    "no_results": not resp.results,
-                    "signal": resp.evidence.signal if resp.evidence else None,
-                    "features": x,
-                }
-
-            rows += await asyncio.gather(*(one(c) for c in ds.cases))
-            print(f"collected {ds.name}: {len(ds.cases)} cases", flush=True)
-    print(f"written {_write(args.name + '.json', rows)}")
-    return 0
-
-
-def _fit_logistic(
-    xs: list[list[float]], ys: list[int], sample_w: list[float], l2: float = 1.0
-) -> tuple[list[float], float]:
-    """L2-regularised logistic regression by Newton steps (numpy, no extra dependency)."""
-    import numpy as np
-
-    x = np.asarray(xs, dtype=float)
-    y = np.asarray(ys, dtype=float)
-    sw = np.asarray(sample_w, dtype=float)
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    beta = np.zeros(xb.shape[1])
-    reg = np.full(xb.shape[1], l2)
-    reg[-1] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ beta, -60, 60)))
-        grad = xb.T @ (sw * (p - y)) + reg * beta
-        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg)
-        beta = beta - np.linalg.solve(hess, grad)
-    return [float(b) for b in beta[:-1]], float(beta[-1])
-
-
-def _abstain_fit(args: argparse.Namespace) -> int:
-    from ragline.retrieval.abstain_model import FEATURES, AbstainModel
-
-    rows = [
-        r
-        for path in args.data
-        for r in json.loads(Path(path).read_text())
-        if r["expect_abstain"] is not None
-    ]
-    usable = [r for r in rows if r["features"] is not None and not r["no_results"]]
-    usable = [r for r in usable if r["signal"] not in ("identifier", "rerank")]
-    train = [r for r in usable if in_train(r["case_id"])]
-    held = [r for r in usable if not in_train(r["case_id"])]
-    cols = list(FEATURES)
-    mean = [sum(r["features"][f] for r in train) / len(train) for f in cols]
-    scale = [
-        max(1e-6, math.sqrt(sum((r["features"][f] - m) ** 2 for r in train) / len(train)))
-        for f, m in zip(cols, mean, strict=True)
-    ]
-
-    def z(r: dict[str, Any]) -> list[float]:
-        return [(r["features"][f] - m) / s for f, m, s in zip(cols, mean, scale, strict=True)]
-
-    # the golden set decides abstention; SciFact only says "these are answerable": weight
-    # each dataset so it counts as much as the golden set in total
-    golden_n = sum(1 for r in train if not r["dataset"].startswith("beir"))
-    beir_n = max(1, len(train) - golden_n)
-    sw = [1.0 if not r["dataset"].startswith("beir") else golden_n / beir_n for r in train]
-    weights, bias = _fit_logistic(
-        [z(r) for r in train], [int(r["expect_abstain"]) for r in train], sw, args.l2
-    )
-    model = AbstainModel(
-        mean=tuple(mean), scale=tuple(scale), weights=tuple(weights), bias=bias, threshold=0.5
-    )
-    # threshold: never abstain on an answerable SciFact train query (margin on top)
-    beir_p = [model.probability(r["features"]) for r in train if r["dataset"].startswith("beir")]
-    threshold = min(0.99, max(0.5, max(beir_p, default=0.0) + args.margin))
-    model = AbstainModel(
-        mean=tuple(mean), scale=tuple(scale), weights=tuple(weights), bias=bias, threshold=threshold
-    )
-
-    def report(part: list[dict[str, Any]], ds_prefix: str) -> dict[str, Any]:
-        sel = [r for r in part if r["dataset"].startswith(ds_prefix)]
-        tp = sum(1 for r in sel if r["expect_abstain"] and model.abstains(r["features"]))
-        fp = sum(1 for r in sel if not r["expect_abstain"] and model.abstains(r["features"]))
-        fn = sum(1 for r in sel if r["expect_abstain"] and not model.abstains(r["features"]))
-        return {
-            "cases": len(sel),
-            "abstain_expected": sum(1 for r in sel if r["expect_abstain"]),
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "recall": tp / (tp + fn) if tp + fn else None,
-            "false_abstentions": fp,
-            "missed": [
-                r["case_id"]
-                for r in sel
-                if r["expect_abstain"] and not model.abstains(r["features"])
-            ],
-            "wrongly_abstained": [
-                r["case_id"]
-                for r in sel
-                if not r["expect_abstain"] and model.abstains(r["features"])
-            ],
-        }
-
-    out = {
-        "features": cols,
-        "model": {
-            "mean": mean,
-            "scale": scale,
-            "weights": weights,
-            "bias": bias,
-            "threshold": threshold,
-        },
-        "train": {p: report(train, p) for p in ("golden", "beir")},
-        "held_out": {p: report(held, p) for p in ("golden", "beir")},
-    }
-    print(json.dumps(out, indent=2))
-    print(f"written {_write('abstain.json', out)}")
-    return 0
-
-
 # ---------------------------------------------------------------- fusion replica
 
 
@@ -609,8 +446,7 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     their pipeline embeddings from Postgres (RAGLINE_* of the stack in the environment),
     query embeddings from the same model, the lexical leg on a fresh local server with the
     production query, fusion by the library's own functions. Writes
-    fusion_subset.json and scifact_features.json (the abstention features of every query
-    under the default fusion, for abstain-fit)."""
+    fusion_subset.json."""
     import httpx
     import numpy as np
     import psycopg
@@ -619,8 +455,6 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     from ragline.auth.principal import Principal
     from ragline.config import Settings
     from ragline.embedding.model import SentenceTransformerEmbedder
-    from ragline.retrieval.abstain import Evidence
-    from ragline.retrieval.abstain_model import features
     from ragline.retrieval.fusion import rrf, score_fusion
     from ragline.retrieval.lexical import build_query
     from ragline.store.os_index import chunk_mapping
@@ -700,38 +534,6 @@ def _fusion_replica(args: argparse.Namespace) -> int:
     for name, value in res.items():
         print(f"{name}: {value:.4f}")
     _write("fusion_subset.json", {"documents": len(docs), "queries": len(qids), "ndcg@10": res})
-    index = {c: i for i, c in enumerate(cids)}
-    feats = []
-    for q in qids:
-        bm25 = dict(lex[q])
-        per_doc: collections.Counter[str] = collections.Counter()
-        ev = []
-        for h in score_fusion({"dense": dense[q], "lexical": lex[q]}):
-            if per_doc[doc_of[h.key]] >= 3:  # the default per-document cap
-                continue
-            per_doc[doc_of[h.key]] += 1
-            ev.append(
-                Evidence(
-                    text="",
-                    similarity=float(sims[q][index[h.key]]),
-                    rerank=None,
-                    bm25_score=bm25.get(h.key),
-                    dense_rank=h.ranks.get("dense"),
-                    bm25_rank=h.ranks.get("lexical"),
-                )
-            )
-        feats.append(
-            {
-                "dataset": "beir:scifact:train",
-                "case_id": q,
-                "category": "beir",
-                "expect_abstain": False,
-                "no_results": False,
-                "signal": "similarity",
-                "features": features(ev),
-            }
-        )
-    print(f"written {_write('scifact_features.json', feats)}")
     return 0
 
 
@@ -756,26 +558,15 @@ def main(argv: list[str]) -> int:
         action="store_false",
         help="skip the bm25s reference rows (minutes; they do not depend on the engine)",
     )
-    c = sub.add_parser("collect", help="abstention features from a running query service")
-    c.add_argument("--query-url", required=True)
-    c.add_argument("--name", default="abstain_features")
     sub.add_parser("fusion-replica", help="SciFact hybrid offline over the kept stack's embeddings")
-    f = sub.add_parser("abstain-fit", help="fit + report the abstention model")
-    f.add_argument("data", nargs="+", help="collect / fusion-replica outputs (bench/out/tune/)")
-    f.add_argument("--l2", type=float, default=1.0)
-    f.add_argument("--margin", type=float, default=0.05)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     if args.cmd == "serve":
         rc = asyncio.run(_serve(args))
     elif args.cmd == "lexical":
         rc = _lexical(args)
-    elif args.cmd == "fusion-replica":
-        rc = _fusion_replica(args)
-    elif args.cmd == "collect":
-        rc = asyncio.run(_collect(args))
     else:
-        rc = _abstain_fit(args)
+        rc = _fusion_replica(args)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return rc
 

@@ -32,7 +32,9 @@ def register(subparsers: Any) -> None:
     src.add_argument(
         "--dataset",
         action="append",
-        help="beir:<dir> or golden:<dir>; repeat to evaluate several datasets on one stack "
+        help="beir:<dir>, golden:<dir> or answerability:<SciFact dir> (the answerability "
+        "benchmark built from SciFact, evaluation/answerability.py; prints its held-out "
+        "figures); repeat to evaluate several datasets on one stack "
         "(each gets its own report under --out/<name> and its own thresholds)",
     )
     src.add_argument("--report", type=Path, help="gate/compare an existing report.json only")
@@ -223,8 +225,9 @@ def _baselines(args: argparse.Namespace, names: list[str]) -> list[Any]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ragline.errors import ConfigError
+    from ragline.evaluation.answerability import render_held_out
     from ragline.evaluation.baseline import render_before_after, save_baseline
-    from ragline.evaluation.evaluate import write_outputs
+    from ragline.evaluation.evaluate import answerability_figures, write_outputs
     from ragline.evaluation.gate import (
         ThresholdConfig,
         check_thresholds,
@@ -271,6 +274,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(render_table(report))
         print()
         print(render_categories(report))
+        held = answerability_figures(report)
+        if held is not None:
+            print()
+            print(render_held_out(held))
         sweep = sweep_summary(report)
         if sweep:
             print()

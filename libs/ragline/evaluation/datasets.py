@@ -117,7 +117,7 @@ class AfterIngest(_Frozen):
 
 class EvalDataset(_Frozen):
     name: str
-    kind: Literal["beir", "golden"]
+    kind: Literal["beir", "golden", "answerability"]
     documents: tuple[SourceDocument, ...]
     after_ingest: tuple[AfterIngest, ...] = ()
     cases: tuple[EvalCase, ...]
@@ -262,14 +262,25 @@ def load_beir(
 
 
 def load_dataset(spec: str, **beir_options: Any) -> EvalDataset:
-    """``beir:<dir>`` or ``golden:<dir>`` (the directory holding manifest.yaml)."""
+    """``beir:<dir>``, ``golden:<dir>`` (the directory holding manifest.yaml) or
+    ``answerability:<BEIR SciFact dir>`` (evaluation/answerability.py)."""
     kind, sep, location = spec.partition(":")
     if not sep or not location:
-        raise ConfigError(f"dataset {spec!r}: expected beir:<dir> or golden:<dir>")
+        raise ConfigError(
+            f"dataset {spec!r}: expected beir:<dir>, golden:<dir> or answerability:<dir>"
+        )
     if kind == "beir":
         return load_beir(Path(location), **beir_options)
     if kind == "golden":
         from ragline.evaluation.golden import load_golden
 
         return load_golden(Path(location))
-    raise ConfigError(f"dataset {spec!r}: unknown kind {kind!r} (beir or golden)")
+    if kind == "answerability":
+        from ragline.evaluation.answerability import load_answerability
+        from ragline.evaluation.scifact import scifact_dir
+        from ragline.evaluation.settings import EvalSettings
+
+        # ``answerability:scifact``: wherever SciFact is found (RAGLINE_SCIFACT_DIR, ...)
+        where = scifact_dir(EvalSettings(), repo=Path.cwd()) if location == "scifact" else None
+        return load_answerability(where or Path(location))
+    raise ConfigError(f"dataset {spec!r}: unknown kind {kind!r} (beir, golden or answerability)")

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ragline.config import Settings
 from ragline.errors import BackendUnavailable
+from ragline.evaluation.answerability import render_held_out
 from ragline.evaluation.client import QueryClient
 from ragline.evaluation.datasets import EvalDataset
 from ragline.evaluation.gate import ThresholdConfig
@@ -19,7 +22,7 @@ from ragline.evaluation.report import Report, build_report, render_categories, r
 from ragline.evaluation.runner import parse_modes, run_modes
 from ragline.evaluation.settings import EvalSettings
 
-__all__ = ["evaluate", "wait_ready", "write_outputs"]
+__all__ = ["answerability_figures", "evaluate", "wait_ready", "write_outputs"]
 
 
 async def wait_ready(client: QueryClient, timeout_s: float = 120.0) -> None:
@@ -104,6 +107,10 @@ def write_outputs(
     json_path = save_report(report, out / "report.json")
     txt = out / "report.txt"
     tables = [render_table(report), render_categories(report), render_sweep(report)]
+    held = answerability_figures(report)
+    if held is not None:
+        tables.insert(0, render_held_out(held))
+        (out / "answerability.json").write_text(json.dumps(held, indent=1) + "\n")
     if baseline is not None:
         tables.insert(0, render_before_after(report, baseline, config=config))
     txt.write_text("\n\n".join(t for t in tables if t) + "\n")
@@ -113,4 +120,24 @@ def write_outputs(
 
     png = plot_report(report, out / "report.png", baseline)
     sweep_png = plot_sweep(report, out / "abstention.png")
-    return [json_path, txt, png, *([sweep_png] if sweep_png is not None else [])]
+    extra = [sweep_png] if sweep_png is not None else []
+    if held is not None:
+        from ragline.evaluation.plot import plot_reliability
+
+        extra.append(
+            plot_reliability(
+                {"held-out half": held["reliability"]},
+                out / "reliability.png",
+                f"{report.meta.dataset}: held-out ECE {held['ece'] or 0:.3f}",
+            )
+        )
+    return [json_path, txt, png, *extra]
+
+
+def answerability_figures(report: Report, mode: str = "hybrid") -> dict[str, Any] | None:
+    """The held-out figures of an answerability report (None for other datasets)."""
+    from ragline.evaluation.answerability import held_out_summary
+
+    if report.meta.kind != "answerability" or mode not in report.modes:
+        return None
+    return held_out_summary(c for c in report.cases if c.mode == mode)

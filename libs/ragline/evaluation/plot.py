@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragline.evaluation.report import Report
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["QUALITY_METRICS", "plot_report", "plot_sweep"]
+__all__ = ["QUALITY_METRICS", "plot_reliability", "plot_report", "plot_sweep"]
 
 QUALITY_METRICS: tuple[str, ...] = (
     "recall@1",
@@ -32,6 +32,12 @@ SAFETY_METRICS: tuple[str, ...] = (
     "error_rate",
 )
 Getter = Callable[[str, str], float | None]  # (mode, label) -> value
+
+
+def _save(fig: Any, path: Path, dpi: int) -> None:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
 
 
 def _bars(
@@ -100,9 +106,7 @@ def plot_report(report: Report, path: Path, baseline: Report | None = None) -> P
 
         when = report.meta.created_at.strftime("%Y-%m-%d %H:%M UTC")
         fig.suptitle(f"{report.meta.dataset}: {report.meta.n_cases} cases, {when}")
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        _save(fig, path, 110)
     finally:
         plt.close(fig)
     return path
@@ -143,9 +147,37 @@ def plot_sweep(report: Report, path: Path) -> Path | None:
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"{report.meta.dataset}: abstention vs threshold", fontsize=10)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        _save(fig, path, 100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_reliability(curves: dict[str, Sequence[dict[str, float]]], path: Path, title: str) -> Path:
+    """Reliability curves (evaluation/answerability.reliability): observed share of
+    answerable cases against the mean predicted probability per bin, one line per label
+    (e.g. the fit and the held-out half), the diagonal dashed; bin counts annotated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    try:
+        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfectly calibrated")
+        for label, rows in curves.items():
+            xs = [r["mean_p"] for r in rows]
+            ax.plot(xs, [r["observed"] for r in rows], "o-", label=label)
+            for r in rows:
+                ax.annotate(f"{int(r['n'])}", (r["mean_p"], r["observed"]), fontsize=6)
+        ax.set_xlabel("predicted answerable_probability (bin mean)")
+        ax.set_ylabel("observed share answerable")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=9)
+        _save(fig, path, 100)
     finally:
         plt.close(fig)
     return path

@@ -71,7 +71,7 @@ class ModeReport(_Model):
 
 class ReportMeta(_Model):
     dataset: str
-    kind: Literal["beir", "golden"]
+    kind: Literal["beir", "golden", "answerability"]
     created_at: datetime
     modes: list[str]
     top_k: int

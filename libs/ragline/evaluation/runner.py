@@ -110,6 +110,10 @@ async def run_case(
         abstain_signal=resp.evidence.signal if resp.evidence is not None else None,
         best_similarity=resp.best_similarity(),
         abstain_threshold=resp.evidence.threshold if resp.evidence is not None else None,
+        answerable_probability=(
+            resp.evidence.answerable_probability if resp.evidence is not None else None
+        ),
+        features=resp.evidence.features if resp.evidence is not None else None,
         latency_ms=ms,
         server_ms=resp.server_ms,
         cache=resp.cache,

@@ -88,6 +88,8 @@ class CaseRun:
     error: str | None = None
     degraded: Sequence[str] = ()
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    answerable_probability: float | None = None
+    features: Mapping[str, float | None] | None = None
 
 
 class CaseResult(BaseModel):
@@ -119,6 +121,9 @@ class CaseResult(BaseModel):
     abstain_signal: str | None = None
     best_similarity: float | None = None
     abstain_threshold: float | None = None
+    # the answerability model's probability and inputs (hybrid; older reports: None)
+    answerable_probability: float | None = None
+    features: dict[str, float | None] | None = None
 
 
 def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
@@ -167,6 +172,8 @@ def score_case(case: EvalCase, run: CaseRun, *, doc_level: bool) -> CaseResult:
         abstain_signal=run.abstain_signal,
         best_similarity=run.best_similarity,
         abstain_threshold=run.abstain_threshold,
+        answerable_probability=run.answerable_probability,
+        features=dict(run.features) if run.features is not None else None,
     )
 
 

@@ -32,21 +32,24 @@ is a clear match of both legs; above it, it still abstains (``terms_not_found``)
 most of the query's information occurs nowhere in the caller's corpus and similarity is
 below the stricter bar.
 
-With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=combined``)
-a hybrid search is decided by ``abstain_model``: dense similarity, the per-query
-normalised BM25 score, the agreement of the two legs and the score gaps together,
-instead of the similarity threshold alone. Dense-only and lexical-only searches keep the
-single-signal rules.
+With ``AbstainPolicy.model`` set (``RAGLINE_QUERY_ABSTAIN_MODEL=answerability``, the
+default) a hybrid search also gets the calibrated answerability model
+(``answerability.py``): every response carries its probability and inputs, and the
+model abstains (``low_answerability``) on what the rules above answer when the
+probability is below its threshold (or the request's ``answerable_threshold``). The
+rules stay where the measurement showed they add (docs/evaluation.md "Answerability":
+on the golden sets they carry every abstention the model does not). Dense-only and
+lexical-only searches keep the rules alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ragline.retrieval.abstain_model import AbstainModel, features
+from ragline.retrieval.answerability import WINDOW, AnswerabilityModel, features
 from ragline.retrieval.ident_match import matches, share_of_words
 from ragline.retrieval.term_evidence import TermPolicy, TermStats, decide_by_terms
 
@@ -84,7 +87,8 @@ class AbstainPolicy:
     # ... when those identifiers are at least this share of the query's words (a claim
     # naming one in passing is not a question about it: ident_match.share_of_words)
     identifier_missing_min_share: float = 0.25  # fitted: bench/tune_terms.py idents
-    model: AbstainModel | None = None  # several signals (abstain_model.py); None: similarity
+    # hybrid searches: the calibrated answerability model (answerability.py); None: rules
+    model: AnswerabilityModel | None = None
     # the query's words in the caller's corpus (term_evidence.py); None: off
     terms: TermPolicy | None = field(default_factory=TermPolicy)
 
@@ -132,6 +136,9 @@ class Assessment:
     best_similarity: float | None
     best_rerank: float | None
     threshold: float | None
+    # the model's calibrated probability that the visible corpus answers (hybrid only)
+    answerable_probability: float | None = None
+    features: Mapping[str, float | None] | None = None
 
 
 def assess(
@@ -140,7 +147,13 @@ def assess(
     policy: AbstainPolicy,
     stats: IdentifierStats | None = None,
     terms: TermStats | None = None,
+    *,
+    threshold: float | None = None,
+    hybrid: bool | None = None,
 ) -> Assessment:
+    """``threshold``: the request's own answerability threshold (the model's otherwise).
+    ``hybrid``: both legs ran (the service knows; None: inferred from the results' ranks,
+    which misses a lexical leg that ran and found nothing)."""
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
     best_sim = max(sims) if sims else None
@@ -156,8 +169,54 @@ def assess(
         )
 
     if not results:
-        return out("no_results", "no_results")
+        return Assessment(
+            reason="no_results",
+            signal="no_results",
+            best_similarity=None,
+            best_rerank=None,
+            threshold=None,
+            answerable_probability=0.0 if policy.model is not None else None,
+        )
     idents = rule_identifiers(queries)
+    if hybrid is None:
+        hybrid = any(r.bm25_rank is not None for r in results) and any(
+            r.dense_rank is not None for r in results
+        )
+    ruled = _by_rules(results, queries, policy, idents, stats, terms, out, best_sim, best_rr)
+    if policy.model is None or not hybrid:
+        return ruled
+    x = features(
+        results,
+        terms=terms,
+        ident_missing=_ident_missing(idents, queries, stats),
+        ident_hit=_ident_hit(idents, results, stats, policy),
+        has_number=any(c.isdigit() for q in queries for c in q),
+    )
+    if x is None:
+        return ruled
+    # hybrid: the rules and the model together; the model abstains on what the rules
+    # answer when the probability is below the (request's) threshold, and every hybrid
+    # response carries the probability (docs/evaluation.md "Answerability")
+    p = policy.model.probability(x)
+    bar = policy.model.threshold if threshold is None else threshold
+    if ruled.reason is None and p < bar:
+        ruled = out("low_answerability", "model", bar)
+    return replace(ruled, answerable_probability=p, features=x)
+
+
+def _by_rules(
+    results: Sequence[Evidence],
+    queries: Sequence[str],
+    policy: AbstainPolicy,
+    idents: set[str],
+    stats: IdentifierStats | None,
+    terms: TermStats | None,
+    out: Callable[..., Assessment],
+    best_sim: float | None,
+    best_rr: float | None,
+) -> Assessment:
+    """The rules: a missing identifier, a specific identifier matched, the rerank or
+    similarity threshold, the query's words near it (term_evidence.py)."""
     if idents and stats is not None:
         if all(stats.df.get(i, 0) == 0 for i in idents):
             bar = policy.identifier_missing_min_similarity
@@ -167,8 +226,7 @@ def assess(
             ):
                 return out("identifier_not_found", "identifier", bar)
             idents = set()
-        limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
-        idents = {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
+        idents = _specific(idents, stats, policy)
     if idents and any(matches(i, r.text) for r in results for i in idents):
         return out(None, "identifier")
     if policy.min_rerank is not None and best_rr is not None:
@@ -181,15 +239,38 @@ def assess(
         if by_terms is not None:
             decision, bar = by_terms
             return out("terms_not_found" if decision == "abstain" else None, "terms", bar)
-    hybrid = any(r.bm25_rank is not None for r in results) and any(
-        r.dense_rank is not None for r in results
-    )
-    x = features(results) if policy.model is not None and hybrid else None
-    if policy.model is not None and x is not None:
-        low = policy.model.abstains(x)
-        return out("low_evidence" if low else None, "model", policy.model.threshold)
     low = best_sim < policy.min_similarity
     return out("below_similarity_threshold" if low else None, "similarity", policy.min_similarity)
+
+
+def _specific(idents: set[str], stats: IdentifierStats, policy: AbstainPolicy) -> set[str]:
+    """The identifiers rare enough in the caller's corpus to be evidence when matched."""
+    limit = max(1.0, policy.identifier_max_df_ratio * stats.documents)
+    return {i for i in idents if 0 < stats.df.get(i, 0) <= limit}
+
+
+def _ident_missing(
+    idents: set[str], queries: Sequence[str], stats: IdentifierStats | None
+) -> float | None:
+    """The share of the query's words that are identifiers found in no visible document
+    (0 without identifiers; None when their statistics could not be read)."""
+    if not idents:
+        return 0.0
+    if stats is None:
+        return None
+    gone = {i for i in idents if stats.df.get(i, 0) == 0}
+    return share_of_words(" ".join(queries), gone) if gone else 0.0
+
+
+def _ident_hit(
+    idents: set[str],
+    results: Sequence[Evidence],
+    stats: IdentifierStats | None,
+    policy: AbstainPolicy,
+) -> bool:
+    """A specific identifier of the query (any, without statistics) occurs in a result."""
+    wanted = _specific(idents, stats, policy) if stats is not None else idents
+    return any(matches(i, r.text) for r in results[:WINDOW] for i in wanted)
 
 
 def decide(

@@ -18,7 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
 from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess, rule_identifiers
-from ragline.retrieval.abstain_model import FITTED
+from ragline.retrieval.answerability import default_model, load_model
 from ragline.retrieval.api_models import (
     AbstainEvidence,
     Citation,
@@ -155,7 +155,15 @@ class SearchService:
                 settings.ranking.abstain_identifier_missing_min_similarity
             ),
             identifier_missing_min_share=settings.ranking.abstain_identifier_missing_min_share,
-            model=FITTED if settings.ranking.abstain_model == "combined" else None,
+            model=(
+                (
+                    load_model(settings.ranking.abstain_model_path)
+                    if settings.ranking.abstain_model_path is not None
+                    else default_model()
+                )
+                if settings.ranking.abstain_model == "answerability"
+                else None
+            ),
             terms=TermPolicy() if settings.ranking.abstain_terms else None,
         )
 
@@ -206,7 +214,8 @@ class SearchService:
             queries=req.query_texts,
             vectors=tuple(vectors.values()),
             request=req.model_dump(mode="json", exclude={"query", "queries"})
-            | {"scope": intent.scope.model_dump(mode="json"), "space": sp.space_id},
+            | {"scope": intent.scope.model_dump(mode="json"), "space": sp.space_id}
+            | ({"answerability": self._policy.model.version} if self._policy.model else {}),
         )
         with t.stage("cache"):
             cached = None if probe is not None else await self._b.cache.lookup(key)
@@ -262,7 +271,15 @@ class SearchService:
             terms = None
             if req.mode == "hybrid" and "lexical_unavailable" not in degraded:
                 terms = await self._query_terms(principal, req, intent, final)
-            assessment = assess(evidence, req.query_texts, self._policy, stats, terms)
+            assessment = assess(
+                evidence,
+                req.query_texts,
+                self._policy,
+                stats,
+                terms,
+                threshold=req.answerable_threshold,
+                hybrid=req.mode == "hybrid" and "lexical_unavailable" not in degraded,
+            )
             reason = assessment.reason
         with t.stage("finalize"):
             async with rls_transaction(self._b.pool, principal) as conn:
@@ -288,6 +305,8 @@ class SearchService:
                 best_similarity=assessment.best_similarity,
                 best_rerank=assessment.best_rerank,
                 threshold=assessment.threshold,
+                answerable_probability=assessment.answerable_probability,
+                features=dict(assessment.features) if assessment.features is not None else None,
             ),
             version_scope=intent.scope,
             timings_ms=t.finish(),
@@ -303,15 +322,25 @@ class SearchService:
     async def _query_terms(
         self, principal: Principal, req: SearchRequest, intent: Intent, final: list[Candidate]
     ) -> TermStats | None:
-        """The query's words in the caller's corpus, read only when they can decide: the
-        best similarity is within the term rules' reach (term_evidence.py). Counted in
+        """The query's words in the caller's corpus, read only when they can count: the
+        best similarity within the term rules' reach (term_evidence.py), or the
+        answerability model weighs them (a query with a number; any query when a refit
+        gives the word shares a weight). Counted in
         the lexical index under the first sub-search's filters (the lexical leg's)."""
         tp = self._policy.terms
         sims = [c.row.similarity for c in final if c.row.similarity is not None]
-        if tp is None or not sims:
+        if not sims:
             return None
         best, thr = max(sims), self._policy.min_similarity
-        if not (thr - tp.band <= best < max(thr, tp.missing_min_similarity)):
+        # the rules weigh the words near the similarity threshold only; the shipped model
+        # weighs them only through a number of the query (missing_number): one lookup
+        # (an _analyze and a size-0 search, ~30-60 ms measured under load) when either can
+        # use it, not on every search
+        rules_can = tp is not None and thr - tp.band <= best < max(thr, tp.missing_min_similarity)
+        model_can = self._policy.model is not None and (
+            self._policy.model.reads_terms or any(ch.isdigit() for q in req.query_texts for ch in q)
+        )
+        if not (rules_can or model_can):
             return None
         lexical = [c for c in final if c.bm25_rank is not None]
         top = min(lexical, key=lambda c: c.bm25_rank or 0).row.chunk_id if lexical else None

@@ -123,10 +123,16 @@ class RankingSettings(BaseSettings):
         description="... and only when those identifiers are at least this share of the "
         "query's words (0: always; fitted by bench/tune_terms.py idents)",
     )
-    abstain_model: Literal["similarity", "combined"] = Field(
-        default="similarity",
-        description="combined: hybrid searches abstain by the fitted multi-signal model "
-        "(retrieval/abstain_model.py); similarity: the abstain_min_similarity threshold only",
+    abstain_model: Literal["similarity", "answerability"] = Field(
+        default="answerability",
+        description="answerability: hybrid searches abstain by the calibrated answerability "
+        "model (retrieval/answerability.py), which also puts answerable_probability in the "
+        "response; similarity: the rules only (abstain_min_similarity, identifiers, terms)",
+    )
+    abstain_model_path: Path | None = Field(
+        default=None,
+        description="an answerability model file (bench/fit_answerability.py writes one); "
+        "default the shipped retrieval/answerability_model.json",
     )
     abstain_terms: bool = Field(
         default=True,

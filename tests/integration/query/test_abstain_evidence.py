@@ -30,10 +30,12 @@ async def _search(
 async def test_abstention_reports_the_best_similarity(
     client: httpx.AsyncClient, corpus: Corpus
 ) -> None:
-    weak = await _search(client, corpus, {"query": "recipe for chocolate banana muffins"})
+    weak = await _search(
+        client, corpus, {"query": "recipe for chocolate banana muffins", "mode": "dense"}
+    )
     assert weak["abstained"] and weak["results"] == []
     ev = weak["evidence"]
-    assert ev["signal"] == "similarity"
+    assert ev["signal"] == "similarity" and ev["answerable_probability"] is None
     assert ev["best_similarity"] is not None and ev["best_similarity"] < ev["threshold"]
 
     strong = await _search(
@@ -96,13 +98,22 @@ async def test_frequencies_are_counted_under_the_callers_scope(
 async def test_an_identifier_found_nowhere_abstains(
     client: httpx.AsyncClient, corpus: Corpus
 ) -> None:
-    # a bare key no document holds: weak evidence, and nothing is about it
+    # a bare key no document holds: weak evidence, and nothing is about it. Hybrid: the
+    # answerability model sees the identifier found nowhere as one of its inputs
     bare = await _search(client, corpus, {"query": "ZX-4242", "top_k": 5})
+    assert bare["abstained"] and bare["abstain_reason"] == "identifier_not_found"
+    ev = bare["evidence"]
+    assert ev["signal"] == "identifier" and ev["features"]["ident_missing"] == 1.0
+    assert ev["answerable_probability"] < 0.5
+    # dense-only searches: the rules alone, no probability
+    bare = await _search(client, corpus, {"query": "ZX-4242", "top_k": 5, "mode": "dense"})
     assert bare["abstained"] and bare["abstain_reason"] == "identifier_not_found"
     assert bare["evidence"]["signal"] == "identifier"
     # ERR-4799 looks exactly like the 24 reference entries but no document holds it: it
     # abstains unless the evidence reaches the stricter bar of a missing identifier
-    miss = await _search(client, corpus, {"query": "what does error ERR-4799 mean?", "top_k": 5})
+    miss = await _search(
+        client, corpus, {"query": "what does error ERR-4799 mean?", "top_k": 5, "mode": "dense"}
+    )
     ev = miss["evidence"]
     if miss["abstained"]:
         assert miss["abstain_reason"] == "identifier_not_found"
@@ -111,5 +122,32 @@ async def test_an_identifier_found_nowhere_abstains(
         assert ev["signal"] == "similarity" and ev["best_similarity"] >= 0.40
     # ... while the one page that does mention ERR-4711 still answers
     hit = await _search(client, corpus, {"query": "what does error ERR-4711 mean?", "top_k": 5})
-    assert not hit["abstained"]
+    assert not hit["abstained"] and hit["evidence"]["signal"] == "identifier"
+    assert hit["evidence"]["features"]["ident_hit"] == 1.0
     assert hit["results"][0]["document_id"] == "kb:ingest-troubleshooting"
+
+
+async def test_answerable_probability_and_the_request_threshold(
+    client: httpx.AsyncClient, corpus: Corpus
+) -> None:
+    """Hybrid searches carry the calibrated probability; a caller's own threshold moves
+    the decision, within bounds (outside them: 422)."""
+    q = {"query": "How much annual leave do staff receive?"}
+    strong = await _search(client, corpus, q)
+    ev = strong["evidence"]
+    assert not strong["abstained"]
+    p = ev["answerable_probability"]
+    assert 0.0 <= p <= 1.0
+    weak = await _search(client, corpus, {"query": "recipe for chocolate banana muffins"})
+    assert weak["abstained"] and weak["evidence"]["answerable_probability"] < p
+    if p < 0.99:  # demanding more certainty than this answer has: an abstention
+        strict = await _search(client, corpus, {**q, "answerable_threshold": 0.99})
+        assert strict["abstained"] and strict["abstain_reason"] == "low_answerability"
+        assert strict["evidence"]["signal"] == "model"
+        assert strict["evidence"]["threshold"] == 0.99
+    r = await client.post(
+        "/v1/search",
+        json={**q, "answerable_threshold": 0.995},
+        headers=auth(corpus.tenant, [GROUP_A]),
+    )
+    assert r.status_code == 422

@@ -187,6 +187,9 @@ async def test_abstains_on_unrelated_query(client: httpx.AsyncClient, corpus: Co
     resp = await _search(client, corpus, {"query": "recipe for chocolate banana muffins"})
     assert resp["abstained"] and resp["results"] == []
     assert resp["abstain_reason"] == "below_similarity_threshold"
+    # hybrid: the answerability model's probability comes with it, below its threshold
+    ev = resp["evidence"]
+    assert ev["answerable_probability"] is not None and ev["answerable_probability"] < 0.5
 
 
 async def test_fan_out_queries(client: httpx.AsyncClient, corpus: Corpus):

@@ -121,3 +121,22 @@ def test_classification_values_match_the_event_model() -> None:
     enum = array["items"]["enum"]
     assert field is not None
     assert sorted(enum) == sorted(c.value for c in Classification)
+
+
+def test_answerability_is_in_the_openapi_document_and_the_client() -> None:
+    """The calibrated probability and the per-request threshold are part of the contract
+    (additive: optional, defaulting to null) on the server and in the client models."""
+    schemas = SPEC["components"]["schemas"]
+    prob = schemas["AbstainEvidence"]["properties"]["answerable_probability"]
+    assert "answerable_probability" not in schemas["AbstainEvidence"].get("required", [])
+    bounds = [s for s in prob.get("anyOf", [prob]) if s.get("type") == "number"]
+    assert bounds and bounds[0]["minimum"] == 0.0 and bounds[0]["maximum"] == 1.0
+    req = schemas["SearchRequest"]["properties"]["answerable_threshold"]
+    rb = [s for s in req.get("anyOf", [req]) if s.get("type") == "number"]
+    assert rb and rb[0]["minimum"] == 0.01 and rb[0]["maximum"] == 0.99
+    assert models.AbstainEvidence.model_fields["answerable_probability"].default is None
+    assert models.SearchRequest.model_fields["answerable_threshold"].default is None
+    ev = models.AbstainEvidence.model_validate({"signal": "model", "answerable_probability": 0.7})
+    assert ev.answerable_probability == 0.7
+    with pytest.raises(ValueError):
+        models.SearchRequest.model_validate({"query": "q", "answerable_threshold": 0.995})

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eval_helpers import case_result
 
 from ragline.evaluation.client import SearchResponse
 from ragline.evaluation.datasets import EvalDataset
@@ -20,7 +21,7 @@ from ragline.evaluation.report import (
     sweep_summary,
     with_sweep,
 )
-from ragline.evaluation.summary import CaseResult, CaseRun
+from ragline.evaluation.summary import CaseRun
 from ragline.evaluation.sweep import THRESHOLDS, Strength, f1, strengths, sweep
 
 
@@ -256,31 +257,15 @@ def test_strengths_from_an_older_service() -> None:
     assert resp.best_similarity() == 0.41
     gone = SearchResponse.model_validate({**envelope, "results": [], "abstained": True})
     assert gone.best_similarity() is None
-    base: dict[str, Any] = dict(
+    answered = case_result(
+        "a", mode="dense", metrics={"recall@10": 1.0}, abstained=False, best_similarity=0.41
+    )
+    silent = case_result(
+        "b",
         mode="dense",
-        category="c",
-        difficulty="easy",
-        expect_abstain=False,
-        forbidden_documents=[],
-        unflagged_documents=[],
-        top_documents=[],
-        first_relevant_rank=None,
-        latency_ms=None,
-        server_ms=None,
-        cache=None,
-        rerank_applied=None,
-        trace_id=None,
-        error=None,
-    )
-    answered = CaseResult(
-        case_id="a", metrics={"recall@10": 1.0}, abstained=False, best_similarity=0.41, **base
-    )
-    silent = CaseResult(
-        case_id="b",
         metrics={"recall@10": 0.0},
         abstained=True,
         abstain_reason="below_similarity_threshold",
-        **base,
     )
     failed = answered.model_copy(update={"case_id": "c", "error": "boom"})
     got = strengths([answered, silent, failed])

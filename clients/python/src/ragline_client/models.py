@@ -169,6 +169,14 @@ class SearchRequest(BaseModel):
     filters: SearchFilters | None = None
     as_of: date | None = None
     include_history: bool = False
+    answerable_threshold: float | None = Field(
+        default=None,
+        ge=0.01,
+        le=0.99,
+        description="hybrid searches: abstain when answerable_probability is below this "
+        "(default the fitted model's threshold, evidence.threshold); a caller that prefers "
+        "fewer wrong answers raises it, one that prefers fewer abstentions lowers it",
+    )
 
     @model_validator(mode="after")
     def _one_query_form(self) -> SearchRequest:
@@ -274,7 +282,9 @@ class AbstainEvidence(BaseModel):
         description="the rule that decided: similarity/rerank compare the best score with "
         "the threshold; identifier = an exact identifier of the query that is rare in the "
         "caller's corpus matched (answered), or no identifier of the query occurs in it at all "
-        "(abstained, identifier_not_found); model = the multi-signal model (opt-in); "
+        "(abstained, identifier_not_found); model = the calibrated answerability model "
+        "abstained on what the rules answered (hybrid searches: answerable_probability "
+        "below threshold, low_answerability); "
         "terms = the query's words in the caller's corpus (answered just under the "
         "similarity threshold on strong lexical evidence or a clear match, or abstained, "
         "terms_not_found); "
@@ -286,6 +296,19 @@ class AbstainEvidence(BaseModel):
     best_rerank: float | None = Field(default=None, description="best rerank score, if reranked")
     threshold: float | None = Field(
         default=None, description="the threshold the deciding score was compared with"
+    )
+    answerable_probability: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="calibrated probability that the caller's visible corpus answers the "
+        "query (signal model; 0 with no results; null when the model does not apply: "
+        "dense-only or lexical-only searches, or the model turned off)",
+    )
+    features: dict[str, float | None] | None = Field(
+        default=None,
+        description="the model's inputs (docs/query.md: sim_max, lex_peak, top_coverage, "
+        "missing_share, ...); null for a statistic that could not be read",
     )
 
 
