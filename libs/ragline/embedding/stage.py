@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -118,7 +119,9 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
     async def process_batch(
         self, events: Sequence[DocEnriched], ctx: StageContext
     ) -> Results[DocEmbedded | DocEnriched]:
+        t0 = time.perf_counter()
         results = await self.batcher.embed_events(events, slice_texts=self.config.slice_texts)
+        took = round(time.perf_counter() - t0, 3)  # the poll's embedding, for the slice logs
         if self.feeder is not None:  # before doc.embedded is out: the indexer reads it
             await self.feeder.feed(
                 [e for e, r in zip(events, results, strict=True) if isinstance(r, DocEmbedded)]
@@ -130,7 +133,12 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
                 _log.info(
                     "document handed on after a slice",
                     extra={
-                        "fields": {"document_id": ev.document_id, "done": r.done, "of": r.total}
+                        "fields": {
+                            "document_id": ev.document_id,
+                            "done": r.done,
+                            "of": r.total,
+                            "poll_seconds": took,
+                        }
                     },
                 )
                 again = with_lane(ev, BULK)  # the rest of a huge document is bulk work
@@ -138,5 +146,16 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
             elif isinstance(r, BaseException):
                 out.append(r)
             else:
+                if 0 < self.config.slice_texts < len(r.chunks):
+                    _log.info(
+                        "large document embedded",
+                        extra={
+                            "fields": {
+                                "document_id": ev.document_id,
+                                "chunks": len(r.chunks),
+                                "poll_seconds": took,
+                            }
+                        },
+                    )
                 out.append([Output(topic=Topics.DOC_EMBEDDED.value, event=r)])
         return out
