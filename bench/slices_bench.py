@@ -88,7 +88,7 @@ def embedder_lines(procs: list[ServiceProcess]) -> list[dict[str, Any]]:
     out = []
     for p in procs:
         for line in p.log().splitlines():
-            if '"handed on after a slice"' in line or '"large document embedded"' in line:
+            if 'handed on after a slice"' in line or 'large document embedded"' in line:
                 try:
                     out.append(json.loads(line))
                 except ValueError:
@@ -175,13 +175,18 @@ async def run(args: argparse.Namespace, base: Path, emb: Embedders) -> dict[str,
                 await asyncio.sleep(2.0)
                 await asyncio.to_thread(emb.start().wait_metrics, 300)
             cur = await conn.execute(
-                "SELECT status FROM document_status WHERE tenant_id = %s AND document_id = %s",
+                "SELECT s.status, s.stage, s.reason_code, d.revision, d.os_revision"
+                " FROM document_status s LEFT JOIN documents d"
+                " ON d.tenant_id = s.tenant_id AND d.document_id = s.document_id"
+                " WHERE s.tenant_id = %s AND s.document_id = %s",
                 (TENANT, DOC),
             )
             row = await cur.fetchone()
             await conn.commit()
-            if row and row[0] in ("indexed", "quarantined"):
-                break
+            if row and row[0] == "quarantined":
+                raise RuntimeError(f"quarantined by {row[1]}: {row[2]}")
+            if row and row[0] == "indexed" and row[3] is not None and row[3] == row[4]:
+                break  # in Postgres and OpenSearch
             if time.perf_counter() - t0 > args.timeout:
                 raise TimeoutError(f"not indexed after {args.timeout} s")
         wall = time.perf_counter() - t0
