@@ -51,27 +51,32 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
     "pipeline": (
         "pipeline_bench.py",
         ["--backend", "torch"],
-        ["--docs", "200", "--probes", "5", "--backend", "torch"],
+        ["--quick", "--backend", "torch"],
         "pipeline.json",
     ),
     **{
         f"pipeline_{b.replace('-', '_')}": (
             "pipeline_bench.py",
             ["--backend", b, "--json", f"bench/out/pipeline_{b}.json"],
-            [
-                "--docs",
-                "200",
-                "--probes",
-                "5",
-                "--backend",
-                b,
-                "--json",
-                f"bench/out/pipeline_{b}.json",
-            ],
+            ["--quick", "--backend", b, "--json", f"bench/out/pipeline_{b}.json"],
             f"pipeline_{b}.json",
         )
         for b in ("onnx", "onnx-int8")
     },
+    # a 10,000-child document in slices, embedder SIGKILLed mid-document (issue 35)
+    "slices": (
+        "slices_bench.py",
+        [],
+        ["--children", "600", "--slice", "100"],
+        "slices.json",
+    ),
+    # texts per model call x intra-op threads on real chunks (issue 35)
+    "batching": (
+        "batching_bench.py",
+        [],
+        ["--docs", "20", "--rounds", "1", "--batches", "1,16", "--threads", "2"],
+        "batching.json",
+    ),
     # torch vs onnx vs onnx-int8: chunks/s, cosine, nDCG@10 on SciFact (docs/benchmarks.md)
     "embedder": (
         "embedder_bench.py",
@@ -170,6 +175,14 @@ def main() -> int:
             ratio = rep.get("ratio_pipeline_to_embedder")
             if pipe and alone and ratio:
                 lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} |")
+        for backend, rep in ratios:  # where the pipeline's CPU went (pipeline_bench.py)
+            stages = rep.get("per_stage") or {}
+            if stages:
+                shares = sorted(stages.items(), key=lambda kv: -kv[1].get("cpu_share", 0))
+                lines.append(
+                    f"\nCPU share per service ({backend}): "
+                    + ", ".join(f"{n} {v.get('cpu_share', 0):.0%}" for n, v in shares)
+                )
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all(r["status"] == "ok" for r in summary["results"].values()) else 1

@@ -228,8 +228,16 @@ async def run(args: argparse.Namespace, base: Path, emb: Embedders) -> dict[str,
         "max_poll_seconds": round(max(polls), 2) if polls else None,
         "median_poll_seconds": round(sorted(polls)[len(polls) // 2], 2) if polls else None,
         "killed_at": killed_at,
+        # per process, as its metrics last said (a killed process: up to 1 s stale, so
+        # its unfinished slice's texts are not all in it); the restarted one computed
+        # what was not done when the kill came: no finished slice was embedded again
+        "model_texts_by_process": [emb.computed.get(p.pid, 0.0) for p in emb.all],
         "model_texts_computed": computed,
-        "recomputed_after_kill": computed - args.children,
+        "restarted_computed_vs_left": (
+            [emb.computed.get(emb.all[-1].pid, 0.0), args.children - killed_at["done"]]
+            if killed_at
+            else None
+        ),
         "pg_child_rows": rows,
         "pg_distinct_chunk_ids": distinct,
         "pg_rows_without_vector": no_vector,
