@@ -38,13 +38,14 @@ from typing import Any
 
 import psycopg
 from _paths import SCIFACT, scifact
+from _services import service
 from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env
 from ragline.runtime.publisher import EventPublisher
 
 REPO = Path(__file__).resolve().parents[1]
@@ -304,18 +305,7 @@ def main() -> int:
         settings = Settings()
         manager = StackManager(settings, StackSettings(), detached=False)
         asyncio.run(manager.up())
-        procs = [
-            ServiceProcess(
-                name,
-                env=dict(os.environ),
-                log_path=base / f"{name}.log",
-                metrics_port=free_port(),
-                http_port=free_port(),
-                cwd=REPO,
-            )
-            for name in SERVICES
-            if name not in HTTP_SERVICES
-        ]
+        procs = [service(name, base) for name in SERVICES if name not in HTTP_SERVICES]
         try:
             for p in procs:
                 p.wait_metrics(timeout_s=300)

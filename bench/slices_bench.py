@@ -35,18 +35,18 @@ from typing import Any
 
 import psycopg
 from _paths import OUT
+from _services import service
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.os_client import make_client
 from ragline.store.os_index import index_name
 from ragline.store.rls import scoped_transaction
 
-REPO = Path(__file__).resolve().parents[1]
 TENANT = "slices"
 DOC = "handbook:huge"
 WORDS = [
@@ -113,14 +113,7 @@ class Embedders:
         self.computed: dict[int, float] = {}  # pid -> model texts, last scrape
 
     def start(self) -> ServiceProcess:
-        p = ServiceProcess(
-            "embedder",
-            env=dict(os.environ),
-            log_path=self.base / f"embedder-{len(self.all)}.log",
-            metrics_port=free_port(),
-            http_port=free_port(),
-            cwd=REPO,
-        )
+        p = service("embedder", self.base, f"embedder-{len(self.all)}")
         self.all.append(p)
         return p
 
@@ -276,14 +269,7 @@ def main() -> int:
         asyncio.run(manager.up())
         emb = Embedders(base)
         procs = [
-            ServiceProcess(
-                name,
-                env=dict(os.environ),
-                log_path=base / f"{name}.log",
-                metrics_port=free_port(),
-                http_port=free_port(),
-                cwd=REPO,
-            )
+            service(name, base)
             for name in SERVICES
             if name not in HTTP_SERVICES and name != "embedder"
         ]
