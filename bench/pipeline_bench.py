@@ -9,10 +9,17 @@ as in production. Measured in one run:
   pipelined system should approach its bottleneck; target >= 0.8); ``--backend`` picks
   the embedder backend of both (torch, onnx, onnx-int8; ``make bench`` runs each);
 - freshness: change event -> document indexed (searchable), p50/p95, idle and while the
-  backfill is running.
+  backfill is running;
+- where the time goes, per service over the backfill: CPU seconds (``/proc``: user +
+  system, its heavy-document children included) and handler seconds (the runtime's
+  ``ragline_handler_seconds`` sum), and each service's CPU share. On a 2-core machine
+  every service competes for the cores the embedder alone had to itself, so the ratio
+  pipeline / embedder-alone is about the embedder's share of the pipeline's CPU.
+
+``--quick``: 40 documents, no freshness probes, no plot (``make bench --quick``).
 
     .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15] [--backend onnx]
-        [--json bench/out/pipeline_onnx.json]
+        [--json bench/out/pipeline_onnx.json] [--quick]
 
 Writes bench/out/pipeline.json (or ``--json``) and bench/out/pipeline_freshness.png.
 """
@@ -31,13 +38,14 @@ from typing import Any
 
 import psycopg
 from _paths import SCIFACT, add_quick, scifact
+from _services import service
 from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env
 from ragline.runtime.publisher import EventPublisher
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,11 +117,56 @@ async def probe_freshness(
 
 
 def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and of its waited-for children (``/proc``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
+
+
+def handler_seconds(proc: ServiceProcess) -> float:
+    """The runtime's ``ragline_handler_seconds`` sum of one service (every topic)."""
+    try:
+        text = proc.metrics(timeout_s=2.0)
+    except OSError:
+        return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("ragline_handler_seconds_sum")
+    )
+
+
+def per_stage(
+    procs: list[ServiceProcess], before: dict[str, tuple[float, float]], wall: float
+) -> dict[str, dict[str, float]]:
+    """CPU and handler seconds per service since ``before``, and each one's CPU share."""
+    out: dict[str, dict[str, float]] = {}
+    for p in procs:
+        cpu0, busy0 = before[p.name]
+        out[p.name] = {
+            "cpu_s": round(cpu_seconds(p.pid) - cpu0, 2),
+            "handler_s": round(handler_seconds(p) - busy0, 2),
+        }
+    total = sum(v["cpu_s"] for v in out.values()) or 1.0
+    for v in out.values():
+        v["cpu_share"] = round(v["cpu_s"] / total, 3)
+        v["cores_busy"] = round(v["cpu_s"] / wall, 2)
+    return out
+
+
+async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str, Any]:
     settings = Settings()
     tenant = "bench"
     docs = load_docs(args.docs + 2 * args.probes)
@@ -129,6 +182,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"freshness idle: p50 {pct(idle, 50):.2f} s  p95 {pct(idle, 95):.2f} s")
         async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
             base = await indexed_count(conn, tenant)
+            before = {p.name: (cpu_seconds(p.pid), handler_seconds(p)) for p in procs}
             t0 = time.perf_counter()
             for d in tqdm(backfill, desc="publish", unit="doc"):
                 await pub.publish(Topics.SOURCE_CHANGES, upsert(tenant, d))
@@ -146,6 +200,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     raise TimeoutError(f"only {done} documents indexed after {args.timeout} s")
             bar.close()
             wall = time.perf_counter() - t0
+            stages = per_stage(procs, before, wall)
             busy = await busy_task
             cur = await conn.execute(
                 "SELECT c.text, c.contextual_header, c.token_count FROM chunks c"
@@ -161,6 +216,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "chunks_per_s": children / wall,
     }
     report["freshness_busy_s"] = {"p50": pct(busy, 50), "p95": pct(busy, 95), "n": len(busy)}
+    report["per_stage"] = stages
+    report["load_average"] = os.getloadavg()
+    print("per stage over the backfill (CPU s, share of the pipeline's CPU, handler s):")
+    for name, v in sorted(stages.items(), key=lambda kv: -kv[1]["cpu_s"]):
+        print(f"  {name:18s} {v['cpu_s']:8.1f} {v['cpu_share']:6.1%} {v['handler_s']:8.1f}")
     print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
     print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
 
@@ -205,7 +265,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}"
     )
     args.json.write_text(json.dumps(report, indent=2))
-    plot(idle, busy)
+    if not args.quick:
+        plot(idle, busy)
     return report
 
 
@@ -230,11 +291,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
     ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
-    add_quick(ap)
+    add_quick(ap)  # here: 40 documents, no probes
     args = ap.parse_args()
     scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
     if args.quick:
-        args.docs, args.probes = 40, 3
+        args.docs, args.probes = min(args.docs, 40), 0
     if args.backend:  # inherited by every service process and the embedder-alone run
         os.environ["RAGLINE_EMBEDDER_BACKEND"] = args.backend
     OUT.mkdir(parents=True, exist_ok=True)
@@ -244,22 +305,11 @@ def main() -> int:
         settings = Settings()
         manager = StackManager(settings, StackSettings(), detached=False)
         asyncio.run(manager.up())
-        procs = [
-            ServiceProcess(
-                name,
-                env=dict(os.environ),
-                log_path=base / f"{name}.log",
-                metrics_port=free_port(),
-                http_port=free_port(),
-                cwd=REPO,
-            )
-            for name in SERVICES
-            if name not in HTTP_SERVICES
-        ]
+        procs = [service(name, base) for name in SERVICES if name not in HTTP_SERVICES]
         try:
             for p in procs:
                 p.wait_metrics(timeout_s=300)
-            report = asyncio.run(run(args))
+            report = asyncio.run(run(args, procs))
         finally:
             for p in procs:
                 p.cleanup()

@@ -49,6 +49,10 @@ BENCHES: dict[str, tuple[str, list[str], str]] = {
         )
         for b in ("onnx", "onnx-int8")
     },
+    # a 10,000-child document in slices, embedder SIGKILLed mid-document (issue 35)
+    "slices": ("slices_bench.py", [], "slices.json"),
+    # texts per model call x intra-op threads on real chunks (issue 35)
+    "batching": ("batching_bench.py", [], "batching.json"),
     # torch vs onnx vs onnx-int8: chunks/s, cosine, nDCG@10 on SciFact (docs/benchmarks.md)
     "embedder": ("embedder_bench.py", [], "embedder.json"),
     "freshness": ("freshness_bench.py", [], "freshness.json"),
@@ -143,6 +147,14 @@ def main() -> int:
             ratio = rep.get("ratio_pipeline_to_embedder")
             if pipe and alone and ratio:
                 lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} |")
+        for backend, rep in ratios:  # where the pipeline's CPU went (pipeline_bench.py)
+            stages = rep.get("per_stage") or {}
+            if stages:
+                shares = sorted(stages.items(), key=lambda kv: -kv[1].get("cpu_share", 0))
+                lines.append(
+                    f"\nCPU share per service ({backend}): "
+                    + ", ".join(f"{n} {v.get('cpu_share', 0):.0%}" for n, v in shares)
+                )
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     took = sum(r.get("seconds", 0) for r in summary["results"].values())

@@ -1,12 +1,21 @@
 """Micro-batching across documents: every child chunk of every event in a batch is
 embedded in model batches of ``batch_size``, each distinct text once, cached ones never.
 
-Per input event the result is its ``doc.embedded`` or the exception that failed it, so
-one bad document never fails its batch neighbours. Model compute runs in a worker
-thread behind a semaphore: bounded in-flight work. A bulk batch's calls are marked bulk
-(``runtime/priority.py``: the service's executor runs them at a lower CPU priority); with
-a ``bulk_embedder`` (a second instance of the same model) each lane also has its own
-semaphore, so an interactive call never waits behind a bulk call.
+Per input event the result is its ``doc.embedded``, the exception that failed it (one bad
+document never fails its batch neighbours) or, with ``slice_texts``, ``Unfinished``: a
+document too large for one call got a slice of its children embedded (their vectors are in
+the cache, committed) and is handed on again (``stage.py``), so the time one Kafka message
+holds the consumer is bounded by the slice, not by the document (``slice_plan``).
+
+Model compute runs in a worker thread behind a semaphore: bounded in-flight work. A bulk
+batch's calls are marked bulk (``runtime/priority.py``: the service's executor runs them
+at a lower CPU priority); with a ``bulk_embedder`` (a second instance of the same model)
+each lane also has its own semaphore, so an interactive call never waits behind a bulk
+call. With one shared model the lanes take turns call by call: a bulk batch takes the
+semaphore for each of its calls (sized to ``batch_target_s`` by the adaptive sizer), never
+for the whole batch, and the semaphore is first come first served, so an interactive
+text waits for at most the one bulk call running, never behind the rest of its batch
+(``tests/unit/embedding/test_lane_batching.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from ragline.errors import ContractError, RaglineError, TransientError
 from ragline.events import BULK, INTERACTIVE, ChunkLevel, DocEmbedded, DocEnriched, Lane
 from ragline.runtime.priority import lane_context
 
-__all__ = ["BatchEmbedder", "EmbedStats", "round_vector"]
+__all__ = ["BatchEmbedder", "EmbedStats", "Unfinished", "round_vector", "slice_plan"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,6 +57,43 @@ class EmbedStats:
     cached: int = 0
     deduplicated: int = 0
     model_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A document with children still to embed after this call: ``done`` of its ``total``
+    distinct child texts have a vector in the cache (a finished slice is never redone)."""
+
+    done: int
+    total: int
+
+
+def slice_plan(need: Sequence[Sequence[str]], budget: int) -> tuple[set[str], set[int]]:
+    """The texts to compute in this call, and the documents left unfinished.
+
+    ``need[i]``: the keys document ``i`` still lacks a vector for. Documents go smallest
+    first, each whole while the budget lasts; the first that does not fit gets a slice
+    (what is left of the budget, at least a quarter of it: a large document always
+    advances, even behind many small ones), every later one that does not fit waits
+    (computed: nothing). So one call computes at most 1.25 x ``budget`` texts."""
+    if budget < 1:
+        raise ValueError("budget must be >= 1")
+    chosen: set[str] = set()
+    unfinished: set[int] = set()
+    left = budget
+    sliced = False
+    for i in sorted(range(len(need)), key=lambda i: (len(need[i]), i)):
+        todo = [k for k in dict.fromkeys(need[i]) if k not in chosen]
+        if len(todo) <= left:
+            chosen.update(todo)
+            left -= len(todo)
+            continue
+        take = 0 if sliced else max(left, budget // 4, 1)
+        sliced, left = True, 0
+        chosen.update(todo[:take])
+        if take < len(todo):
+            unfinished.add(i)
+    return chosen, unfinished
 
 
 def round_vector(vec: NDArray[np.float32]) -> tuple[float, ...]:
@@ -103,64 +149,97 @@ class BatchEmbedder:
         self.stats = EmbedStats()
 
     async def embed_events(
-        self, events: Sequence[DocEnriched]
-    ) -> list[DocEmbedded | BaseException]:
+        self, events: Sequence[DocEnriched], *, slice_texts: int = 0
+    ) -> list[DocEmbedded | Unfinished | BaseException]:
         """One lane's batch (a consumer hands over one lane at a time): bulk when every
-        event says bulk."""
+        event says bulk. ``slice_texts`` > 0 (and a cache): compute at most about that
+        many texts now (``slice_plan``); the documents left over are ``Unfinished``."""
         lane: Lane = BULK if events and all(e.priority == BULK for e in events) else INTERACTIVE
         texts: dict[str, str] = {}
         lengths: dict[str, int] = {}  # model tokens, from the chunker's counts (no tokenizing)
+        keys_of: list[list[str]] = []
         wanted = 0
         for ev in events:
+            mine: list[str] = []
             for c in ev.chunks:
                 if c.level is ChunkLevel.CHILD:
                     wanted += 1
                     t = embed_text(c)
                     key = text_key(t)
+                    mine.append(key)
                     if key not in texts:
                         texts[key] = t
                         header = c.enrichment.contextual_header.strip() if c.enrichment else ""
                         lengths[key] = estimate_tokens(c.token_count, header)
+            keys_of.append(mine)
+        found, readable = await self._cached(texts)
+        missing = [k for k in texts if k not in found]
+        unfinished: set[int] = set()
+        if 0 < slice_texts < len(missing) and self.cache is not None:
+            lacking = [[k for k in mine if k not in found] for mine in keys_of]
+            chosen, unfinished = slice_plan(lacking, slice_texts)
+            missing = [k for k in missing if k in chosen]
         try:
-            vectors = await self._vectors(texts, lengths, lane)
+            computed = await self._compute(texts, sorted(missing), lengths, lane)
         except RaglineError as exc:
             return [exc for _ in events]
+        stored = await self._store(computed)
         self.stats.deduplicated += wanted - len(texts)
         CHUNKS_EMBEDDED.labels("dedup").inc(wanted - len(texts))
-        return [self._embedded(ev, vectors) for ev in events]
+        vectors = {**found, **computed}
+        out: list[DocEmbedded | Unfinished | BaseException] = []
+        for i, ev in enumerate(events):
+            if i not in unfinished:
+                out.append(self._embedded(ev, vectors))
+            elif not (readable and stored):
+                # its finished slices would not be found again: retry, never loop
+                out.append(TransientError("embedding cache unavailable: a sliced document"))
+            else:
+                mine_set = set(keys_of[i])
+                done = sum(1 for k in mine_set if k in vectors)
+                out.append(Unfinished(done=done, total=len(mine_set)))
+        return out
 
-    async def _vectors(
-        self,
-        texts: dict[str, str],
-        lengths: dict[str, int] | None = None,
-        lane: Lane = INTERACTIVE,
-    ) -> dict[str, NDArray[np.float32]]:
+    async def _cached(self, texts: dict[str, str]) -> tuple[dict[str, NDArray[np.float32]], bool]:
+        """Cached vectors of ``texts`` and whether the cache could be read."""
         found: dict[str, NDArray[np.float32]] = {}
+        readable = True
         if self.cache is not None and texts:
             try:
                 found = await self.cache.get(sorted(texts))
             except RaglineError as exc:
+                readable = False
                 CACHE_ERRORS.labels("get").inc()
                 _log.warning("embedding cache read failed", extra={"fields": {"error": str(exc)}})
         found = {k: v for k, v in found.items() if v.shape == (self.embedder.dim,)}
         self.stats.cached += len(found)
         CHUNKS_EMBEDDED.labels("cache").inc(len(found))
-        missing = sorted(k for k in texts if k not in found)
+        return found, readable
+
+    async def _compute(
+        self, texts: dict[str, str], keys: list[str], lengths: dict[str, int], lane: Lane
+    ) -> dict[str, NDArray[np.float32]]:
         computed: dict[str, NDArray[np.float32]] = {}
-        for keys in self._plan(missing, lengths or {}, lane):
+        for batch in self._plan(keys, lengths, lane):
             vecs = await self._encode(
-                [texts[k] for k in keys], [(lengths or {}).get(k, 0) for k in keys], lane
+                [texts[k] for k in batch], [lengths.get(k, 0) for k in batch], lane
             )
-            computed.update(zip(keys, vecs, strict=True))
+            computed.update(zip(batch, vecs, strict=True))
         self.stats.computed += len(computed)
         CHUNKS_EMBEDDED.labels("model").inc(len(computed))
-        if self.cache is not None and computed:
-            try:
-                await self.cache.put(computed)
-            except RaglineError as exc:
-                CACHE_ERRORS.labels("put").inc()
-                _log.warning("embedding cache write failed", extra={"fields": {"error": str(exc)}})
-        return {**found, **computed}
+        return computed
+
+    async def _store(self, computed: dict[str, NDArray[np.float32]]) -> bool:
+        """Put ``computed`` in the cache; False when the cache refused it."""
+        if self.cache is None or not computed:
+            return True
+        try:
+            await self.cache.put(computed)
+        except RaglineError as exc:
+            CACHE_ERRORS.labels("put").inc()
+            _log.warning("embedding cache write failed", extra={"fields": {"error": str(exc)}})
+            return False
+        return True
 
     def _plan(
         self, keys: list[str], lengths: dict[str, int], lane: Lane = INTERACTIVE

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram, Info
 
-__all__ = ["BACKEND_INFO", "CACHE_ERRORS", "CHUNKS_EMBEDDED", "MODEL_BATCH_SIZE", "MODEL_SECONDS"]
+__all__ = [
+    "BACKEND_INFO",
+    "CACHE_ERRORS",
+    "CHUNKS_EMBEDDED",
+    "MODEL_BATCH_SIZE",
+    "MODEL_SECONDS",
+    "SLICES_HANDED_ON",
+]
 
 CHUNKS_EMBEDDED = Counter(
     "ragline_embedding_chunks_total",
@@ -29,4 +36,8 @@ CACHE_ERRORS = Counter(
 BACKEND_INFO = Info(
     "ragline_embedding_backend",
     "The embedding backend this replica runs (RAGLINE_EMBEDDER_BACKEND)",
+)
+SLICES_HANDED_ON = Counter(
+    "ragline_embedding_slices_handed_on_total",
+    "Documents handed on unfinished after a slice of their children (embedding/batcher.py)",
 )

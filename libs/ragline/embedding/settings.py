@@ -35,5 +35,12 @@ class EmbedderSettings(EmbeddingModelSettings):
     max_in_flight_batches: int = Field(
         default=1, ge=1, description="model calls running at once (bounded memory/CPU)"
     )
+    slice_texts: int = Field(
+        default=512,
+        ge=0,
+        description="most texts one poll computes (x1.25 at worst): a larger document is "
+        "embedded in slices, one message each, resumable from the cache (stage.py); this "
+        "bounds how long one message holds the consumer. 0: no slices",
+    )
     cache: bool = Field(default=True, description="use the Postgres embedding cache")
     pool_max: int = Field(default=2, ge=1)

@@ -3,11 +3,24 @@
 The runtime hands it up to ``batch.max_records`` events at once (or what arrived within
 ``linger_ms``); ``handle_batch`` embeds all their children together. The model loads in
 ``start`` in a worker thread; the Postgres pool is only for the embedding cache.
+
+Huge documents in slices: one message computes at most about ``slice_texts`` texts
+(``batcher.slice_plan``). A document left unfinished is published again, unchanged, to
+its own input topic in the bulk lane (as the chunker sends a heavy document on), after
+its finished slice is committed to the embedding cache; the message is then committed
+and the consumer polls again. The next pass finds the finished slices in the cache and
+embeds the next one; the pass that completes it emits the one ``doc.embedded`` of the
+whole document, which the indexer writes in one transaction: a query sees all of its
+chunks or none. A SIGKILL mid-slice redelivers the message; only the unfinished slice is
+computed again (a continuation already published runs too: the same vectors from the
+cache, the same ``doc.embedded`` event id, which the indexer's ledger applies once).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -15,23 +28,25 @@ from psycopg_pool import AsyncConnectionPool
 
 from ragline.config import Settings
 from ragline.embedding.adaptive import batch_sizer, model_batch_size
-from ragline.embedding.batcher import BatchEmbedder
+from ragline.embedding.batcher import BatchEmbedder, Unfinished
 from ragline.embedding.cache import PgVectorCache
-from ragline.embedding.metrics import BACKEND_INFO
+from ragline.embedding.metrics import BACKEND_INFO, SLICES_HANDED_ON
 from ragline.embedding.model import Embedder, backend_of, load_embedder
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.space_feed import SpaceFeeder
 from ragline.errors import NotBuiltError
 from ragline.events import BULK, DocEmbedded, DocEnriched, Topics
-from ragline.runtime.lanes import LaneSettings
+from ragline.runtime.lanes import LaneSettings, with_lane
 from ragline.runtime.priority import lane_context
 from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.store.pool import open_pool
 
 __all__ = ["EmbedderStage"]
 
+_log = logging.getLogger(__name__)
 
-class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
+
+class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
     name: ClassVar[str] = "embedder"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_ENRICHED.value,)
     # up to 64 documents per poll, or what arrived within 50 ms: fills model batches
@@ -103,19 +118,44 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded]):
 
     async def process_batch(
         self, events: Sequence[DocEnriched], ctx: StageContext
-    ) -> Results[DocEmbedded]:
-        results = await self.batcher.embed_events(events)
+    ) -> Results[DocEmbedded | DocEnriched]:
+        t0 = time.perf_counter()
+        results = await self.batcher.embed_events(events, slice_texts=self.config.slice_texts)
+        took = round(time.perf_counter() - t0, 3)  # the poll's embedding, for the slice logs
         if self.feeder is not None:  # before doc.embedded is out: the indexer reads it
             await self.feeder.feed(
-                [
-                    e
-                    for e, r in zip(events, results, strict=True)
-                    if not isinstance(r, BaseException)
-                ]
+                [e for e, r in zip(events, results, strict=True) if isinstance(r, DocEmbedded)]
             )
-        return [
-            r
-            if isinstance(r, BaseException)
-            else [Output(topic=Topics.DOC_EMBEDDED.value, event=r)]
-            for r in results
-        ]
+        out: list[list[Output[DocEmbedded | DocEnriched]] | BaseException] = []
+        for ev, r in zip(events, results, strict=True):
+            if isinstance(r, Unfinished):
+                SLICES_HANDED_ON.inc()
+                _log.info(
+                    "document handed on after a slice",
+                    extra={
+                        "fields": {
+                            "document_id": ev.document_id,
+                            "done": r.done,
+                            "of": r.total,
+                            "poll_seconds": took,
+                        }
+                    },
+                )
+                again = with_lane(ev, BULK)  # the rest of a huge document is bulk work
+                out.append([Output(topic=Topics.DOC_ENRICHED.value, event=again)])
+            elif isinstance(r, BaseException):
+                out.append(r)
+            else:
+                if 0 < self.config.slice_texts < len(r.chunks):
+                    _log.info(
+                        "large document embedded",
+                        extra={
+                            "fields": {
+                                "document_id": ev.document_id,
+                                "chunks": len(r.chunks),
+                                "poll_seconds": took,
+                            }
+                        },
+                    )
+                out.append([Output(topic=Topics.DOC_EMBEDDED.value, event=r)])
+        return out

@@ -75,7 +75,8 @@ TOPOLOGY: tuple[ServiceTopology, ...] = (
     ServiceTopology(
         name="embedder",
         consumes=(Topics.DOC_ENRICHED,),
-        produces=(Topics.DOC_EMBEDDED,),
+        # doc.enriched: a huge document handed on after a slice (embedding/stage.py)
+        produces=(Topics.DOC_EMBEDDED, Topics.DOC_ENRICHED),
         description="micro-batched embeddings with a Postgres embedding cache",
     ),
     ServiceTopology(
