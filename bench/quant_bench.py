@@ -106,8 +106,8 @@ def main() -> int:
         calibrate()
         return 0
     if args.quick:
-        args.chunk_docs, args.rounds = 40, 1
-        args.corpus_docs, args.queries = args.corpus_docs or 150, args.queries or 60
+        args.chunk_docs, args.rounds = 20, 1
+        args.corpus_docs, args.queries = args.corpus_docs or 60, args.queries or 30
     corpus = load_jsonl(SCIFACT / "corpus.jsonl")
     qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")
     queries = [q for q in load_jsonl(SCIFACT / "queries.jsonl") if q["_id"] in qrels]

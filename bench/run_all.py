@@ -79,6 +79,9 @@ BENCHES: dict[str, tuple[str, list[str], list[str], str]] = {
         ["--chunk-docs", "40", "--rounds", "1", "--queries", "100", "--corpus-docs", "200"],
         "embedder.json",
     ),
+    # issue 35: today's dynamic int8 one text per call vs static int8 batched vs fp32
+    # batched, side by side in one process: chunks/s on real chunks, nDCG@10, independence
+    "quant": ("quant_bench.py", [], ["--quick"], "quant.json"),
     "freshness": (
         "freshness_bench.py",
         [],
@@ -170,6 +173,15 @@ def main() -> int:
             ratio = rep.get("ratio_pipeline_to_embedder")
             if pipe and alone and ratio:
                 lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} |")
+    quant = summary["results"].get("quant", {}).get("report")
+    if isinstance(quant, dict):  # issue 35: the int8 variants, one run, one machine
+        lines += ["", "| embedder variant | chunks/s | x dynamic alone | nDCG@10 | vs fp32 |"]
+        lines.append("|---|---|---|---|---|")
+        for rv in quant["variants"].values():
+            lines.append(
+                f"| {rv['backend']} | {rv['chunks_per_s']:.1f} | {rv['ratio_vs_dynamic']:.2f} "
+                f"| {rv['scifact_train_dense']['ndcg@10']:.4f} | {rv['ndcg_delta_vs_fp32']:+.4f} |"
+            )
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if all(r["status"] == "ok" for r in summary["results"].values()) else 1

@@ -208,6 +208,7 @@ def quantize_static(model: Any, ranges: ActivationRanges) -> Any:
         out_nodes += replaced.get(node.name, [])
         if node.name not in dropped:
             out_nodes.append(node)
+    out_nodes = _skip_layer_norms(out_nodes)
     del graph.node[:]
     graph.node.extend(out_nodes)
     used = {i for n in out_nodes for i in n.input}
@@ -217,3 +218,32 @@ def quantize_static(model: Any, ranges: ActivationRanges) -> Any:
     if not any(o.domain == _CONTRIB for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_CONTRIB, 1))
     return model
+
+
+def _skip_layer_norms(nodes: list[Any]) -> list[Any]:
+    """Residual ``Add`` + ``LayerNormalization`` as one ``SkipLayerNormalization`` (ONNX
+    Runtime fuses the pair itself in the fp32 and dynamic graphs, not after an
+    ``MatMulIntegerToFloat``: written here, one pass over the activations less)."""
+    from onnx import helper
+
+    readers: dict[str, int] = {}
+    for node in nodes:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    adds = {n.output[0]: n for n in nodes if n.op_type == "Add"}
+    fused: dict[str, Any] = {}
+    for node in nodes:
+        add = adds.get(node.input[0]) if node.op_type == "LayerNormalization" else None
+        if add is None or readers[add.output[0]] != 1 or len(node.output) != 1:
+            continue
+        eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
+        fused[add.name] = None
+        fused[node.name] = helper.make_node(
+            "SkipLayerNormalization",
+            [add.input[0], add.input[1], node.input[1], node.input[2]],
+            [node.output[0]],
+            name=f"{node.name}_skip",
+            domain=_CONTRIB,
+            epsilon=eps,
+        )
+    return [fused.get(n.name, n) for n in nodes if fused.get(n.name, n) is not None]

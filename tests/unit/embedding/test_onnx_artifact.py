@@ -29,7 +29,7 @@ from ragline.text.model_files import DEFAULT_MODEL, ensure_model, file_sha256
 LOCK = {
     ("1.23.2", "1.32.0"): {
         "fp32": "366342347b8d8f983f8104a4c6e6d16f296d68525d447288b23b173b88cf1177",
-        "int8": "6fe4f3be860ee8d05a7a22029ceed197b9346cf2aed99c15b6930e08ffca0646",
+        "int8": "165fa0c6b39e2291d1c517d6b9dddf8a1be8e1228372d525c0e4011896a8a2a2",
         "int8-dynamic": "f0865152cd39523f9e5b8bf38b2c7c85a2e0e24c44d930e4a9f3fbc29df311fc",
     }
 }
