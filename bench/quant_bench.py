@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 from _paths import OUT, SCIFACT, scifact
-from embedder_bench import chunk_texts, load_jsonl, load_qrels, retrieval_quality
+from embedder_bench import (
+    chunk_texts,
+    load_jsonl,
+    load_qrels,
+    retrieval_quality,
+    train_subset,
+)
 
 from ragline.embedding.model import default_model_path, model_revision
 from ragline.embedding.onnx_backend import OnnxEmbedder, default_onnx_dir, onnx_artifact
@@ -108,16 +114,7 @@ def main() -> int:
     if args.quick:
         args.chunk_docs, args.rounds = 20, 1
         args.corpus_docs, args.queries = args.corpus_docs or 60, args.queries or 30
-    corpus = load_jsonl(SCIFACT / "corpus.jsonl")
-    qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")
-    queries = [q for q in load_jsonl(SCIFACT / "queries.jsonl") if q["_id"] in qrels]
-    if args.queries:
-        queries = queries[: args.queries]
-    if args.corpus_docs:  # the judged documents of these queries plus the first N others
-        judged = {d for q in queries for d in qrels[q["_id"]]}
-        corpus = [d for d in corpus if d["_id"] in judged] + [
-            d for d in corpus if d["_id"] not in judged
-        ][: args.corpus_docs]
+    corpus, queries, qrels = train_subset(args.queries, args.corpus_docs)
     texts = chunk_texts(load_jsonl(SCIFACT / "corpus.jsonl")[: args.chunk_docs])
     report: dict[str, Any] = {
         "machine": f"{os.cpu_count()} cores",
