@@ -3,8 +3,10 @@
 ``onnx_artifact`` builds, from the model directory's ``model.safetensors`` and
 ``config.json``, one ONNX graph computing the transformer with the model's own mean
 pooling and L2 normalisation (``ragline.embedding.onnx_graph``: the ``onnx`` package's
-helpers, no torch), and for ``int8`` quantizes its weights dynamically with ONNX
-Runtime's quantizer (per channel, reduced range: accurate on CPUs with or without VNNI).
+helpers, no torch); ``int8`` (the default ``onnx-int8``) quantizes it statically from
+ranges stored with the package (``ragline.embedding.quantize``: batch-independent),
+``int8-dynamic`` (``onnx-int8-dynamic``, the previous default) dynamically with ONNX
+Runtime's quantizer (per channel, reduced range).
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
@@ -13,12 +15,13 @@ changed artifact is another embedding space. Files are cached under
 an image that builds at image build time (deploy/Dockerfile) reuse one build.
 
 ``OnnxEmbedder`` tokenizes once with the model's own ``tokenizer.json`` (the chunker's
-tokenizer), sorts a batch by length to cut padding, and feeds token ids to the session
-(int8: one text per run, so a vector never depends on its batch neighbours):
+tokenizer), cuts a batch into calls of texts of about one length (``length_buckets``:
+little padding) and feeds token ids to the session (int8-dynamic: one text per run, so
+a vector never depends on its batch neighbours):
 ``encode_ids`` takes pre-tokenized input. Output contract: the ``Embedder`` one
 (L2-normalised float32 rows, the model's dimension, ``name``/``revision``/``dim``).
 
-    python -m ragline.embedding.onnx_backend [DIR]   # pre-build fp32 + int8 (images)
+    python -m ragline.embedding.onnx_backend [DIR]   # pre-build every variant (images)
 """
 
 from __future__ import annotations
