@@ -54,6 +54,25 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def train_subset(
+    n_queries: int, n_docs: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """SciFact train: (corpus, judged queries, qrels); ``n_queries``: the first N queries
+    (0: all); ``n_docs``: the documents judged for them plus the first N others (0: the
+    whole corpus)."""
+    corpus = load_jsonl(SCIFACT / "corpus.jsonl")
+    qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")
+    queries = [q for q in load_jsonl(SCIFACT / "queries.jsonl") if q["_id"] in qrels]
+    if n_queries:
+        queries = queries[:n_queries]
+    if n_docs:
+        judged = {d for q in queries for d in qrels[q["_id"]]}
+        keep = [d for d in corpus if d["_id"] in judged]
+        keep += [d for d in corpus if d["_id"] not in judged][:n_docs]
+        corpus = keep
+    return corpus, queries, qrels
+
+
 def chunk_texts(docs: list[dict[str, Any]]) -> list[str]:
     """The embedder's input for these abstracts: parse -> chunk -> enrich -> embed_text."""
     from ragline.chunking.chunker import Chunker
@@ -160,16 +179,7 @@ def main() -> int:
         args.backends, args.chunk_docs, args.rounds = "onnx,onnx-int8", 20, 1
         args.queries, args.corpus_docs = 20, 100
     backends = [b for b in args.backends.split(",") if b]
-    corpus = load_jsonl(SCIFACT / "corpus.jsonl")
-    qrels = load_qrels(SCIFACT / "qrels" / "train.tsv")
-    queries = [q for q in load_jsonl(SCIFACT / "queries.jsonl") if q["_id"] in qrels]
-    if args.queries:
-        queries = queries[: args.queries]
-    if args.corpus_docs:  # the documents judged for these queries plus the first N others
-        judged = {d for q in queries for d in qrels[q["_id"]]}
-        keep = [d for d in corpus if d["_id"] in judged]
-        keep += [d for d in corpus if d["_id"] not in judged][: args.corpus_docs]
-        corpus = keep
+    corpus, queries, qrels = train_subset(args.queries, args.corpus_docs)
 
     texts = chunk_texts(corpus[: args.chunk_docs])
     print(f"{len(texts)} child chunks from {args.chunk_docs} abstracts", flush=True)

@@ -55,6 +55,9 @@ BENCHES: dict[str, tuple[str, list[str], str]] = {
     "batching": ("batching_bench.py", [], "batching.json"),
     # torch vs onnx vs onnx-int8: chunks/s, cosine, nDCG@10 on SciFact (docs/benchmarks.md)
     "embedder": ("embedder_bench.py", [], "embedder.json"),
+    # issue 35: today's dynamic int8 one text per call vs static int8 batched vs fp32
+    # batched, side by side in one process: chunks/s on real chunks, nDCG@10, independence
+    "quant": ("quant_bench.py", [], "quant.json"),
     "freshness": ("freshness_bench.py", [], "freshness.json"),
     "query": ("query_bench.py", [], "query/report.json"),
     "cache": ("cache_bench.py", [], "cache.json"),
@@ -155,6 +158,15 @@ def main() -> int:
                     f"\nCPU share per service ({backend}): "
                     + ", ".join(f"{n} {v.get('cpu_share', 0):.0%}" for n, v in shares)
                 )
+    quant = summary["results"].get("quant", {}).get("report")
+    if isinstance(quant, dict):  # issue 35: the int8 variants, one run, one machine
+        lines += ["", "| embedder variant | chunks/s | x dynamic alone | nDCG@10 | vs fp32 |"]
+        lines.append("|---|---|---|---|---|")
+        for rv in quant["variants"].values():
+            lines.append(
+                f"| {rv['backend']} | {rv['chunks_per_s']:.1f} | {rv['ratio_vs_dynamic']:.2f} "
+                f"| {rv['scifact_train_dense']['ndcg@10']:.4f} | {rv['ndcg_delta_vs_fp32']:+.4f} |"
+            )
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     took = sum(r.get("seconds", 0) for r in summary["results"].values())

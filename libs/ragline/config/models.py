@@ -34,11 +34,12 @@ class EmbeddingModelSettings(BaseSettings):
     model_name: str | None = Field(
         default=None, description="name recorded on chunks; default: the model directory name"
     )
-    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+    backend: Literal["torch", "onnx", "onnx-int8", "onnx-int8-dynamic"] = Field(
         default="onnx-int8",
-        description="onnx-int8 (ONNX Runtime, int8 weights: the fastest, nDCG@10 within "
-        "0.005 of torch), onnx (fp32: torch's vectors) or torch (sentence-transformers); "
-        "docs/benchmarks.md has the measured trade-off",
+        description="onnx-int8 (ONNX Runtime, static int8: batch-independent, batched, "
+        "the fastest), onnx-int8-dynamic (dynamic int8, one text per call: the previous "
+        "default, for comparison), onnx (fp32: torch's vectors) or torch "
+        "(sentence-transformers); docs/benchmarks.md has the measured trade-off",
     )
     onnx_dir: Path | None = Field(
         default=None,

@@ -111,13 +111,13 @@ def load_embedder(
             offline=cfg.offline,
             threads=n_threads,
         )
-    from ragline.embedding.onnx_backend import OnnxEmbedder
+    from ragline.embedding.onnx_backend import OnnxEmbedder, variant_of
 
     if cfg.device != "cpu":
         raise ConfigError(f"the {cfg.backend} backend runs on cpu, not {cfg.device!r}")
     return OnnxEmbedder(
         location,
-        int8=cfg.backend == "onnx-int8",
+        variant=variant_of(cfg.backend),
         onnx_dir=cfg.onnx_dir,
         name=cfg.model_name,
         batch_size=batch_size,
@@ -126,7 +126,7 @@ def load_embedder(
 
 
 def backend_of(embedder: object) -> str:
-    """``torch``, ``onnx`` or ``onnx-int8`` (metrics and health report it)."""
+    """``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-dynamic`` (metrics, health)."""
     return str(getattr(embedder, "backend", "torch"))
 
 

@@ -3,8 +3,10 @@
 ``onnx_artifact`` builds, from the model directory's ``model.safetensors`` and
 ``config.json``, one ONNX graph computing the transformer with the model's own mean
 pooling and L2 normalisation (``ragline.embedding.onnx_graph``: the ``onnx`` package's
-helpers, no torch), and for ``int8`` quantizes its weights dynamically with ONNX
-Runtime's quantizer (per channel, reduced range: accurate on CPUs with or without VNNI).
+helpers, no torch); ``int8`` (the default ``onnx-int8``) quantizes it statically from
+ranges stored with the package (``ragline.embedding.quantize``: batch-independent),
+``int8-dynamic`` (``onnx-int8-dynamic``, the previous default) dynamically with ONNX
+Runtime's quantizer (per channel, reduced range).
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
@@ -13,12 +15,13 @@ changed artifact is another embedding space. Files are cached under
 an image that builds at image build time (deploy/Dockerfile) reuse one build.
 
 ``OnnxEmbedder`` tokenizes once with the model's own ``tokenizer.json`` (the chunker's
-tokenizer), sorts a batch by length to cut padding, and feeds token ids to the session
-(int8: one text per run, so a vector never depends on its batch neighbours):
+tokenizer), cuts a batch into calls of texts of about one length (``length_buckets``:
+little padding) and feeds token ids to the session (int8-dynamic: one text per run, so
+a vector never depends on its batch neighbours):
 ``encode_ids`` takes pre-tokenized input. Output contract: the ``Embedder`` one
 (L2-normalised float32 rows, the model's dimension, ``name``/``revision``/``dim``).
 
-    python -m ragline.embedding.onnx_backend [DIR]   # pre-build fp32 + int8 (images)
+    python -m ragline.embedding.onnx_backend [DIR]   # pre-build every variant (images)
 """
 
 from __future__ import annotations
@@ -50,22 +53,47 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = [
+    "BACKENDS",
+    "BATCH_INDEPENDENCE_ATOL",
+    "BATCH_TOKENS",
     "ONNX_FILES",
     "OnnxArtifact",
     "OnnxEmbedder",
     "artifact_revision",
+    "batch_dependence",
     "configured_revision",
     "default_onnx_dir",
     "export_onnx",
+    "length_buckets",
     "load_tokenizer",
     "onnx_artifact",
+    "variant_of",
     "verify_artifact",
 ]
 
 _log = logging.getLogger(__name__)
 
-# file name of each variant inside ``<dir>/<revision>-<builder>/``
-ONNX_FILES = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
+# file name of each variant inside ``<dir>/<revision>-<builder>/``: int8 is the static,
+# batch-independent quantization (embedding/quantize.py), int8-dynamic the per-call one
+ONNX_FILES = {
+    "fp32": "model.onnx",
+    "int8": "model_int8_static.onnx",
+    "int8-dynamic": "model_int8.onnx",
+}
+# the backend name of each variant (RAGLINE_EMBEDDER_BACKEND)
+BACKENDS = {"fp32": "onnx", "int8": "onnx-int8", "int8-dynamic": "onnx-int8-dynamic"}
+# the tag the revision records: the dynamic variant keeps the tag it always had
+_TAGS = {"fp32": "onnx", "int8": "int8s", "int8-dynamic": "int8"}
+# The most one component of a text's vector may move between the text embedded alone
+# and inside any batch (other texts, other lengths, other order) with the fp32 and static
+# int8 variants: the GEMMs' float summation order changes with the batch shape (measured
+# up to ~1.2e-7); the per-batch dynamic quantization moves it by up to ~4e-2. Vector
+# comparisons (embedding cache, chaos runs) use this bound
+# (tests/unit/embedding/test_batch_independence.py).
+BATCH_INDEPENDENCE_ATOL = 1e-5
+# texts of about one length per model call: a call holds at most this many word
+# pieces, padding included (64 texts of 64 pieces, 16 of 256)
+BATCH_TOKENS = 4096
 # the graph builder's generation: a directory of its own, so files of another builder
 # (the torch exports before it) are never taken for its output
 BUILDER = "g1"
@@ -108,7 +136,17 @@ def _atomic_write(src: Path, dest: Path) -> None:
     os.replace(src, dest)
 
 
-def _quantize(src: Path, dest: Path) -> None:
+def _quantize_static(src: Path, dest: Path, base_revision: str) -> None:
+    import onnx
+
+    from ragline.embedding.quantize import calibration_path, load_ranges, quantize_static
+
+    model = quantize_static(onnx.load(str(src)), load_ranges(calibration_path(base_revision)))
+    onnx.checker.check_model(model)
+    dest.write_bytes(model.SerializeToString(deterministic=True))
+
+
+def _quantize_dynamic(src: Path, dest: Path) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -168,19 +206,32 @@ def verify_artifact(path: Path) -> OnnxArtifact:
     return OnnxArtifact(path=path, sha256=want)
 
 
-def export_onnx(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) -> Path:
+def export_onnx(
+    model_dir: Path, out_dir: Path, revision: str, *, int8: bool = False, variant: str = ""
+) -> Path:
     """The built file for ``revision`` (created if missing, checked either way)."""
-    return onnx_artifact(model_dir, out_dir, revision, int8=int8).path
+    return onnx_artifact(model_dir, out_dir, revision, int8=int8, variant=variant).path
 
 
-def onnx_artifact(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) -> OnnxArtifact:
-    """The ONNX graph of ``model_dir`` (fp32, or int8 quantized from it) under
+def _variant(int8: bool, variant: str) -> str:
+    name = variant or ("int8" if int8 else "fp32")
+    if name not in ONNX_FILES:
+        raise ConfigError(f"unknown onnx variant {name!r}: one of {sorted(ONNX_FILES)}")
+    return name
+
+
+def onnx_artifact(
+    model_dir: Path, out_dir: Path, revision: str, *, int8: bool = False, variant: str = ""
+) -> OnnxArtifact:
+    """The ONNX graph of ``model_dir`` (``variant``: fp32, int8 = static or int8-dynamic,
+    quantized from fp32; ``int8=True`` is the static one) under
     ``<out_dir>/<revision>-<builder>/``, built from ``model.safetensors`` without torch
     when not recorded yet (seconds; a file without a record, e.g. an interrupted build,
     is rebuilt), its SHA-256 recorded next to it and checked on every call."""
     _check_pooling(model_dir)
+    name = _variant(int8, variant)
     target_dir = out_dir / f"{revision}-{BUILDER}"
-    wanted = target_dir / ONNX_FILES["int8" if int8 else "fp32"]
+    wanted = target_dir / ONNX_FILES[name]
     if _sidecar(wanted).is_file():  # recorded: built and complete
         return verify_artifact(wanted)
     try:
@@ -190,11 +241,11 @@ def onnx_artifact(model_dir: Path, out_dir: Path, revision: str, *, int8: bool) 
     # services starting together (embedder, query) build once: the others wait, then check
     with file_lock(out_dir / f".{target_dir.name}.lock"):
         if not _sidecar(wanted).is_file():
-            _build(model_dir, target_dir, wanted, int8=int8)
+            _build(model_dir, target_dir, wanted, name, revision)
     return verify_artifact(wanted)
 
 
-def _build(model_dir: Path, target_dir: Path, wanted: Path, *, int8: bool) -> None:
+def _build(model_dir: Path, target_dir: Path, wanted: Path, variant: str, revision: str) -> None:
     fp32 = target_dir / ONNX_FILES["fp32"]
     with tempfile.TemporaryDirectory(dir=target_dir, prefix=".export-") as tmp_s:
         tmp = Path(tmp_s)
@@ -202,9 +253,12 @@ def _build(model_dir: Path, target_dir: Path, wanted: Path, *, int8: bool) -> No
             build_bert_graph(model_dir, tmp / "fp32.onnx")
             _atomic_write(tmp / "fp32.onnx", fp32)
             _record(fp32)  # last: a recorded file is a complete one
-        if int8:
+        if variant != "fp32":
             verify_artifact(fp32)  # never quantize a damaged fp32 file
-            _quantize(fp32, tmp / "int8.onnx")
+            if variant == "int8":
+                _quantize_static(fp32, tmp / "int8.onnx", revision)
+            else:
+                _quantize_dynamic(fp32, tmp / "int8.onnx")
             _atomic_write(tmp / "int8.onnx", wanted)
             _record(wanted)
 
@@ -213,8 +267,7 @@ def artifact_revision(base: str, variant: str, sha256: str) -> str:
     """The revision chunks and caches record: the weights' revision, the variant and the
     artifact's own checksum (a rebuilt file with other bytes is another embedding space,
     never a silent change of vectors)."""
-    tag = "int8" if variant == "int8" else "onnx"
-    return f"{base}+{tag}.{sha256[:16]}"
+    return f"{base}+{_TAGS[variant]}.{sha256[:16]}"
 
 
 def configured_revision(
@@ -228,8 +281,8 @@ def configured_revision(
     base = model_revision(path)
     if backend == "torch":
         return path, base
-    variant = "int8" if backend == "onnx-int8" else "fp32"
-    art = onnx_artifact(path, onnx_dir or default_onnx_dir(), base, int8=variant == "int8")
+    variant = variant_of(backend)
+    art = onnx_artifact(path, onnx_dir or default_onnx_dir(), base, variant=variant)
     return path, artifact_revision(base, variant, art.sha256)
 
 
@@ -241,21 +294,25 @@ class OnnxEmbedder(EmbedderIdentity):
         model: str | None = None,
         *,
         int8: bool = False,
+        variant: str = "",
         onnx_dir: Path | None = None,
         name: str | None = None,
         batch_size: int = 64,
         threads: int | None = None,
+        rows_alone: bool | None = None,
     ) -> None:
+        """``rows_alone``: one text per ONNX call (default: the dynamic variant only)."""
         location = Path(model or default_model_path())
         if not location.is_dir():
             raise ConfigError(
                 f"the onnx backend needs a local model directory, not {str(location)!r}"
             )
         base = model_revision(location)
-        variant = "int8" if int8 else "fp32"
-        self.backend = "onnx-int8" if int8 else "onnx"
+        variant = _variant(int8, variant)
+        self.variant = variant
+        self.backend = BACKENDS[variant]
         # built if missing; its SHA-256 checked against the build's record before use
-        art = onnx_artifact(location, onnx_dir or default_onnx_dir(), base, int8=int8)
+        art = onnx_artifact(location, onnx_dir or default_onnx_dir(), base, variant=variant)
         self._revision = artifact_revision(base, variant, art.sha256)
         self.sha256 = art.sha256
         self._name = name or (DEFAULT_MODEL_NAME if model is None else location.name)
@@ -263,10 +320,10 @@ class OnnxEmbedder(EmbedderIdentity):
         # Dynamic int8 quantization scales each activation tensor by its own range, and
         # a batch is one tensor: a row's vector would depend on its batch neighbours
         # (and their padding), measured cosine down to 0.978 between the same text alone
-        # and batched. Run alone, a text's vector depends on its text only, as the
-        # query's always did; on 2 cores it is also faster (no padding: 50 vs 41
-        # chunks/s on SciFact, docs/benchmarks.md "Embedder backends").
-        self._rows_alone = int8
+        # and batched, so that variant runs one text per call. The static int8 and fp32
+        # graphs have no cross-row term: batched (tests/unit/embedding/
+        # test_batch_independence.py).
+        self._rows_alone = variant == "int8-dynamic" if rows_alone is None else rows_alone
         self._max_len = _max_seq_length(location)
         path = art.path
         self._tok = load_tokenizer(location)
@@ -309,11 +366,11 @@ class OnnxEmbedder(EmbedderIdentity):
     def encode_ids(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Embed pre-tokenized input (``tokenize``'s output): no second tokenization."""
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # less padding
-        step = 1 if self._rows_alone else self._batch_size
-        for start in range(0, len(order), step):
-            rows = order[start : start + step]
-            out[rows] = self._run([ids[i][: self._max_len] for i in rows])
+        rows = [list(r[: self._max_len]) for r in ids]
+        for call in length_buckets(
+            [len(r) for r in rows], 1 if self._rows_alone else self._batch_size, BATCH_TOKENS
+        ):
+            out[call] = self._run([rows[i] for i in call])
         return out
 
     def _run(self, batch: list[Sequence[int]]) -> NDArray[np.float32]:
@@ -331,6 +388,51 @@ class OnnxEmbedder(EmbedderIdentity):
         except Exception as exc:  # onnxruntime raises its own (Fail, RuntimeException...)
             raise RuntimeError(f"onnx runtime failed: {type(exc).__name__}") from exc
         return np.asarray(vecs, dtype=np.float32)
+
+
+def length_buckets(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
+    """Indices of ``lengths`` in model calls of texts of about one length: sorted by
+    length, a call closes at ``max_rows`` texts or when its padded size (rows x longest)
+    would pass ``max_tokens`` (padding stays within neighbours of similar length)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    calls: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(1, lengths[i])  # sorted: the longest so far
+        if current and (len(current) >= max_rows or (len(current) + 1) * width > max_tokens):
+            calls.append(current)
+            current = []
+        current.append(i)
+    if current:
+        calls.append(current)
+    return calls
+
+
+def batch_dependence(embedder: OnnxEmbedder, texts: Sequence[str], *, seed: int = 0) -> float:
+    """The largest |difference| of any vector component between each text embedded alone
+    and inside batches of the others: in order, reversed, shuffled and in pairs (its
+    neighbours change in every pass). ``<= BATCH_INDEPENDENCE_ATOL``: batch-independent."""
+    alone = np.concatenate([embedder.encode([t]) for t in texts])
+    n = len(texts)
+    shuffled = list(np.random.default_rng(seed).permutation(n))
+    orders = [list(range(n)), list(range(n))[::-1], [int(i) for i in shuffled]]
+    worst = 0.0
+    for order in orders:
+        got = embedder.encode([texts[i] for i in order])
+        worst = max(worst, float(np.abs(got - alone[order]).max()))
+    for start in range(0, n - 1, 2):  # pairs: a short text padded to its longer neighbour
+        pair = [shuffled[start], shuffled[start + 1]]
+        got = embedder.encode([texts[i] for i in pair])
+        worst = max(worst, float(np.abs(got - alone[pair]).max()))
+    return worst
+
+
+def variant_of(backend: str) -> str:
+    """The ONNX variant of a backend name (``onnx``: fp32)."""
+    for variant, name in BACKENDS.items():
+        if name == backend:
+            return variant
+    raise ConfigError(f"{backend!r} is not an onnx backend: one of {sorted(BACKENDS.values())}")
 
 
 def _utf8_safe(text: str) -> str:
@@ -358,7 +460,7 @@ def load_tokenizer(model_dir: Path) -> Tokenizer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Pre-build fp32 and int8 for the configured model into DIR (image builds)."""
+    """Pre-build every variant for the configured model into DIR (image builds)."""
     from ragline.embedding.settings import EmbedderSettings
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -366,8 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args[0]) if args else (cfg.onnx_dir or default_onnx_dir())
     model_dir = Path(cfg.model or default_model_path())
     revision = model_revision(model_dir)
-    for int8 in (False, True):
-        print(export_onnx(model_dir, out, revision, int8=int8))
+    for variant in ONNX_FILES:
+        print(export_onnx(model_dir, out, revision, variant=variant))
     return 0
 
 

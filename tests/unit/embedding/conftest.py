@@ -23,3 +23,9 @@ def fp32(onnx_dir: Path) -> OnnxEmbedder:
 @pytest.fixture(scope="session")
 def int8(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
     return OnnxEmbedder(onnx_dir=onnx_dir, int8=True, batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def int8_dynamic(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
+    """The previous default (dynamic int8, one text per call): the comparison variant."""
+    return OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4)

@@ -29,7 +29,8 @@ from ragline.text.model_files import DEFAULT_MODEL, ensure_model, file_sha256
 LOCK = {
     ("1.23.2", "1.32.0"): {
         "fp32": "366342347b8d8f983f8104a4c6e6d16f296d68525d447288b23b173b88cf1177",
-        "int8": "f0865152cd39523f9e5b8bf38b2c7c85a2e0e24c44d930e4a9f3fbc29df311fc",
+        "int8": "165fa0c6b39e2291d1c517d6b9dddf8a1be8e1228372d525c0e4011896a8a2a2",
+        "int8-dynamic": "f0865152cd39523f9e5b8bf38b2c7c85a2e0e24c44d930e4a9f3fbc29df311fc",
     }
 }
 
@@ -37,14 +38,16 @@ LOCK = {
 def _build(out: Path) -> dict[str, str]:
     model = Path(default_model_path())
     rev = model_revision(model)
-    return {v: onnx_artifact(model, out, rev, int8=v == "int8").sha256 for v in ("fp32", "int8")}
+    return {v: onnx_artifact(model, out, rev, variant=v).sha256 for v in ONNX_FILES}
 
 
-def test_build_is_byte_reproducible(tmp_path: Path, onnx_dir: Path, int8: OnnxEmbedder) -> None:
+def test_build_is_byte_reproducible(
+    tmp_path: Path, onnx_dir: Path, int8: OnnxEmbedder, int8_dynamic: OnnxEmbedder
+) -> None:
     """A second build from scratch gives the same bytes as the session's (conftest), and
-    both equal the lock for the pinned onnx/onnxruntime."""
-    first = {"fp32": verify_artifact(int8.path.with_name(ONNX_FILES["fp32"])).sha256,
-             "int8": int8.sha256}  # fmt: skip
+    both equal the lock for the pinned onnx/onnxruntime (the static int8 from the ranges
+    stored in the package: embedding/calibration/)."""
+    first = {v: verify_artifact(int8.path.with_name(f)).sha256 for v, f in ONNX_FILES.items()}
     second = _build(tmp_path)
     assert first == second
     for variant, digest in second.items():  # the recorded checksum is the file's own

@@ -24,6 +24,7 @@ from ragline.embedding.model import (
     model_revision,
 )
 from ragline.embedding.onnx_backend import (
+    BATCH_INDEPENDENCE_ATOL,
     BUILDER,
     ONNX_FILES,
     OnnxEmbedder,
@@ -44,13 +45,18 @@ TEXTS = [
 ]
 
 
-def test_identity_carries_the_artifact_checksum(fp32: OnnxEmbedder, int8: OnnxEmbedder) -> None:
+def test_identity_carries_the_artifact_checksum(
+    fp32: OnnxEmbedder, int8: OnnxEmbedder, int8_dynamic: OnnxEmbedder
+) -> None:
     base = model_revision(Path(default_model_path()))
     assert fp32.revision == f"{base}+onnx.{fp32.sha256[:16]}"
-    assert int8.revision == f"{base}+int8.{int8.sha256[:16]}"  # never mixed in the cache
-    assert fp32.sha256 != int8.sha256 and len(int8.sha256) == 64
+    assert int8.revision == f"{base}+int8s.{int8.sha256[:16]}"  # never mixed in the cache
+    # the previous default keeps its revision: its cached vectors stay its own
+    assert int8_dynamic.revision == f"{base}+int8.{int8_dynamic.sha256[:16]}"
+    assert len({fp32.sha256, int8.sha256, int8_dynamic.sha256}) == 3 and len(int8.sha256) == 64
     assert artifact_revision(base, "int8", int8.sha256) == int8.revision
     assert backend_of(int8) == "onnx-int8" and backend_of(fp32) == "onnx"
+    assert backend_of(int8_dynamic) == "onnx-int8-dynamic"
     got = int8.encode(TEXTS)
     assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
@@ -77,11 +83,11 @@ def test_rows_do_not_depend_on_batch_neighbours(
     variant: str, texts: list[str], request: pytest.FixtureRequest
 ) -> None:
     """Sorting by length, padding and sub-batching never leak between rows, for the
-    int8 model too (its dynamic quantization scales a whole batch tensor at once)."""
+    int8 model too (static scales: no per-batch range; test_batch_independence.py)."""
     model: OnnxEmbedder = request.getfixturevalue(variant)
     together = model.encode(texts)
     alone = np.concatenate([model.encode([t]) for t in texts])
-    np.testing.assert_allclose(together, alone, atol=2e-5)
+    np.testing.assert_allclose(together, alone, atol=BATCH_INDEPENDENCE_ATOL)
 
 
 def test_int8_vector_is_the_same_in_any_batch(int8: OnnxEmbedder) -> None:
@@ -92,7 +98,7 @@ def test_int8_vector_is_the_same_in_any_batch(int8: OnnxEmbedder) -> None:
     alone = int8.encode([short])[0]
     for neighbours in ([long], [long, "a", TEXTS[4]], TEXTS):
         row = int8.encode([*neighbours, short])[-1]
-        np.testing.assert_allclose(row, alone, atol=2e-5)
+        np.testing.assert_allclose(row, alone, atol=BATCH_INDEPENDENCE_ATOL)
 
 
 def test_export_is_cached_and_atomic(onnx_dir: Path, fp32: OnnxEmbedder) -> None:

@@ -1,0 +1,84 @@
+"""Batch independence (issue 35): a text's vector is the same embedded alone or inside
+batches of texts of other lengths in any order, within ``BATCH_INDEPENDENCE_ATOL`` (the
+bound vector comparisons use). The static int8 default and fp32 hold it while batching
+(length-bucketed calls); the per-batch dynamic quantization does not, which the same
+check flags: that variant only holds it one text per call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragline.embedding.onnx_backend import (
+    BATCH_INDEPENDENCE_ATOL,
+    OnnxEmbedder,
+    batch_dependence,
+    length_buckets,
+)
+
+_WORDS = [
+    "vitamin",
+    "deficiency",
+    "fracture",
+    "cohort",
+    "randomized",
+    "trial",
+    "cytokine",
+    "receptor",
+    "kinase",
+    "expression",
+    "mortality",
+    "placebo",
+    "tumour",
+    "cells",
+    "mice",
+    "protein",
+    "binding",
+    "signalling",
+]
+
+# lengths from empty to past the model's 256 word pieces, with a contextual header
+TEXTS = [
+    "",
+    "a",
+    "Kafka consumer groups rebalance when a member leaves.",
+    *(
+        f"Title: study {n}\nSection: results\n\n"
+        + " ".join(_WORDS[(n + i) % len(_WORDS)] for i in range(n))
+        for n in (5, 17, 40, 90, 160, 230, 400)
+    ),
+]
+
+
+@pytest.mark.parametrize("variant", ["int8", "fp32"])
+def test_batched_vectors_equal_alone(variant: str, onnx_dir: Path, int8: OnnxEmbedder) -> None:
+    model = OnnxEmbedder(onnx_dir=onnx_dir, variant=variant, batch_size=4)
+    assert not model._rows_alone  # really batched: several texts per ONNX call
+    assert batch_dependence(model, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+
+
+def test_check_flags_per_batch_dynamic_quantization(
+    int8_dynamic: OnnxEmbedder, onnx_dir: Path
+) -> None:
+    """The same check on the dynamic variant made to batch: vectors move with their
+    neighbours far beyond the bound; run one text per call (its default) it passes."""
+    batched = OnnxEmbedder(
+        onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4, rows_alone=False
+    )
+    assert batch_dependence(batched, TEXTS) > 100 * BATCH_INDEPENDENCE_ATOL
+    assert batch_dependence(int8_dynamic, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+
+
+def test_length_buckets_bound_rows_and_padded_size() -> None:
+    lengths = [200, 5, 64, 64, 7, 256, 30, 64, 120]
+    calls = length_buckets(lengths, max_rows=3, max_tokens=300)
+    assert sorted(i for c in calls for i in c) == list(range(len(lengths)))  # each once
+    for call in calls:
+        width = max(lengths[i] for i in call)
+        assert len(call) <= 3 and (len(call) == 1 or len(call) * width <= 300)
+    flat = [lengths[i] for c in calls for i in c]
+    assert flat == sorted(flat)  # neighbours of similar length share a call
+    assert length_buckets(lengths, max_rows=1, max_tokens=10_000) == [
+        [i] for i in sorted(range(9), key=lambda i: (lengths[i], i))
+    ]
