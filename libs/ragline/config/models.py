@@ -34,12 +34,13 @@ class EmbeddingModelSettings(BaseSettings):
     model_name: str | None = Field(
         default=None, description="name recorded on chunks; default: the model directory name"
     )
-    backend: Literal["torch", "onnx", "onnx-int8", "onnx-int8-dynamic"] = Field(
+    backend: Literal["torch", "onnx", "onnx-int8", "onnx-int8-static"] = Field(
         default="onnx-int8",
-        description="onnx-int8 (ONNX Runtime, static int8: batch-independent, batched, "
-        "the fastest), onnx-int8-dynamic (dynamic int8, one text per call: the previous "
-        "default, for comparison), onnx (fp32: torch's vectors) or torch "
-        "(sentence-transformers); docs/benchmarks.md has the measured trade-off",
+        description="onnx-int8 (ONNX Runtime, dynamic int8, one text per call: the "
+        "fastest measured), onnx-int8-static (static int8 with stored calibration "
+        "ranges: batch-independent, batched; 0.77x of onnx-int8 on a quiet 2-core "
+        "machine), onnx (fp32: torch's vectors) or torch (sentence-transformers); "
+        "docs/benchmarks.md has the measured trade-off",
     )
     onnx_dir: Path | None = Field(
         default=None,

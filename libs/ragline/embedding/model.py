@@ -126,7 +126,7 @@ def load_embedder(
 
 
 def backend_of(embedder: object) -> str:
-    """``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-dynamic`` (metrics, health)."""
+    """``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-static`` (metrics, health)."""
     return str(getattr(embedder, "backend", "torch"))
 
 

@@ -3,10 +3,11 @@
 ``onnx_artifact`` builds, from the model directory's ``model.safetensors`` and
 ``config.json``, one ONNX graph computing the transformer with the model's own mean
 pooling and L2 normalisation (``ragline.embedding.onnx_graph``: the ``onnx`` package's
-helpers, no torch); ``int8`` (the default ``onnx-int8``) quantizes it statically from
-ranges stored with the package (``ragline.embedding.quantize``: batch-independent),
-``int8-dynamic`` (``onnx-int8-dynamic``, the previous default) dynamically with ONNX
-Runtime's quantizer (per channel, reduced range).
+helpers, no torch); ``int8-dynamic`` (the default ``onnx-int8``) quantizes it
+dynamically with ONNX Runtime's quantizer (per channel, reduced range), ``int8``
+(``onnx-int8-static``) statically from ranges stored with the package
+(``ragline.embedding.quantize``: batch-independent, so it batches; measured slower than
+the dynamic one run one text per call, docs/benchmarks.md).
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
@@ -81,7 +82,9 @@ ONNX_FILES = {
     "int8-dynamic": "model_int8.onnx",
 }
 # the backend name of each variant (RAGLINE_EMBEDDER_BACKEND)
-BACKENDS = {"fp32": "onnx", "int8": "onnx-int8", "int8-dynamic": "onnx-int8-dynamic"}
+# (the default onnx-int8 stays the dynamic one: measured on a quiet machine, the static
+# variant batched ran at 0.77x of it one text per call, docs/benchmarks.md)
+BACKENDS = {"fp32": "onnx", "int8": "onnx-int8-static", "int8-dynamic": "onnx-int8"}
 # the tag the revision records: the dynamic variant keeps the tag it always had
 _TAGS = {"fp32": "onnx", "int8": "int8s", "int8-dynamic": "int8"}
 # The most one component of a text's vector may move between the text embedded alone

@@ -148,7 +148,7 @@ def load_ranges(path: Path) -> ActivationRanges:
         raise ConfigError(
             f"no stored calibration ranges {path} for this model: the static int8 variant "
             "needs them (bench/quant_bench.py --calibrate writes them); use "
-            "RAGLINE_EMBEDDER_BACKEND=onnx-int8-dynamic or onnx"
+            "RAGLINE_EMBEDDER_BACKEND=onnx-int8 (dynamic) or onnx"
         ) from exc
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         raise ConfigError(f"cannot read the calibration ranges {path}: {exc}") from exc

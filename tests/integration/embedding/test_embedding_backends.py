@@ -64,7 +64,9 @@ async def test_embedder_service_does_not_start_on_a_tampered_artifact(service_pr
     from ragline.embedding.onnx_backend import onnx_artifact
 
     model = Path(default_model_path())
-    art = onnx_artifact(model, tmp_path, model_revision(model), int8=True)
+    art = onnx_artifact(
+        model, tmp_path, model_revision(model), variant="int8-dynamic"
+    )  # the onnx-int8 default
     data = bytearray(art.path.read_bytes())
     data[len(data) // 2] ^= 0x01
     art.path.write_bytes(bytes(data))

@@ -55,8 +55,8 @@ def test_identity_carries_the_artifact_checksum(
     assert int8_dynamic.revision == f"{base}+int8.{int8_dynamic.sha256[:16]}"
     assert len({fp32.sha256, int8.sha256, int8_dynamic.sha256}) == 3 and len(int8.sha256) == 64
     assert artifact_revision(base, "int8", int8.sha256) == int8.revision
-    assert backend_of(int8) == "onnx-int8" and backend_of(fp32) == "onnx"
-    assert backend_of(int8_dynamic) == "onnx-int8-dynamic"
+    assert backend_of(int8) == "onnx-int8-static" and backend_of(fp32) == "onnx"
+    assert backend_of(int8_dynamic) == "onnx-int8"  # the default stays the dynamic one
     got = int8.encode(TEXTS)
     assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
@@ -155,9 +155,14 @@ def test_onnx_refuses_what_it_cannot_run(tmp_path: Path) -> None:
         OnnxEmbedder(str(cls_pooled), onnx_dir=tmp_path / "out")
 
 
-def test_query_cache_version_follows_the_backend(int8: OnnxEmbedder) -> None:
-    as_int8 = EmbeddingModelSettings(model=None, backend="onnx-int8")
-    assert configured_index_version(None, as_int8) == f"{int8.name}@{int8.revision}#1"
+def test_query_cache_version_follows_the_backend(
+    int8: OnnxEmbedder, int8_dynamic: OnnxEmbedder
+) -> None:
+    as_int8 = EmbeddingModelSettings(model=None, backend="onnx-int8")  # dynamic: the default
+    want = f"{int8_dynamic.name}@{int8_dynamic.revision}#1"
+    assert configured_index_version(None, as_int8) == want
+    as_static = EmbeddingModelSettings(model=None, backend="onnx-int8-static")
+    assert configured_index_version(None, as_static) == f"{int8.name}@{int8.revision}#1"
     fp32 = EmbeddingModelSettings(model=None, backend="onnx")
     assert "+int8" not in configured_index_version(None, fp32)
 
