@@ -9,8 +9,9 @@ ingested fault-free (the reference), then once per fault, during ingest:
 - ``rolling``: a rolling restart of all three nodes (SIGTERM, start, wait for three).
 
 Each run's stores must equal the reference: 0 lost, 0 duplicated, every document
-indexed (checked once all three ran, so a failing run shows every fault's figures). Not part of ``make test`` (minutes): ``make chaos``
-(``RAGLINE_KAFKA_CHAOS_DOCS``, default 60).
+indexed (checked once all three ran, so a failing run shows every fault's figures).
+Not part of ``make test`` (minutes): ``make chaos`` (``RAGLINE_KAFKA_CHAOS_DOCS``,
+default 60).
 """
 
 from __future__ import annotations
