@@ -25,7 +25,7 @@ from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.evaluation.datasets import beir_document_text
 from ragline.events import DocumentMeta, SourceUpsert, Topics
-from ragline.platform.stack.testing import ServiceProcess, free_port
+from ragline.platform.stack.testing import ServiceProcess, free_port, indexed_count
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topology import TOPOLOGY
@@ -301,14 +301,7 @@ async def terminal_count(settings: Settings, tenant: str, *, retry_s: float = 12
     deadline = time.monotonic() + retry_s
     while True:
         try:
-            async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
-                cur = await conn.execute(
-                    "SELECT count(*) FROM documents WHERE tenant_id = %s"
-                    " AND status = 'indexed' AND os_revision = revision",
-                    (tenant,),
-                )
-                row = await cur.fetchone()
-            return int(row[0]) if row else 0
+            return await indexed_count(settings.admin_dsn(), tenant)
         except psycopg.OperationalError:
             if time.monotonic() >= deadline:
                 raise
