@@ -25,7 +25,7 @@ from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.evaluation.datasets import beir_document_text
 from ragline.events import DocumentMeta, SourceUpsert, Topics
-from ragline.platform.stack.testing import ServiceProcess, free_port
+from ragline.platform.stack.testing import ServiceProcess, free_port, indexed_count
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topology import TOPOLOGY
@@ -294,15 +294,18 @@ async def publish_all(settings: Settings, events: list[SourceUpsert]) -> None:
             )
 
 
-async def terminal_count(settings: Settings, tenant: str) -> int:
-    async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM documents WHERE tenant_id = %s AND status = 'indexed'"
-            " AND os_revision = revision",
-            (tenant,),
-        )
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
+async def terminal_count(settings: Settings, tenant: str, *, retry_s: float = 120.0) -> int:
+    """Documents of ``tenant`` indexed in both stores. Retries for at most ``retry_s``
+    while Postgres refuses connections (stopped, starting, in crash recovery: the
+    Postgres fault test reads while it comes back), then raises."""
+    deadline = time.monotonic() + retry_s
+    while True:
+        try:
+            return await indexed_count(settings.admin_dsn(), tenant)
+        except psycopg.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(1.0)
 
 
 async def settle(
@@ -313,9 +316,16 @@ async def settle(
     deadline: float,
     *,
     revive: bool = True,
+    quiet_s: float | None = None,
 ) -> None:
     """Every replica up (``revive``: started again if gone), every stage drained, every
-    document indexed in both stores."""
+    document indexed in both stores.
+
+    With ``quiet_s``, also returns once every stage has been drained and no further
+    document indexed for that long although some are missing: every input is committed,
+    so nothing will index them any more (an effect was lost); the caller's ``compare``
+    counts them as lost instead of this waiting out the deadline."""
+    indexed, quiet_since = -1, time.monotonic()
     while time.monotonic() < deadline:
         if revive:
             fleet.revive()
@@ -323,12 +333,21 @@ async def settle(
             lags = await wait_drained(settings, CONSUMERS, timeout_s=30)
         except BackendUnavailable:  # the broker is on its way back
             await asyncio.sleep(1.0)
+            quiet_since = time.monotonic()
             continue
-        if sum(x.total for x in lags) == 0 and await terminal_count(settings, tenant) >= n_docs:
+        count = await terminal_count(settings, tenant)
+        if sum(x.total for x in lags) != 0 or count != indexed:
+            indexed, quiet_since = count, time.monotonic()
+        elif quiet_s is not None and time.monotonic() - quiet_since >= quiet_s:
+            print(json.dumps({"settled_short": {"tenant": tenant, "indexed": count}}))
+            return
+        if sum(x.total for x in lags) == 0 and count >= n_docs:
             await asyncio.sleep(2.0)  # anything still in flight would show up now
             lags = await wait_drained(settings, CONSUMERS, timeout_s=5)
             if sum(x.total for x in lags) == 0:
                 return
+        else:
+            await asyncio.sleep(1.0)
     behind = {x.stage: x.total for x in await wait_drained(settings, CONSUMERS, timeout_s=1)}
     raise AssertionError(
         f"not settled: lag {behind}, {await terminal_count(settings, tenant)}/{n_docs} indexed"

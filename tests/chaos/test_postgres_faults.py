@@ -47,6 +47,8 @@ pytestmark = [
 ]
 
 N_DOCS = int(os.environ.get("RAGLINE_PG_CHAOS_DOCS", "30"))
+# drained and nothing more indexed for this long after the faults: the rest is lost
+QUIET_S = float(os.environ.get("RAGLINE_CHAOS_QUIET_S", "60"))
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -143,7 +145,7 @@ async def test_postgres_restarts_lose_and_double_nothing(
         figures["sigkilled_processes"] = kill_postgres(pg)
         await asyncio.sleep(4.0)
         await pg.start()  # crash recovery on the kept data directory
-        await settle(settings, fleet, tenant, N_DOCS, deadline)
+        await settle(settings, fleet, tenant, N_DOCS, deadline, quiet_s=QUIET_S)
         await asyncio.sleep(2.0)  # queries after the recovery too
         stop.set()
         bad = await queries
