@@ -268,9 +268,9 @@ class SearchService:
                 )
                 for c in final
             ]
-            terms = None
-            if req.mode == "hybrid" and "lexical_unavailable" not in degraded:
-                terms = await self._query_terms(principal, req, intent, final)
+            # both legs answered: the term rules and the answerability model apply
+            hybrid = req.mode == "hybrid" and "lexical_unavailable" not in degraded
+            terms = await self._query_terms(principal, req, intent, final) if hybrid else None
             assessment = assess(
                 evidence,
                 req.query_texts,
@@ -278,7 +278,7 @@ class SearchService:
                 stats,
                 terms,
                 threshold=req.answerable_threshold,
-                hybrid=req.mode == "hybrid" and "lexical_unavailable" not in degraded,
+                hybrid=hybrid,
             )
             reason = assessment.reason
         with t.stage("finalize"):
