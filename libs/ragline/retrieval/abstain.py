@@ -150,10 +150,13 @@ def assess(
     *,
     threshold: float | None = None,
     hybrid: bool | None = None,
+    sentence_sims: Sequence[float] | None = None,
 ) -> Assessment:
     """``threshold``: the request's own answerability threshold (the model's otherwise).
     ``hybrid``: both legs ran (the service knows; None: inferred from the results' ranks,
-    which misses a lexical leg that ran and found nothing)."""
+    which misses a lexical leg that ran and found nothing). ``sentence_sims``: the query's
+    cosine with each sentence of the first results (answerability.sentences), when the
+    service embedded them."""
     sims = [r.similarity for r in results if r.similarity is not None]
     reranked = [r.rerank for r in results if r.rerank is not None]
     best_sim = max(sims) if sims else None
@@ -191,6 +194,8 @@ def assess(
         ident_missing=_ident_missing(idents, queries, stats),
         ident_hit=_ident_hit(idents, results, stats, policy),
         has_number=any(c.isdigit() for q in queries for c in q),
+        query=" ".join(queries),
+        sentence_sims=sentence_sims,
     )
     if x is None:
         return ruled

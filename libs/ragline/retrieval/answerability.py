@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ragline.errors import ConfigError
+from ragline.retrieval.lexical import QUESTION_STOP_WORDS
 
 __all__ = [
     "FEATURES",
@@ -75,6 +76,12 @@ SIGNS: dict[str, int] = {
     "missing_number": -1,
     "ident_missing": -1,
     "ident_hit": 1,
+    "sent_max": 1,
+    "cover_top": 1,
+    "cover_top3": 1,
+    "cover_long": 1,
+    "cover_numbers": 1,
+    "sim_lead": 1,
 }
 FEATURES: tuple[str, ...] = tuple(SIGNS)
 THRESHOLD_BOUNDS = (0.01, 0.99)  # a request's own threshold must lie within
@@ -85,6 +92,8 @@ _MISSING_CAP = 3
 class Signals(Protocol):
     """What one fused result carries (abstain.Evidence)."""
 
+    @property
+    def text(self) -> str: ...
     @property
     def similarity(self) -> float | None: ...
     @property
@@ -126,11 +135,15 @@ def features(
     ident_missing: float | None,
     ident_hit: bool,
     has_number: bool = True,
+    query: str = "",
+    sentence_sims: Sequence[float] | None = None,
 ) -> dict[str, float | None] | None:
     """The model's inputs (None for a statistic that could not be read), or None when no
     result has a dense similarity (a lexical-only search: the model does not apply).
     ``has_number``: the query has a digit at all (without one, ``missing_number`` is 0
-    with no statistics needed: the service reads them only when they can count)."""
+    with no statistics needed: the service reads them only when they can count).
+    ``query``: the question (its words against the passages); ``sentence_sims``: the
+    question's cosine with each sentence of the first results (``passage_features``)."""
     window = list(results[:WINDOW])
     sims = sorted((s for r in window if (s := _finite(r.similarity)) is not None), reverse=True)
     if not sims:
@@ -172,6 +185,107 @@ def features(
         ),
         "ident_missing": ident_missing,
         "ident_hit": float(ident_hit),
+        **passage_features(
+            query,
+            [r.text for r in window],
+            [r.similarity for r in window],
+            sentence_sims=sentence_sims,
+        ),
+    }
+
+
+# ---------------------------------------------------------------- passage-level evidence
+
+# sentence ends: a period/question/exclamation mark before a capital, a digit or a
+# bracket, or a line break (a markdown heading over the abstract)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])|\n+")
+_HEADING = re.compile(r"^#+\s*")
+SENTENCE_PASSAGES = 3  # the first fused results split into sentences
+MAX_SENTENCES = 8  # per passage (the first ones: an abstract states its finding early)
+_MIN_SENTENCE_WORDS = 4
+_WORD = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)*")
+_STEM = 6  # words compare by their first letters: "inflammatory" is "inflammation"
+_SUFFIXES = ("ing", "ed", "es", "s")
+_QUANTITY = re.compile(r"^\d[\d.,]*[a-z]*$")  # 2010, 5.2, 100mg (not IL-6: an identifier)
+# the words a question is made of rather than about: the lexical leg's question stop list
+_FUNCTION_WORDS = frozenset(QUESTION_STOP_WORDS)
+
+
+def sentences(text: str) -> list[str]:
+    """A passage's first ``MAX_SENTENCES`` sentences of at least ``_MIN_SENTENCE_WORDS``
+    words: a shorter piece ("et al." and "Fig." end none) joins the sentence before it,
+    or the next one at the start."""
+    out: list[str] = []
+    carry = ""
+    for raw in _SENTENCE_END.split(text):
+        piece = _HEADING.sub("", raw.strip())
+        if not piece:
+            continue
+        if len(piece.split()) < _MIN_SENTENCE_WORDS:
+            if out:
+                out[-1] = f"{out[-1]} {piece}"
+            else:
+                carry = f"{carry} {piece}".strip()
+            continue
+        if len(out) == MAX_SENTENCES:
+            break
+        out.append(f"{carry} {piece}".strip())
+        carry = ""
+    return out or ([carry] if carry else [])
+
+
+def _stem(word: str) -> str:
+    """A crude stem: an inflection off ("raised", "raises" are "rais"), then the first
+    ``_STEM`` letters ("inflammatory" is "inflammation")."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e")[:_STEM] if len(word) > 3 else word
+
+
+def content_words(text: str) -> list[str]:
+    """The text's words without function words, stemmed (``_stem``)."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS]
+
+
+def passage_features(
+    query: str,
+    texts: Sequence[str],
+    similarities: Sequence[float | None],
+    *,
+    sentence_sims: Sequence[float] | None,
+) -> dict[str, float | None]:
+    """Passage-level inputs: how well the best passages themselves match the question.
+
+    - ``sent_max``: the best cosine of the question with one sentence of the first
+      ``SENTENCE_PASSAGES`` results (``sentence_sims``; None when not computed);
+    - ``cover_top`` / ``cover_top3``: the share of the query's content words that occur
+      in the first result / in one of the first three (no corpus statistics: the share
+      does not move with the corpus size);
+    - ``cover_long``: the same for the query's two longest content words (the most
+      specific ones, without corpus statistics);
+    - ``cover_numbers``: the share of the query's numbers and quantities (2010, 5mg)
+      found in the first three (1 without any);
+    - ``sim_lead``: the best cosine over the mean of the next four (a clear winner).
+    """
+    q = list(dict.fromkeys(content_words(query)))
+    top = [set(content_words(t)) for t in texts[:SENTENCE_PASSAGES]]
+    union = set().union(*top) if top else set()
+
+    def share(words: Sequence[str], pool: set[str]) -> float | None:
+        return sum(1 for w in words if w in pool) / len(words) if words else None
+
+    longest = sorted(q, key=lambda w: (-len(w), q.index(w)))[:2]
+    nums = [w for w in q if _QUANTITY.match(w)]
+    sims = sorted((s for v in similarities[:5] if (s := _finite(v)) is not None), reverse=True)
+    return {
+        "sent_max": max(sentence_sims) if sentence_sims else None,
+        "cover_top": share(q, top[0]) if top else None,
+        "cover_top3": share(q, union) if top else None,
+        "cover_long": share(longest, union) if top else None,
+        "cover_numbers": (share(nums, union) if nums else 1.0) if top else None,
+        "sim_lead": sims[0] - sum(sims[1:]) / len(sims[1:]) if len(sims) > 1 else None,
     }
 
 
@@ -205,6 +319,12 @@ class AnswerabilityModel:
         term statistics are needed on every search, not only for a query with a number."""
         shares = ("top_coverage", "missing_share", "missing_terms")
         return any(w != 0 for f, w in zip(FEATURES, self.weights, strict=True) if f in shares)
+
+    @property
+    def reads_sentences(self) -> bool:
+        """Whether ``sent_max`` has a weight: then the service embeds the sentences of the
+        first ``SENTENCE_PASSAGES`` results (a cost per search, docs/evaluation.md)."""
+        return any(w != 0 for f, w in zip(FEATURES, self.weights, strict=True) if f == "sent_max")
 
     def probability(self, x: Mapping[str, float | None]) -> float:
         z = self.bias

@@ -18,7 +18,12 @@ from psycopg_pool import AsyncConnectionPool
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
 from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess, rule_identifiers
-from ragline.retrieval.answerability import default_model, load_model
+from ragline.retrieval.answerability import (
+    SENTENCE_PASSAGES,
+    default_model,
+    load_model,
+    sentences,
+)
 from ragline.retrieval.api_models import (
     AbstainEvidence,
     Citation,
@@ -254,6 +259,17 @@ class SearchService:
 
         parents: dict[str, str] = {}
         results: list[Result] = []
+        # both legs answered: the term rules and the answerability model apply
+        hybrid = req.mode == "hybrid" and "lexical_unavailable" not in degraded
+        sentence_sims = None
+        if (
+            hybrid
+            and final
+            and self._policy.model is not None
+            and self._policy.model.reads_sentences
+        ):
+            with t.stage("passage"):
+                sentence_sims = await self._sentence_sims(final, list(vectors.values()), sp)
         with t.stage("abstain"):
             idents = rule_identifiers(req.query_texts)
             stats = await self._ident_df.get(principal, idents) if idents and final else None
@@ -268,8 +284,6 @@ class SearchService:
                 )
                 for c in final
             ]
-            # both legs answered: the term rules and the answerability model apply
-            hybrid = req.mode == "hybrid" and "lexical_unavailable" not in degraded
             terms = await self._query_terms(principal, req, intent, final) if hybrid else None
             assessment = assess(
                 evidence,
@@ -279,6 +293,7 @@ class SearchService:
                 terms,
                 threshold=req.answerable_threshold,
                 hybrid=hybrid,
+                sentence_sims=sentence_sims,
             )
             reason = assessment.reason
         with t.stage("finalize"):
@@ -318,6 +333,19 @@ class SearchService:
         if self._b.cache.state == "on" and not degraded and probe is None:
             await self._b.cache.store(key, response)
         return response
+
+    async def _sentence_sims(
+        self, final: list[Candidate], queries: list[npt.NDArray[np.float32]], sp: Space
+    ) -> list[float] | None:
+        """The best cosine of the query (any sub-search's) with each sentence of the first
+        ``SENTENCE_PASSAGES`` results, embedded by the query embedder (its LRU cache holds
+        a sentence seen before): the answerability model's ``sent_max``."""
+        sents = [s for c in final[:SENTENCE_PASSAGES] for s in sentences(c.row.text)]
+        if not sents or not queries:
+            return None
+        vecs = await self._b.embedder.embed(sents)
+        q = np.stack(queries)
+        return [float(np.max(q @ sp.query_vector(v))) for v in vecs]
 
     async def _query_terms(
         self, principal: Principal, req: SearchRequest, intent: Intent, final: list[Candidate]

@@ -16,12 +16,15 @@ from ragline.errors import ConfigError
 from ragline.retrieval.abstain import AbstainPolicy, Evidence, IdentifierStats, assess
 from ragline.retrieval.answerability import (
     FEATURES,
+    MAX_SENTENCES,
     SIGNS,
     WINDOW,
     AnswerabilityModel,
     default_model,
     features,
     load_model,
+    passage_features,
+    sentences,
 )
 from ragline.retrieval.term_evidence import TermStats
 
@@ -214,3 +217,53 @@ def test_identifier_evidence_reaches_the_model() -> None:
         IdentifierStats(documents=100, df={"err-4711": 1}),
     )
     assert hit.features is not None and hit.features["ident_hit"] == 1.0 and hit.reason is None
+
+
+def test_sentences_are_bounded_and_keep_short_pieces_together() -> None:
+    text = (
+        "# A title over it\n\nBackground. We studied 120 mice (et al. 2010) here. "
+        + " ".join(f"Sentence number {i} says something." for i in range(20))
+    )
+    got = sentences(text)
+    assert len(got) == MAX_SENTENCES  # bounded: the embedding cost per search is too
+    # a heading is a sentence; a short piece joins the one before
+    assert got[:2] == ["A title over it Background.", "We studied 120 mice (et al. 2010) here."]
+    assert all(len(s.split()) >= 4 for s in got)
+    assert sentences("") == [] and sentences("Too short.") == ["Too short."]
+    assert sentences("Short one. This one is long enough.") == [
+        "Short one. This one is long enough."
+    ]
+
+
+def test_passage_features_by_hand() -> None:
+    q = "Does IL-6 raise inflammatory markers in 2010 cohorts?"
+    texts = ["IL-6 raised inflammation in cohorts.", "Markers of 2010.", "other", "markers 2010"]
+    x = passage_features(q, texts, [0.7, 0.5, 0.3, 0.1, 0.1, 0.9], sentence_sims=[0.2, 0.8])
+    # content words: il-6 raise inflam marker 2010 cohort (stop words out, 6-letter stems)
+    assert x["cover_top"] == pytest.approx(4 / 6)  # not "markers", not "2010"
+    assert x["cover_top3"] == 1.0  # the second result holds both
+    assert x["cover_long"] == 1.0  # inflammatory, markers: the longest two
+    assert x["cover_numbers"] == 1.0
+    assert x["sim_lead"] == pytest.approx(0.7 - (0.5 + 0.3 + 0.1 + 0.1) / 4)  # first five
+    assert x["sent_max"] == 0.8
+    alone = passage_features(q, texts[:1], [0.7], sentence_sims=None)
+    assert alone["cover_numbers"] == 0.0 and alone["sim_lead"] is None
+    assert alone["sent_max"] is None  # not computed: neutral in the model, not 0
+    none = passage_features(q, [], [], sentence_sims=None)
+    assert none["cover_top"] is None
+
+
+@given(
+    st.lists(st.floats(-0.2, 0.95, allow_nan=False), min_size=1, max_size=24),
+    st.floats(0.0, 0.5, allow_nan=False),
+)
+def test_probability_is_monotone_in_the_sentence_match(sims: list[float], up: float) -> None:
+    """A sentence of the best passages closer to the question never lowers the
+    probability (the shipped model, through assess)."""
+    pol = AbstainPolicy(model=default_model())
+    rows = [ev(0.5, 2.0, 1, 1, text="alpha beta gamma."), ev(0.4, 1.0, 2, 2)]
+    i = max(range(len(sims)), key=lambda k: sims[k])
+    closer = [*sims[:i], sims[i] + up, *sims[i + 1 :]]
+    p = assess(rows, ["alpha beta"], pol, sentence_sims=sims).answerable_probability
+    q = assess(rows, ["alpha beta"], pol, sentence_sims=closer).answerable_probability
+    assert p is not None and q is not None and q >= p - 1e-12
