@@ -258,12 +258,23 @@ def test_passage_features_by_hand() -> None:
     st.floats(0.0, 0.5, allow_nan=False),
 )
 def test_probability_is_monotone_in_the_sentence_match(sims: list[float], up: float) -> None:
-    """A sentence of the best passages closer to the question never lowers the
-    probability (the shipped model, through assess)."""
-    pol = AbstainPolicy(model=default_model())
+    """A model that weighs ``sent_max`` (the shipped one does not: measured, no gain):
+    a sentence of the first results closer to the question never lowers the
+    probability, through assess."""
+    pol = AbstainPolicy(model=_model(0.01, sent_max=3.0))
+    assert pol.model is not None and pol.model.reads_sentences
     rows = [ev(0.5, 2.0, 1, 1, text="alpha beta gamma."), ev(0.4, 1.0, 2, 2)]
     i = max(range(len(sims)), key=lambda k: sims[k])
     closer = [*sims[:i], sims[i] + up, *sims[i + 1 :]]
     p = assess(rows, ["alpha beta"], pol, sentence_sims=sims).answerable_probability
     q = assess(rows, ["alpha beta"], pol, sentence_sims=closer).answerable_probability
     assert p is not None and q is not None and q >= p - 1e-12
+    if up > 0.01:
+        assert q > p  # the input reaches the probability at all
+
+
+def test_the_shipped_model_reads_no_sentences() -> None:
+    """The sentence step costs ~90 ms p50 per hybrid search (docs/evaluation.md) and the
+    measurement gave it no weight: the service runs it only for a model that weighs it."""
+    assert not default_model().reads_sentences
+    assert _model(sent_max=0.5).reads_sentences and not _model(cover_top3=0.5).reads_sentences
