@@ -138,6 +138,11 @@ async def test_answerable_probability_and_the_request_threshold(
     assert not strong["abstained"]
     p = ev["answerable_probability"]
     assert 0.0 <= p <= 1.0
+    # the passage-level inputs are reported; the sentence step (sent_max, ~90 ms) runs
+    # only for a model that weighs it, and the shipped one does not
+    # a paraphrase ("vacation days yearly"): no query word in the passages, answered
+    assert ev["features"]["cover_top3"] == 0.0
+    assert ev["features"]["sent_max"] is None and "passage" not in strong["timings_ms"]
     weak = await _search(client, corpus, {"query": "recipe for chocolate banana muffins"})
     assert weak["abstained"] and weak["evidence"]["answerable_probability"] < p
     if p < 0.99:  # demanding more certainty than this answer has: an abstention
