@@ -220,9 +220,8 @@ def test_identifier_evidence_reaches_the_model() -> None:
 
 
 def test_sentences_are_bounded_and_keep_short_pieces_together() -> None:
-    text = (
-        "# A title over it\n\nBackground. We studied 120 mice (et al. 2010) here. "
-        + " ".join(f"Sentence number {i} says something." for i in range(20))
+    text = "# A title over it\n\nBackground. We studied 120 mice (et al. 2010) here. " + " ".join(
+        f"Sentence number {i} says something." for i in range(20)
     )
     got = sentences(text)
     assert len(got) == MAX_SENTENCES  # bounded: the embedding cost per search is too
