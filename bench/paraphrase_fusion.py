@@ -50,10 +50,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--limit", type=int, help="at most N claims (seeded sample)")
     p.add_argument("--out", type=Path, default=OUT / "paraphrase")
     p.add_argument("--reuse", action="store_true", help="fuse the cached legs.json only")
+    p.add_argument("--test", action="store_true", help="also the SciFact test claims (claims)")
     return p.parse_args(argv)
 
 
-def _load() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
+def _load(split: str = "train") -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
     docs = {}
     for line in (SCIFACT / "corpus.jsonl").open():
         d = json.loads(line)
@@ -63,7 +64,7 @@ def _load() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
         q = json.loads(line)
         queries[str(q["_id"])] = q["text"]
     qrels: dict[str, set[str]] = defaultdict(set)
-    for line in (SCIFACT / "qrels" / "train.tsv").open():
+    for line in (SCIFACT / "qrels" / f"{split}.tsv").open():
         if line.startswith("query-id"):
             continue
         qid, did, _ = line.strip().split("\t")
@@ -131,7 +132,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
         if a.limit:
             ids = ids[: a.limit]
         cases = []
-        for qid in ids:
+        for pos, qid in enumerate(ids):
             q, kept, dropped = await paraphrase(
                 client, queries[qid], [docs[d] for d in sorted(qrels[qid])]
             )
@@ -144,22 +145,43 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                     "dropped": dropped,
                     "relevant": sorted(qrels[qid]),
                     "in_set": kept >= a.min_words,
+                    "split": "train",
+                    # the seeded halves: fusion is fitted on "fit", reported on "held"
+                    "half": "fit" if pos % 2 == 0 else "held",
                 }
             )
+        if a.test:  # SciFact test claims over the same corpus: out of sample, claims only
+            _, _, test_qrels = _load("test")
+            for qid in sorted(q for q in test_qrels if test_qrels[q] <= indexed):
+                cases.append(
+                    {
+                        "id": qid,
+                        "claim": queries[qid],
+                        "relevant": sorted(test_qrels[qid]),
+                        "in_set": False,
+                        "split": "test",
+                    }
+                )
 
         async def legs(text: str) -> dict[str, list[tuple[str, float]]]:
             (vec,) = await embedder.embed([text])
             async with rls_transaction(pool, who) as conn:
                 dense = await dense_search(conn, who, vec, preds, limit=LIMIT)
             lex = await lexical.search(who, text, preds, limit=LIMIT)
+            stats = await lexical.term_stats(
+                who, text, preds, top_chunk_id=lex[0].chunk_id if lex else None
+            )
             return {
                 "dense": [(h.chunk_id, h.similarity) for h in dense],
                 "lexical": [(h.chunk_id, h.score) for h in lex],
+                "terms": None
+                if stats is None
+                else {"chunks": stats.chunks, "df": stats.df, "top": sorted(stats.top)},
             }
 
         for c in cases:
             c["legs"] = {"claim": await legs(c["claim"])}
-            if c["in_set"]:
+            if c.get("in_set"):
                 c["legs"]["paraphrase"] = await legs(c["paraphrase"])
     finally:
         await client.close()

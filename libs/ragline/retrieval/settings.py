@@ -94,6 +94,17 @@ class RankingSettings(BaseSettings):
         "chosen on SciFact with Lucene's BM25: docs/evaluation.md 'Session 3')",
     )
     rrf_k: int = Field(default=60, ge=1)
+    lexical_evidence_none: float = Field(
+        default=1.2,
+        ge=0,
+        description="score fusion: a BM25 hit whose score is at most this many times the idf "
+        "of a term found in one chunk adds nothing (retrieval/fusion.py 'Evidence "
+        "weighting'; fitted on SciFact train and the paraphrase set's fit half, "
+        "docs/evaluation.md); 0 together with lexical_evidence_full 0 = off",
+    )
+    lexical_evidence_full: float = Field(
+        default=2.0, ge=0, description="... and from this many it counts in full"
+    )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)
     weight_exact: float = Field(
@@ -147,6 +158,12 @@ class RankingSettings(BaseSettings):
         default=None, description="local CrossEncoder directory; rerank is off without it"
     )
     rerank_top_n: int = Field(default=30, ge=1, le=200)
+
+    @model_validator(mode="after")
+    def _evidence_ramp(self) -> RankingSettings:
+        if self.lexical_evidence_full < self.lexical_evidence_none:
+            raise ValueError("lexical_evidence_full must be >= lexical_evidence_none")
+        return self
 
     def fingerprint(self) -> str:
         """A short hash of every field, always: retuning RRF, ef_search, the abstain
