@@ -179,6 +179,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                 else {"chunks": stats.chunks, "df": stats.df, "top": sorted(stats.top)},
             }
 
+        chunks = await lexical.chunk_count(who)
         for c in cases:
             c["legs"] = {"claim": await legs(c["claim"])}
             if c.get("in_set"):
@@ -192,6 +193,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
         "seed": a.seed,
         "min_words": a.min_words,
         "indexed_documents": len(indexed),
+        "index_chunks": chunks,
         "doc_of": doc_of,
         "cases": cases,
     }
@@ -217,41 +219,76 @@ def _metrics(ranked: list[str], relevant: set[str]) -> tuple[float, float]:
     return recall, dcg / ideal
 
 
-def fusions() -> dict[str, Any]:
-    from ragline.retrieval.fusion import rrf, score_fusion
+def fusions(chunks: int) -> dict[str, Any]:
+    """Each fusion over the cached legs: RRF, the unweighted score fusions, and the
+    service's own ``candidates.fuse`` with its default settings (evidence weighting over
+    the index's ``chunks``)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.fusion import NORMS, rrf, score_fusion
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
 
     def by_norm(norm: str) -> Any:
-        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]  # type: ignore[arg-type]
+        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]
 
     def by_rank(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
         return [h.key for h in rrf({k: [i for i, _ in v] for k, v in legs.items()})]
 
-    out: dict[str, Any] = {"rrf k60": by_rank}
-    from ragline.retrieval.fusion import NORMS
+    shipped = RankingSettings()
 
+    def service(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+        dense = [
+            DenseHit(chunk_id=i, similarity=s, rank=r) for r, (i, s) in enumerate(legs["dense"], 1)
+        ]
+        lex = [
+            LexicalHit(chunk_id=i, score=s, rank=r) for r, (i, s) in enumerate(legs["lexical"], 1)
+        ]
+        return [h.key for h in fuse(dense, lex, shipped, chunks=chunks)]
+
+    out: dict[str, Any] = {"rrf k60": by_rank}
     for norm in NORMS:
         out[f"score {norm}"] = by_norm(norm)
+    out["service (evidence-weighted)"] = service
     return out
+
+
+def groups(data: dict[str, Any]) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
+    """(legs, relevant) per reported set: the paraphrase set's two seeded halves (fusion
+    fitted on "fit"), the original train claims, and the test claims when collected."""
+    out: dict[str, list[tuple[dict[str, Any], list[str]]]] = defaultdict(list)
+    for i, c in enumerate(data["cases"]):
+        split = c.get("split", "train")
+        if split == "test":
+            out["claims, test"].append((c["legs"]["claim"], c["relevant"]))
+            continue
+        out["claims, train"].append((c["legs"]["claim"], c["relevant"]))
+        if c["in_set"] and "paraphrase" in c["legs"]:
+            half = c.get("half", "fit" if i % 2 == 0 else "held")
+            out[f"paraphrases, {half} half"].append((c["legs"]["paraphrase"], c["relevant"]))
+            out["paraphrases, all"].append((c["legs"]["paraphrase"], c["relevant"]))
+    return dict(out)
 
 
 def report(data: dict[str, Any]) -> dict[str, Any]:
     doc_of = data["doc_of"]
+    # the chunk count the service would read (older dumps: every chunk of the tenant)
+    chunks = int(data.get("index_chunks") or len(doc_of))
+    runs: dict[str, Any] = {
+        "lexical": lambda legs: [i for i, _ in legs["lexical"]],
+        "dense": lambda legs: [i for i, _ in legs["dense"]],
+        **fusions(chunks),
+    }
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for which in ("paraphrase", "claim"):
-        rows = [c for c in data["cases"] if which in c["legs"] and c["in_set"]]
-        if which == "claim":
-            rows = [c for c in data["cases"] if "claim" in c["legs"]]
-        runs: dict[str, Any] = {
-            "lexical": lambda legs: [i for i, _ in legs["lexical"]],
-            "dense": lambda legs: [i for i, _ in legs["dense"]],
-            **fusions(),
-        }
+    for which, rows in groups(data).items():
         res: dict[str, dict[str, float]] = {}
         for name, run in runs.items():
             rs, ns = [], []
-            for c in rows:
-                legs = {k: [tuple(x) for x in v] for k, v in c["legs"][which].items()}
-                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(c["relevant"]))
+            for legs_raw, relevant in rows:
+                legs = {
+                    k: [(str(x[0]), float(x[1])) for x in legs_raw[k]] for k in ("dense", "lexical")
+                }
+                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(relevant))
                 rs.append(r)
                 ns.append(n)
             res[name] = {
@@ -280,8 +317,12 @@ async def main(argv: list[str]) -> int:
         f"{len(kept)} of {len(data['cases'])} claims (seed {data['seed']}, >= "
         f"{data['min_words']} content words left)"
     )
+    print(
+        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}"
+    )
     for which, res in table.items():
-        print(f"\n{which}s:\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
+        n = next(iter(res.values()))["n"]
+        print(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
         for name, m in res.items():
             print(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
     return 0

@@ -284,3 +284,33 @@ def test_more_lexical_weight_never_lowers_a_lexical_hit(
         for h in score_fusion(legs, norm="zscore", hit_weights={"lexical": lambda _s: hi})
     }
     assert all(b[k] >= a[k] - 1e-9 for k in a)
+
+
+def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
+    """``candidates.fuse`` with the default settings: a BM25 list of weak hits (a
+    paraphrase: no real word matched) leaves the dense order; strong hits, or an unknown
+    chunk count, give the unweighted z-score fusion."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    chunks, s = 50_000, RankingSettings()
+    unit = idf_one(chunks)
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+
+    def lexical(scale: float) -> list[LexicalHit]:
+        top = _LEXICAL[0][1]
+        return [
+            LexicalHit(chunk_id=k, score=v / top * scale * unit, rank=i)
+            for i, (k, v) in enumerate(_LEXICAL, 1)
+        ]
+
+    weak = [h.key for h in fuse(dense, lexical(1.0), s, chunks=chunks)]
+    assert weak[: len(_DENSE)] == [k for k, _ in _DENSE]
+    plain = [h.key for h in fuse(dense, lexical(1.0), s)]  # chunk count unknown
+    assert plain == _with_factor(1.0)
+    strong = [h.key for h in fuse(dense, lexical(20.0), s, chunks=chunks)]
+    assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
+    off = RankingSettings(lexical_evidence_none=0, lexical_evidence_full=0)
+    assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
