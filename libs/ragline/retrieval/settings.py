@@ -95,15 +95,16 @@ class RankingSettings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1)
     lexical_evidence_none: float = Field(
-        default=1.2,
+        default=0.0,
         ge=0,
-        description="score fusion: a BM25 hit whose score is at most this many times the idf "
-        "of a term found in one chunk adds nothing (retrieval/fusion.py 'Evidence "
-        "weighting'; fitted on SciFact train and the paraphrase set's fit half, "
-        "docs/evaluation.md); 0 together with lexical_evidence_full 0 = off",
+        description="score fusion, opt-in evidence weighting: a BM25 hit whose score is at "
+        "most this many times the idf of a term found in one chunk adds nothing "
+        "(retrieval/fusion.py; 1.2 with _FULL 2.0 brings hybrid up to the dense leg on "
+        "paraphrases but costs SciFact and the golden sets nDCG, docs/evaluation.md "
+        "'Fusion weighted by evidence'); 0 with lexical_evidence_full 0 = off (default)",
     )
     lexical_evidence_full: float = Field(
-        default=2.0, ge=0, description="... and from this many it counts in full"
+        default=0.0, ge=0, description="... and from this many it counts in full"
     )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)

@@ -289,15 +289,15 @@ def test_more_lexical_weight_never_lowers_a_lexical_hit(
 
 
 def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
-    """``candidates.fuse`` with the default settings: a BM25 list of weak hits (a
+    """``candidates.fuse`` with the ramp (1.2, 2.0): a BM25 list of weak hits (a
     paraphrase: no real word matched) leaves the dense order; strong hits, or an unknown
-    chunk count, give the unweighted z-score fusion."""
+    chunk count, give the unweighted z-score fusion; so do the default settings (off)."""
     from ragline.retrieval.candidates import fuse
     from ragline.retrieval.dense import DenseHit
     from ragline.retrieval.lexical import LexicalHit
     from ragline.retrieval.settings import RankingSettings
 
-    chunks, s = 50_000, RankingSettings()
+    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_full=2.0)
     unit = idf_one(chunks)
     dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
 
@@ -314,5 +314,5 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     assert plain == _with_factor(1.0)
     strong = [h.key for h in fuse(dense, lexical(20.0), s, chunks=chunks)]
     assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
-    off = RankingSettings(lexical_evidence_none=0, lexical_evidence_full=0)
+    off = RankingSettings()  # the default: off
     assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
