@@ -77,20 +77,27 @@ async def _lexical(
     limit: int,
     timeout_s: float,
     timings: Timings,
+    with_count: bool,
 ) -> tuple[list[LexicalHit] | None, int | None]:
-    """BM25 hits (None when OpenSearch is unavailable) and the index's chunk count (the
-    unit of the fusion's lexical evidence; None when unknown), read concurrently."""
+    """BM25 hits (None when OpenSearch is unavailable) and, ``with_count``, the index's
+    chunk count (the unit of the fusion's lexical evidence; None when unknown or not
+    asked), read concurrently."""
     if searcher is None:
         return None, None
     with timings.stage("lexical"):
-        count = asyncio.create_task(searcher.chunk_count(principal, timeout_s=timeout_s))
+        count = (
+            asyncio.create_task(searcher.chunk_count(principal, timeout_s=timeout_s))
+            if with_count
+            else None
+        )
         try:
             hits = await searcher.search(principal, text, preds, limit=limit, timeout_s=timeout_s)
         except (TransientError, PermanentError) as exc:
             _log.warning("lexical search failed", extra={"fields": {"error": type(exc).__name__}})
-            count.cancel()
+            if count is not None:
+                count.cancel()
             return None, None
-        return hits, await count
+        return hits, (await count if count is not None else None)
 
 
 async def retrieve(
@@ -123,6 +130,10 @@ async def retrieve(
                     limit=limit,
                     timeout_s=settings.backend_timeout_s,
                     timings=timings,
+                    with_count=settings.ranking.fusion == "score"
+                    and settings.ranking.lexical_evidence_none
+                    + settings.ranking.lexical_evidence_ramp
+                    > 0,
                 )
             )
             if mode != "dense"
@@ -195,7 +206,8 @@ def fuse(
     if settings.fusion == "score":
         hit_weights = None
         if chunks is not None:
-            none, full = settings.lexical_evidence_none, settings.lexical_evidence_full
+            none = settings.lexical_evidence_none
+            full = none + settings.lexical_evidence_ramp
 
             def by_evidence(score: float) -> float:
                 return evidence_weight(lexical_evidence(score, chunks), none=none, full=full)

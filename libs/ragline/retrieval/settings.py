@@ -99,12 +99,14 @@ class RankingSettings(BaseSettings):
         ge=0,
         description="score fusion, opt-in evidence weighting: a BM25 hit whose score is at "
         "most this many times the idf of a term found in one chunk adds nothing "
-        "(retrieval/fusion.py; 1.2 with _FULL 2.0 brings hybrid up to the dense leg on "
+        "(retrieval/fusion.py; none 1.2 with ramp 0.8 brings hybrid up to the dense leg on "
         "paraphrases but costs SciFact and the golden sets nDCG, docs/evaluation.md "
-        "'Fusion weighted by evidence'); 0 with lexical_evidence_full 0 = off (default)",
+        "'Fusion weighted by evidence'); 0 with lexical_evidence_ramp 0 = off (default)",
     )
-    lexical_evidence_full: float = Field(
-        default=0.0, ge=0, description="... and from this many it counts in full"
+    lexical_evidence_ramp: float = Field(
+        default=0.0,
+        ge=0,
+        description="... and a hit counts in full from lexical_evidence_none + this many",
     )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)
@@ -159,12 +161,6 @@ class RankingSettings(BaseSettings):
         default=None, description="local CrossEncoder directory; rerank is off without it"
     )
     rerank_top_n: int = Field(default=30, ge=1, le=200)
-
-    @model_validator(mode="after")
-    def _evidence_ramp(self) -> RankingSettings:
-        if self.lexical_evidence_full < self.lexical_evidence_none:
-            raise ValueError("lexical_evidence_full must be >= lexical_evidence_none")
-        return self
 
     def fingerprint(self) -> str:
         """A short hash of every field, always: retuning RRF, ef_search, the abstain

@@ -297,7 +297,7 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     from ragline.retrieval.lexical import LexicalHit
     from ragline.retrieval.settings import RankingSettings
 
-    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_full=2.0)
+    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
     unit = idf_one(chunks)
     dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
 
