@@ -14,13 +14,18 @@ Over a stack where SciFact was ingested by the pipeline (``make eval-scifact``, 
 ``RAGLINE_OPENSEARCH_URL``), it runs both legs exactly as the service does (the
 library's ``LexicalSearcher.search`` and ``dense_search`` under the tenant's scope,
 100 hits each, the query embedded by the service's model) for the paraphrases and for
-the original claims, caches the legs in ``--out``/legs.json, then fuses them with every
-``RankingSettings.score_norm`` (and RRF) through ``retrieval.fusion`` and prints
-document-level recall@10 and nDCG@10 per leg and per fusion: the paraphrase set
-(hybrid vs its better leg) and the original claims (hybrid must not drop).
+the original claims (with each query's term statistics, ``term_stats``, and the index's
+chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
+``RankingSettings.score_norm``, RRF, and the service's own ``candidates.fuse`` (its
+defaults and the evidence ramps of ``EVIDENCE_RAMPS``) and prints document-level
+recall@10 and nDCG@10 per leg and per fusion: the paraphrase set's two seeded halves
+(even / odd positions of the seeded order; fit on "fit", report "held") and the
+original claims, all and per half (hybrid must not drop). ``--test`` adds the SciFact
+test claims when the archive's ``qrels/test.tsv`` is there.
 
     RAGLINE_STATE_DIR=... RAGLINE_OPENSEARCH_URL=... \\
         .venv/bin/python bench/paraphrase_fusion.py [--limit N] [--min-words 2] [--seed 37]
+        [--test] [--reuse]
 """
 
 from __future__ import annotations
