@@ -14,13 +14,18 @@ Over a stack where SciFact was ingested by the pipeline (``make eval-scifact``, 
 ``RAGLINE_OPENSEARCH_URL``), it runs both legs exactly as the service does (the
 library's ``LexicalSearcher.search`` and ``dense_search`` under the tenant's scope,
 100 hits each, the query embedded by the service's model) for the paraphrases and for
-the original claims, caches the legs in ``--out``/legs.json, then fuses them with every
-``RankingSettings.score_norm`` (and RRF) through ``retrieval.fusion`` and prints
-document-level recall@10 and nDCG@10 per leg and per fusion: the paraphrase set
-(hybrid vs its better leg) and the original claims (hybrid must not drop).
+the original claims (with each query's term statistics, ``term_stats``, and the index's
+chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
+``RankingSettings.score_norm``, RRF, and the service's own ``candidates.fuse`` (its
+defaults and the evidence ramps of ``EVIDENCE_RAMPS``) and prints document-level
+recall@10 and nDCG@10 per leg and per fusion: the paraphrase set's two seeded halves
+(even / odd positions of the seeded order; fit on "fit", report "held") and the
+original claims, all and per half (hybrid must not drop). ``--test`` adds the SciFact
+test claims when the archive's ``qrels/test.tsv`` is there.
 
     RAGLINE_STATE_DIR=... RAGLINE_OPENSEARCH_URL=... \\
         .venv/bin/python bench/paraphrase_fusion.py [--limit N] [--min-words 2] [--seed 37]
+        [--test] [--reuse]
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ from _paths import OUT, SCIFACT
 TENANT, GROUP = "scifact", "eval"
 _DOC = "scifact:"  # the evaluation harness's document ids (evaluation/datasets.py)
 LIMIT = 100
+# the opt-in evidence weighting (RAGLINE_QUERY_LEXICAL_EVIDENCE_NONE / _RAMP): (none, full) shown
+EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4, 2.2))
+_TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -50,10 +58,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--limit", type=int, help="at most N claims (seeded sample)")
     p.add_argument("--out", type=Path, default=OUT / "paraphrase")
     p.add_argument("--reuse", action="store_true", help="fuse the cached legs.json only")
+    p.add_argument("--test", action="store_true", help="also the SciFact test claims (claims)")
     return p.parse_args(argv)
 
 
-def _load() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
+def _load(split: str = "train") -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
     docs = {}
     for line in (SCIFACT / "corpus.jsonl").open():
         d = json.loads(line)
@@ -63,7 +72,7 @@ def _load() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
         q = json.loads(line)
         queries[str(q["_id"])] = q["text"]
     qrels: dict[str, set[str]] = defaultdict(set)
-    for line in (SCIFACT / "qrels" / "train.tsv").open():
+    for line in (SCIFACT / "qrels" / f"{split}.tsv").open():
         if line.startswith("query-id"):
             continue
         qid, did, _ = line.strip().split("\t")
@@ -72,7 +81,9 @@ def _load() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
 
 
 async def _stems(client: Any, text: str) -> list[tuple[int, int, str]]:
-    resp = await client.indices.analyze(body={"analyzer": "english", "text": text})
+    resp = await client.indices.analyze(
+        body={"analyzer": "english", "text": text}, request_timeout=_TIMEOUT_S
+    )
     return [(t["start_offset"], t["end_offset"], t["token"]) for t in resp.get("tokens", ())]
 
 
@@ -106,6 +117,8 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
     from ragline.store.os_client import make_client
     from ragline.store.pool import open_pool
 
+    if a.test and not (SCIFACT / "qrels" / "test.tsv").exists():
+        raise SystemExit(f"--test: no {SCIFACT / 'qrels' / 'test.tsv'} (the BEIR archive has it)")
     docs, queries, qrels = _load()
     settings = Settings()
     client = make_client(settings)
@@ -131,7 +144,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
         if a.limit:
             ids = ids[: a.limit]
         cases = []
-        for qid in ids:
+        for pos, qid in enumerate(ids):
             q, kept, dropped = await paraphrase(
                 client, queries[qid], [docs[d] for d in sorted(qrels[qid])]
             )
@@ -144,22 +157,48 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                     "dropped": dropped,
                     "relevant": sorted(qrels[qid]),
                     "in_set": kept >= a.min_words,
+                    "split": "train",
+                    # the seeded halves: fusion is fitted on "fit", reported on "held"
+                    "half": "fit" if pos % 2 == 0 else "held",
                 }
             )
+        if a.test:  # SciFact test claims over the same corpus: out of sample, claims only
+            _, _, test_qrels = _load("test")
+            for qid in sorted(q for q in test_qrels if test_qrels[q] <= indexed):
+                cases.append(
+                    {
+                        "id": qid,
+                        "claim": queries[qid],
+                        "relevant": sorted(test_qrels[qid]),
+                        "in_set": False,
+                        "split": "test",
+                    }
+                )
 
         async def legs(text: str) -> dict[str, list[tuple[str, float]]]:
             (vec,) = await embedder.embed([text])
             async with rls_transaction(pool, who) as conn:
                 dense = await dense_search(conn, who, vec, preds, limit=LIMIT)
-            lex = await lexical.search(who, text, preds, limit=LIMIT)
+            lex = await lexical.search(who, text, preds, limit=LIMIT, timeout_s=_TIMEOUT_S)
+            stats = await lexical.term_stats(
+                who,
+                text,
+                preds,
+                top_chunk_id=lex[0].chunk_id if lex else None,
+                timeout_s=_TIMEOUT_S,
+            )
             return {
                 "dense": [(h.chunk_id, h.similarity) for h in dense],
                 "lexical": [(h.chunk_id, h.score) for h in lex],
+                "terms": None
+                if stats is None
+                else {"chunks": stats.chunks, "df": stats.df, "top": sorted(stats.top)},
             }
 
+        chunks = await lexical.chunk_count(who, timeout_s=_TIMEOUT_S)
         for c in cases:
             c["legs"] = {"claim": await legs(c["claim"])}
-            if c["in_set"]:
+            if c.get("in_set"):
                 c["legs"]["paraphrase"] = await legs(c["paraphrase"])
     finally:
         await client.close()
@@ -170,6 +209,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
         "seed": a.seed,
         "min_words": a.min_words,
         "indexed_documents": len(indexed),
+        "index_chunks": chunks,
         "doc_of": doc_of,
         "cases": cases,
     }
@@ -195,41 +235,83 @@ def _metrics(ranked: list[str], relevant: set[str]) -> tuple[float, float]:
     return recall, dcg / ideal
 
 
-def fusions() -> dict[str, Any]:
-    from ragline.retrieval.fusion import rrf, score_fusion
+def fusions(chunks: int) -> dict[str, Any]:
+    """Each fusion over the cached legs: RRF, the unweighted score fusions, and the
+    service's own ``candidates.fuse`` with its default settings (evidence weighting over
+    the index's ``chunks``)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.fusion import NORMS, rrf, score_fusion
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
 
     def by_norm(norm: str) -> Any:
-        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]  # type: ignore[arg-type]
+        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]
 
     def by_rank(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
         return [h.key for h in rrf({k: [i for i, _ in v] for k, v in legs.items()})]
 
-    out: dict[str, Any] = {"rrf k60": by_rank}
-    from ragline.retrieval.fusion import NORMS
+    def service(settings: RankingSettings) -> Any:
+        def run(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+            dense = [
+                DenseHit(chunk_id=i, similarity=s, rank=r)
+                for r, (i, s) in enumerate(legs["dense"], 1)
+            ]
+            lex = [
+                LexicalHit(chunk_id=i, score=s, rank=r)
+                for r, (i, s) in enumerate(legs["lexical"], 1)
+            ]
+            return [h.key for h in fuse(dense, lex, settings, chunks=chunks)]
 
+        return run
+
+    out: dict[str, Any] = {"rrf k60": by_rank}
     for norm in NORMS:
         out[f"score {norm}"] = by_norm(norm)
+    out["service, defaults"] = service(RankingSettings())
+    for none, full in EVIDENCE_RAMPS:
+        ramp = RankingSettings(lexical_evidence_none=none, lexical_evidence_ramp=full - none)
+        out[f"service, evidence ramp ({none}, {full})"] = service(ramp)
     return out
+
+
+def groups(data: dict[str, Any]) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
+    """(legs, relevant) per reported set: the paraphrase set's two seeded halves (fusion
+    fitted on "fit"), the original train claims, and the test claims when collected."""
+    out: dict[str, list[tuple[dict[str, Any], list[str]]]] = defaultdict(list)
+    for i, c in enumerate(data["cases"]):
+        split = c.get("split", "train")
+        if split == "test":
+            out["claims, test"].append((c["legs"]["claim"], c["relevant"]))
+            continue
+        out["claims, train"].append((c["legs"]["claim"], c["relevant"]))
+        half = c.get("half", "fit" if i % 2 == 0 else "held")
+        out[f"claims, {half} half"].append((c["legs"]["claim"], c["relevant"]))
+        if c["in_set"] and "paraphrase" in c["legs"]:
+            out[f"paraphrases, {half} half"].append((c["legs"]["paraphrase"], c["relevant"]))
+            out["paraphrases, all"].append((c["legs"]["paraphrase"], c["relevant"]))
+    return dict(out)
 
 
 def report(data: dict[str, Any]) -> dict[str, Any]:
     doc_of = data["doc_of"]
+    # the chunk count the service would read (older dumps: every chunk of the tenant)
+    chunks = int(data.get("index_chunks") or len(doc_of))
+    runs: dict[str, Any] = {
+        "lexical": lambda legs: [i for i, _ in legs["lexical"]],
+        "dense": lambda legs: [i for i, _ in legs["dense"]],
+        **fusions(chunks),
+    }
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for which in ("paraphrase", "claim"):
-        rows = [c for c in data["cases"] if which in c["legs"] and c["in_set"]]
-        if which == "claim":
-            rows = [c for c in data["cases"] if "claim" in c["legs"]]
-        runs: dict[str, Any] = {
-            "lexical": lambda legs: [i for i, _ in legs["lexical"]],
-            "dense": lambda legs: [i for i, _ in legs["dense"]],
-            **fusions(),
-        }
+    for which, rows in groups(data).items():
         res: dict[str, dict[str, float]] = {}
         for name, run in runs.items():
             rs, ns = [], []
-            for c in rows:
-                legs = {k: [tuple(x) for x in v] for k, v in c["legs"][which].items()}
-                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(c["relevant"]))
+            for legs_raw, relevant in rows:
+                legs = {
+                    k: [(str(x[0]), float(x[1])) for x in legs_raw[k]] for k in ("dense", "lexical")
+                }
+                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(relevant))
                 rs.append(r)
                 ns.append(n)
             res[name] = {
@@ -258,8 +340,12 @@ async def main(argv: list[str]) -> int:
         f"{len(kept)} of {len(data['cases'])} claims (seed {data['seed']}, >= "
         f"{data['min_words']} content words left)"
     )
+    print(
+        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}"
+    )
     for which, res in table.items():
-        print(f"\n{which}s:\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
+        n = next(iter(res.values()))["n"]
+        print(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
         for name, m in res.items():
             print(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
     return 0

@@ -19,7 +19,7 @@ from opensearchpy import AsyncOpenSearch
 from psycopg import AsyncConnection
 
 from ragline.indexing.projection import os_source
-from ragline.store.chunks import fetch_children
+from ragline.store.chunks import fetch_children, withdraw_documents
 from ragline.store.documents import lock_documents
 from ragline.store.os_bulk import (
     BulkResult,
@@ -42,7 +42,8 @@ class SyncResult:
     chunks_written: int = 0
     chunks_deleted: int = 0
     # document id -> why OpenSearch rejected one of its chunks for good (a mapping
-    # rejection): none of its chunks stays in the index and its os_revision stays behind
+    # rejection): none of its chunks stays in the index or in Postgres (withdrawn), and
+    # its os_revision stays behind
     rejected: dict[str, str] = field(default_factory=dict)
 
 
@@ -125,10 +126,13 @@ class OsSyncer:
             for cid, why in sorted(bulk.rejected.items()):
                 rejected.setdefault(doc_of[cid], why)
             deleted = 0
-            if rejected:  # no partial copy of a rejected document stays searchable
+            if rejected:  # no partial copy of a rejected document stays searchable,
+                # in either leg: its Postgres chunks go too (same transaction, documents
+                # locked), so the dense leg cannot find what the status calls quarantined
                 deleted += await delete_documents(
                     self.client, index, sorted(rejected), refresh=self.refresh
                 )
+                await withdraw_documents(conn, tenant_id, sorted(rejected))
                 live = {d: r for d, r in live.items() if d not in rejected}
                 todo = [t for t in todo if t[0] not in rejected]
             if not fresh_index:

@@ -22,7 +22,13 @@ from ragline.errors import BackendUnavailable, PermanentError, TransientError
 from ragline.retrieval.abstain import identifiers
 from ragline.retrieval.dense import DenseHit, dense_search
 from ragline.retrieval.filters import Predicate
-from ragline.retrieval.fusion import FusedHit, rrf, score_fusion
+from ragline.retrieval.fusion import (
+    FusedHit,
+    evidence_weight,
+    lexical_evidence,
+    rrf,
+    score_fusion,
+)
 from ragline.retrieval.hydrate import ChunkRow, hydrate
 from ragline.retrieval.ident_match import matches_any
 from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
@@ -71,16 +77,27 @@ async def _lexical(
     limit: int,
     timeout_s: float,
     timings: Timings,
-) -> list[LexicalHit] | None:
-    """BM25 hits, or None when OpenSearch is unavailable."""
+    with_count: bool,
+) -> tuple[list[LexicalHit] | None, int | None]:
+    """BM25 hits (None when OpenSearch is unavailable) and, ``with_count``, the index's
+    chunk count (the unit of the fusion's lexical evidence; None when unknown or not
+    asked), read concurrently."""
     if searcher is None:
-        return None
+        return None, None
     with timings.stage("lexical"):
+        count = (
+            asyncio.create_task(searcher.chunk_count(principal, timeout_s=timeout_s))
+            if with_count
+            else None
+        )
         try:
-            return await searcher.search(principal, text, preds, limit=limit, timeout_s=timeout_s)
+            hits = await searcher.search(principal, text, preds, limit=limit, timeout_s=timeout_s)
         except (TransientError, PermanentError) as exc:
             _log.warning("lexical search failed", extra={"fields": {"error": type(exc).__name__}})
-            return None
+            if count is not None:
+                count.cancel()
+            return None, None
+        return hits, (await count if count is not None else None)
 
 
 async def retrieve(
@@ -113,6 +130,10 @@ async def retrieve(
                     limit=limit,
                     timeout_s=settings.backend_timeout_s,
                     timings=timings,
+                    with_count=settings.ranking.fusion == "score"
+                    and settings.ranking.lexical_evidence_none
+                    + settings.ranking.lexical_evidence_ramp
+                    > 0,
                 )
             )
             if mode != "dense"
@@ -131,7 +152,7 @@ async def retrieve(
                         max_scan_tuples=settings.ranking.hnsw_max_scan_tuples,
                         space=space,
                     )
-            lex_hits = await lex_task if lex_task is not None else []
+            lex_hits, chunks = await lex_task if lex_task is not None else ([], None)
         finally:
             if lex_task is not None and not lex_task.done():
                 lex_task.cancel()
@@ -142,7 +163,7 @@ async def retrieve(
             degraded.append("lexical_unavailable")
             lex_hits = []
         with timings.stage("fusion"):
-            fused = fuse(dense_hits, lex_hits, settings.ranking)
+            fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks)
         bm25 = {h.chunk_id: h.score for h in lex_hits}
         with timings.stage("hydrate"):
             rows = await hydrate(
@@ -172,11 +193,26 @@ async def retrieve(
 
 
 def fuse(
-    dense_hits: Sequence[DenseHit], lex_hits: Sequence[LexicalHit], settings: RankingSettings
+    dense_hits: Sequence[DenseHit],
+    lex_hits: Sequence[LexicalHit],
+    settings: RankingSettings,
+    *,
+    chunks: int | None = None,
 ) -> list[FusedHit]:
-    """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores)."""
+    """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores).
+    Score fusion weighs each BM25 hit by its evidence (``fusion.lexical_evidence`` over
+    ``chunks``, the index's chunk count; unweighted when that is unknown)."""
     weights = {"dense": settings.weight_dense, "lexical": settings.weight_lexical}
     if settings.fusion == "score":
+        hit_weights = None
+        if chunks is not None:
+            none = settings.lexical_evidence_none
+            full = none + settings.lexical_evidence_ramp
+
+            def by_evidence(score: float) -> float:
+                return evidence_weight(lexical_evidence(score, chunks), none=none, full=full)
+
+            hit_weights = {"lexical": by_evidence}
         return score_fusion(
             {
                 "dense": [(h.chunk_id, h.similarity) for h in dense_hits],
@@ -184,6 +220,7 @@ def fuse(
             },
             weights=weights,
             norm=settings.score_norm,
+            hit_weights=hit_weights,
         )
     return rrf(
         {"dense": [h.chunk_id for h in dense_hits], "lexical": [h.chunk_id for h in lex_hits]},

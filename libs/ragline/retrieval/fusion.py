@@ -14,6 +14,16 @@ hit at the list's lowest z), so a leg whose top stands out from its own list wei
 than one whose list is flat. A strong hit of one retriever keeps its strength; a weak
 hit found by both stays weak.
 
+Evidence weighting (issue 37): a BM25 list always has a top hit, also when the query
+shares no real word with its answer, and z-scoring makes that noise look as confident as
+a real match. ``lexical_evidence`` measures a BM25 score in units of the most one
+matched term can add on this index (the idf of a term found in a single chunk, which
+grows with the log of the chunk count, so the unit carries over between corpora), and
+``evidence_weight`` maps it to a weight in [0, 1]: 0 below ``none``, 1 from ``full``,
+linear between. ``score_fusion(..., hit_weights=...)`` scales each hit's normalised score
+by the weight of its own raw score: with no evidence anywhere the lexical leg adds
+nothing (pure dense order), with full evidence on every hit it is the unweighted fusion.
+
 Ties break by the best single rank, then by id, so the order is deterministic.
 """
 
@@ -24,7 +34,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["NORMS", "FusedHit", "Norm", "rrf", "score_fusion"]
+__all__ = [
+    "NORMS",
+    "FusedHit",
+    "Norm",
+    "evidence_weight",
+    "idf_one",
+    "lexical_evidence",
+    "rrf",
+    "score_fusion",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,8 +53,20 @@ class FusedHit:
     ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
 
 
-def _ordered(scores: dict[str, float], ranks: dict[str, dict[str, int]]) -> list[FusedHit]:
-    keys = sorted(scores, key=lambda key: (-scores[key], min(ranks[key].values()), key))
+def _ordered(
+    scores: dict[str, float],
+    ranks: dict[str, dict[str, int]],
+    lead: Mapping[str, int] | None = None,
+) -> list[FusedHit]:
+    """Best score first; ties by the best rank in a list that weighed in (``lead``: a hit
+    a zero-weight list alone found sorts after every weighed hit), then any rank, then id."""
+    far = 1 << 30
+
+    def order(key: str) -> tuple[float, int, int, str]:
+        best = min(ranks[key].values())
+        return (-scores[key], best if lead is None else lead.get(key, far), best, key)
+
+    keys = sorted(scores, key=order)
     return [FusedHit(key=key, score=scores[key], ranks=ranks[key]) for key in keys]
 
 
@@ -96,25 +127,59 @@ _NORMS: dict[str, Callable[[Sequence[float]], list[float]]] = {
 NORMS: tuple[str, ...] = tuple(_NORMS)
 
 
+def idf_one(chunks: int) -> float:
+    """Lucene's BM25 idf of a term found in one of ``chunks`` chunks: the most one matched
+    term can add to a BM25 score (its term-frequency factor is below 1)."""
+    return math.log(1.0 + (max(chunks, 1) - 0.5) / 1.5)
+
+
+def lexical_evidence(score: float, chunks: int) -> float:
+    """A BM25 score in units of ``idf_one(chunks)``: roughly how many rare words matched."""
+    unit = idf_one(chunks)
+    return score / unit if unit > 0 and math.isfinite(score) else 0.0
+
+
+def evidence_weight(evidence: float, *, none: float, full: float) -> float:
+    """0 at or below ``none``, 1 at or above ``full``, linear between (monotone)."""
+    if full < none:
+        raise ValueError("full must be >= none")
+    if math.isnan(evidence):
+        return 0.0
+    if evidence >= full:
+        return 1.0
+    if evidence <= none:
+        return 0.0
+    return (evidence - none) / (full - none)
+
+
 def score_fusion(
     scored: Mapping[str, Sequence[tuple[str, float]]],
     *,
     weights: Mapping[str, float] | None = None,
     norm: Norm = "minmax",
+    hit_weights: Mapping[str, Callable[[float], float]] | None = None,
 ) -> list[FusedHit]:
     """Fuse ``(id, score)`` lists (best first, higher score = better) by a weighted sum of
-    normalised scores (module docstring). A duplicate id inside one list keeps its first
-    entry."""
+    normalised scores (module docstring). ``hit_weights[name]`` maps a hit's raw score to
+    a factor on its normalised score (evidence weighting); a hit whose factor is 0 adds
+    nothing but keeps its rank. A duplicate id inside one list keeps its first entry."""
     normalise = _NORMS[norm]
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
+    lead: dict[str, int] = {}
     for name, items in scored.items():
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
+        per_hit = None if hit_weights is None else hit_weights.get(name)
         first: dict[str, float] = {}
         for key, s in items:
             first.setdefault(key, float(s))
         normed = normalise(list(first.values()))
-        for pos, (key, value) in enumerate(zip(first, normed, strict=True), start=1):
-            scores[key] = scores.get(key, 0.0) + w * value
+        for pos, (key, raw, value) in enumerate(
+            zip(first, first.values(), normed, strict=True), start=1
+        ):
+            factor = 1.0 if per_hit is None else per_hit(raw)
+            scores[key] = scores.get(key, 0.0) + w * factor * value
             ranks.setdefault(key, {})[name] = pos
-    return _ordered(scores, ranks)
+            if w * factor > 0:
+                lead[key] = min(lead.get(key, pos), pos)
+    return _ordered(scores, ranks, lead)

@@ -9,6 +9,7 @@ returning it, so nothing OpenSearch holds (a stale ACL, a missed delete) can lea
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from opensearchpy import AsyncOpenSearch
 
 from ragline.auth.principal import Principal
-from ragline.errors import PermanentError
+from ragline.errors import PermanentError, TransientError
 from ragline.retrieval.filters import Predicate, Terms, to_opensearch
 from ragline.retrieval.term_evidence import TermStats, query_terms
 from ragline.store.os_client import os_errors
@@ -37,6 +38,7 @@ __all__ = [
 # lost 0.03 nDCG@10 on SciFact (docs/evaluation.md "Lexical leg").
 _FIELD = "body"
 _MAX_ANALYZED = 20_000  # characters of a query analysed for its term statistics
+_COUNT_TTL_S = 60.0  # how long an index's chunk count is reused (it enters as a log)
 _EXACT_DOCS = 40_000  # distinct documents counted exactly (OpenSearch's maximum)
 # Words a question is made of rather than about (Snowball's English stop list, the one
 # PostgreSQL's 'english' configuration uses, on which the term rules were fitted):
@@ -110,6 +112,7 @@ class LexicalSearcher:
         self._client = client
         self._prefix = index_prefix
         self._read_shadow = read_shadow
+        self._counts: dict[str, tuple[float, int]] = {}  # index -> (monotonic time, chunks)
 
     def reading_shadow(self) -> LexicalSearcher:
         """The same searcher reading each tenant's shadow index while one is being built
@@ -202,6 +205,27 @@ class LexicalSearcher:
         top = frozenset(t for t, b in top_buckets.items() if int(b["doc_count"]) > 0)
         total = int(resp.get("hits", {}).get("total", {}).get("value", 0))
         return TermStats(chunks=total, df=df, top=top)
+
+    async def chunk_count(self, principal: Principal, *, timeout_s: float = 1.0) -> int | None:
+        """How many chunks the principal's tenant index holds (what BM25's idf counts),
+        cached per index for ``_COUNT_TTL_S``; None when unknown (no index, a failure).
+        Only the fusion's evidence unit uses it (``fusion.lexical_evidence``)."""
+        index = await self._search_index(principal)
+        now = time.monotonic()
+        cached = self._counts.get(index)
+        if cached is not None and now - cached[0] < _COUNT_TTL_S:
+            return cached[1]
+        try:
+            with os_errors():
+                resp = await self._client.count(
+                    index=index, ignore_unavailable=True, request_timeout=timeout_s
+                )
+        except (TransientError, PermanentError):
+            return None
+        n = int(resp.get("count", 0)) or None
+        if n is not None:
+            self._counts[index] = (now, n)
+        return n
 
     async def mapping_version(self, principal: Principal) -> int | None:
         """The mapping version of the principal's tenant index (``os_index.mapping_version``:

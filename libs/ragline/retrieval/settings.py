@@ -94,6 +94,20 @@ class RankingSettings(BaseSettings):
         "chosen on SciFact with Lucene's BM25: docs/evaluation.md 'Session 3')",
     )
     rrf_k: int = Field(default=60, ge=1)
+    lexical_evidence_none: float = Field(
+        default=0.0,
+        ge=0,
+        description="score fusion, opt-in evidence weighting: a BM25 hit whose score is at "
+        "most this many times the idf of a term found in one chunk adds nothing "
+        "(retrieval/fusion.py; none 1.2 with ramp 0.8 brings hybrid up to the dense leg on "
+        "paraphrases but costs SciFact and the golden sets nDCG, docs/evaluation.md "
+        "'Fusion weighted by evidence'); 0 with lexical_evidence_ramp 0 = off (default)",
+    )
+    lexical_evidence_ramp: float = Field(
+        default=0.0,
+        ge=0,
+        description="... and a hit counts in full from lexical_evidence_none + this many",
+    )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)
     weight_exact: float = Field(

@@ -24,6 +24,7 @@ __all__ = [
     "delete_other_generations",
     "fetch_children",
     "restamp_acl",
+    "withdraw_documents",
     "write_chunks",
 ]
 
@@ -126,6 +127,31 @@ async def delete_document_chunks(conn: AsyncConnection, tenant_id: str, document
             (tenant_id, document_id),
         )
     return cur.rowcount
+
+
+async def withdraw_documents(
+    conn: AsyncConnection, tenant_id: str, document_ids: Sequence[str]
+) -> int:
+    """Take every chunk of these documents out of Postgres (the dense leg and the answer
+    cache's freshness check read these rows) and record the document row as holding
+    none, touching ``updated_at`` so a strict-fresh cache entry of the scope misses. Used
+    when the lexical index refused one of a document's chunks for good: a quarantined
+    document leaves both legs, not only the one that refused it. Returns the row count."""
+    if not document_ids:
+        return 0
+    ids = sorted(set(document_ids))
+    with pg_errors():
+        cur = await conn.execute(
+            "DELETE FROM chunks WHERE tenant_id = %s AND document_id = ANY(%s)",
+            (tenant_id, ids),
+        )
+        removed = cur.rowcount
+        await conn.execute(
+            "UPDATE documents SET chunk_count = 0, updated_at = now()"
+            " WHERE tenant_id = %s AND document_id = ANY(%s)",
+            (tenant_id, ids),
+        )
+    return removed
 
 
 async def restamp_acl(

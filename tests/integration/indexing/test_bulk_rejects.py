@@ -17,12 +17,12 @@ from ragline.store.os_index import chunk_mapping, concrete_name, index_name
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 
-def _doc(tenant: str, name: str, page: int | None) -> DocEmbedded:
+def _doc(tenant: str, name: str, page: int | None, *, seq: int = 1) -> DocEmbedded:
     ev = embedded_event(
         tenant_id=tenant,
         document_id=name,
-        source_seq=1,
-        texts=[f"{name} first part of the report.", f"{name} second part."],
+        source_seq=seq,
+        texts=[f"{name} first part of the report, version {seq}.", f"{name} second part."],
         acl_groups=("staff",),
     )
     chunks = tuple(
@@ -63,3 +63,38 @@ async def test_a_rejected_chunk_quarantines_only_its_document(
     )
     synced = dict(await cur.fetchall())
     assert synced == {"ok:1": True, "ok:2": True, "bad:1": False}  # repair finds it later
+    # nor does the dense leg find it: its Postgres chunks went with the lexical copy
+    cur = await admin.execute(
+        "SELECT document_id, count(*) FROM chunks WHERE tenant_id = %s GROUP BY 1",
+        (tenant,),
+    )
+    assert dict(await cur.fetchall()) == {"ok:1": 3, "ok:2": 3}  # a parent + two children
+
+
+async def test_a_rejected_new_version_takes_the_older_one_out_of_both_legs(
+    stack: Settings, apply, admin, os_client: AsyncOpenSearch, tenant: str
+) -> None:
+    alias = index_name(stack.opensearch_index_prefix, tenant)
+    mapping = chunk_mapping()
+    mapping["mappings"]["properties"]["page_start"] = {"type": "byte"}
+    await os_client.indices.create(
+        index=concrete_name(alias, 0), body={**mapping, "aliases": {alias: {}}}
+    )
+    v1 = _doc(tenant, "policy:1", 7)
+    indexed((await apply([v1]))[0])
+    v2 = _doc(tenant, "policy:1", 500, seq=2)
+    (err,) = await apply([v2])
+    assert isinstance(err, QuarantineError) and err.reason_code == "opensearch_rejected"
+
+    await os_client.indices.refresh(index=alias)
+    resp = await os_client.search(index=alias, body={"size": 100})
+    assert resp["hits"]["hits"] == []  # the status says quarantined: no leg may find v1
+    cur = await admin.execute(
+        "SELECT count(*) FROM chunks WHERE tenant_id = %s AND document_id = 'policy:1'", (tenant,)
+    )
+    assert (await cur.fetchone())[0] == 0
+    cur = await admin.execute(
+        "SELECT chunk_count FROM documents WHERE tenant_id = %s AND document_id = 'policy:1'",
+        (tenant,),
+    )
+    assert (await cur.fetchone())[0] == 0

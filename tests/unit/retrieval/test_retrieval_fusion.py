@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragline.retrieval.fusion import rrf, score_fusion
+from ragline.retrieval.fusion import (
+    evidence_weight,
+    idf_one,
+    lexical_evidence,
+    rrf,
+    score_fusion,
+)
 
 
 def test_rrf_matches_hand_computed_example() -> None:
@@ -178,3 +185,134 @@ def test_zscore_fusion_properties(
     span = max(map(abs, got), default=1.0)
     # non-increasing, up to scores that are equal once shifted by the list's minimum
     assert all(x >= y - 1e-9 * max(1.0, span) for x, y in itertools.pairwise(got))
+
+
+# ---- evidence weighting (issue 37): each BM25 hit weighed by its own evidence
+
+
+def test_idf_one_is_lucenes_idf_of_a_term_in_one_chunk() -> None:
+    # Lucene BM25: idf = ln(1 + (N - n + 0.5) / (n + 0.5)) with n = 1
+    assert idf_one(1000) == pytest.approx(math.log(1 + 999.5 / 1.5))
+    assert lexical_evidence(2 * idf_one(1000), 1000) == pytest.approx(2.0)
+    # the unit grows with the corpus: the same score is less evidence on a bigger index
+    assert lexical_evidence(10.0, 100) > lexical_evidence(10.0, 1_000_000)
+
+
+@given(st.floats(0, 5), st.floats(0, 5))
+def test_evidence_weight_is_a_monotone_ramp(none: float, width: float) -> None:
+    full = none + width
+    xs = [none - 1 + (width + 2) * i / 64 for i in range(65)]  # across and beyond the ramp
+    ws = [evidence_weight(x, none=none, full=full) for x in xs]
+    assert all(0.0 <= w <= 1.0 for w in ws)
+    assert ws == sorted(ws)  # more evidence never weighs less
+    assert evidence_weight(none - 1e-6, none=none, full=full) == 0.0
+    assert evidence_weight(full, none=none, full=full) == 1.0
+    if width > 1e-6:
+        assert evidence_weight(none + width / 4, none=none, full=full) == pytest.approx(0.25)
+
+
+def test_evidence_weight_rejects_an_inverted_ramp() -> None:
+    with pytest.raises(ValueError):
+        evidence_weight(1.0, none=2.0, full=1.0)
+
+
+_DENSE = [("d1", 0.61), ("d2", 0.58), ("d3", 0.52), ("x", 0.40), ("d5", 0.35)]
+_LEXICAL = [("n1", 9.0), ("n2", 8.5), ("x", 8.0), ("d5", 7.0), ("n3", 6.0)]
+
+
+def _with_factor(factor: float) -> list[str]:
+    fused = score_fusion(
+        {"dense": _DENSE, "lexical": _LEXICAL},
+        norm="zscore",
+        hit_weights={"lexical": lambda _score: factor},
+    )
+    return [h.key for h in fused]
+
+
+def test_no_lexical_evidence_is_the_dense_order() -> None:
+    """Weight 0 on every BM25 hit: the dense hits in the dense leg's order, then the
+    hits only BM25 found (they keep their ranks for the response, add no score)."""
+    keys = _with_factor(0.0)
+    assert keys[: len(_DENSE)] == [k for k, _ in _DENSE]
+    assert keys[len(_DENSE) :] == ["n1", "n2", "n3"]
+
+
+def test_full_lexical_evidence_is_the_unweighted_fusion() -> None:
+    plain = score_fusion({"dense": _DENSE, "lexical": _LEXICAL}, norm="zscore")
+    full = score_fusion(
+        {"dense": _DENSE, "lexical": _LEXICAL},
+        norm="zscore",
+        hit_weights={"lexical": lambda _score: 1.0},
+    )
+    assert [(h.key, h.score, h.ranks) for h in full] == [(h.key, h.score, h.ranks) for h in plain]
+    assert _with_factor(1.0)[0] != "d1"  # here BM25's noise does move the order
+
+
+def test_each_hit_is_weighed_by_its_own_score() -> None:
+    """A paraphrase-like query: weak BM25 hits (below the ramp) add nothing, a strong one
+    counts: hit weights are a function of the hit's raw score."""
+    unit = idf_one(10_000)
+    dense = [("answer", 0.50), ("b", 0.45), ("c", 0.40), ("d", 0.30)]
+    weak = [("noise", 1.0 * unit), ("c", 0.9 * unit), ("d", 0.2 * unit)]
+
+    def by_evidence(score: float) -> float:
+        return evidence_weight(lexical_evidence(score, 10_000), none=1.2, full=2.0)
+
+    fused = score_fusion(
+        {"dense": dense, "lexical": weak}, norm="zscore", hit_weights={"lexical": by_evidence}
+    )
+    assert [h.key for h in fused][:4] == ["answer", "b", "c", "d"]
+    strong = [("hit", 3.0 * unit), ("c", 0.9 * unit), ("d", 0.2 * unit)]
+    fused = score_fusion(
+        {"dense": dense, "lexical": strong}, norm="zscore", hit_weights={"lexical": by_evidence}
+    )
+    keys = [h.key for h in fused]
+    assert keys.index("hit") < keys.index("b")  # the strong hit counts in full
+
+
+@given(_scored, _scored, st.floats(0, 1), st.floats(0, 1))
+def test_more_lexical_weight_never_lowers_a_lexical_hit(
+    dense: list[tuple[str, float]], lexical: list[tuple[str, float]], lo: float, hi: float
+) -> None:
+    """Monotone in evidence: raising every BM25 hit's factor never lowers a fused score."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    legs = {"dense": dense, "lexical": lexical}
+    a = {
+        h.key: h.score
+        for h in score_fusion(legs, norm="zscore", hit_weights={"lexical": lambda _s: lo})
+    }
+    b = {
+        h.key: h.score
+        for h in score_fusion(legs, norm="zscore", hit_weights={"lexical": lambda _s: hi})
+    }
+    assert all(b[k] >= a[k] - 1e-9 for k in a)
+
+
+def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
+    """``candidates.fuse`` with the ramp (1.2, 2.0): a BM25 list of weak hits (a
+    paraphrase: no real word matched) leaves the dense order; strong hits, or an unknown
+    chunk count, give the unweighted z-score fusion; so do the default settings (off)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
+    unit = idf_one(chunks)
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+
+    def lexical(scale: float) -> list[LexicalHit]:
+        top = _LEXICAL[0][1]
+        return [
+            LexicalHit(chunk_id=k, score=v / top * scale * unit, rank=i)
+            for i, (k, v) in enumerate(_LEXICAL, 1)
+        ]
+
+    weak = [h.key for h in fuse(dense, lexical(1.0), s, chunks=chunks)]
+    assert weak[: len(_DENSE)] == [k for k, _ in _DENSE]
+    plain = [h.key for h in fuse(dense, lexical(1.0), s)]  # chunk count unknown
+    assert plain == _with_factor(1.0)
+    strong = [h.key for h in fuse(dense, lexical(20.0), s, chunks=chunks)]
+    assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
+    off = RankingSettings()  # the default: off
+    assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
