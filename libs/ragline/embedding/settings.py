@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -19,6 +21,14 @@ class EmbedderSettings(EmbeddingModelSettings):
 
     threads: int | None = Field(
         default=None, ge=1, description="intra-op threads (torch or ONNX Runtime); default: theirs"
+    )
+    parallel: int | None = Field(
+        default=None,
+        ge=1,
+        description="texts embedded at once, each alone in its own ONNX call on its own "
+        "thread (the default onnx-int8, which runs one text per call): vectors are the "
+        "same bytes as run one after another. Default: the CPUs this process may use "
+        "divided by threads (threads unset: 1 each); 1: one text after another",
     )
     batch_size: int = Field(
         default=64, ge=1, description="texts per model call (adaptive: the first calls' size)"
@@ -44,3 +54,9 @@ class EmbedderSettings(EmbeddingModelSettings):
     )
     cache: bool = Field(default=True, description="use the Postgres embedding cache")
     pool_max: int = Field(default=2, ge=1)
+
+    def texts_at_once(self) -> int:
+        """``parallel``, or the usable CPUs per ``threads`` (at least 1)."""
+        if self.parallel is not None:
+            return self.parallel
+        return max(1, len(os.sched_getaffinity(0)) // (self.threads or 1))

@@ -1,13 +1,17 @@
 """Batch independence (issue 35): a text's vector is the same embedded alone or inside
 batches of texts of other lengths in any order, within ``BATCH_INDEPENDENCE_ATOL`` (the
-bound vector comparisons use). The static int8 default and fp32 hold it while batching
+bound vector comparisons use). The static int8 variant and fp32 hold it while batching
 (length-bucketed calls); the per-batch dynamic quantization does not, which the same
-check flags: that variant only holds it one text per call."""
+check flags: that variant (the default ``onnx-int8``) only holds it one text per call,
+run one after another or several at once on their own threads (``parallel``)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragline.embedding.onnx_backend import (
@@ -68,6 +72,30 @@ def test_check_flags_per_batch_dynamic_quantization(
     )
     assert batch_dependence(batched, TEXTS) > 100 * BATCH_INDEPENDENCE_ATOL
     assert batch_dependence(int8_dynamic, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+
+
+def test_texts_at_once_equal_alone_and_one_after_another(
+    int8_dynamic: OnnxEmbedder, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default variant with texts run concurrently (each alone in its call, one core
+    each): every vector within the bound of the text alone, in every order and next to
+    every neighbour, and of the same texts run one after another by today's session."""
+    model = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4, parallel=3)
+    assert batch_dependence(model, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+    rows: list[int] = []
+    meet = threading.Barrier(2, timeout=30)  # the first two calls must overlap
+    run = model._run
+
+    def spy(batch: list[Sequence[int]]) -> np.ndarray:
+        rows.append(len(batch))
+        if len(rows) <= 2:
+            meet.wait()
+        return run(batch)
+
+    monkeypatch.setattr(model, "_run", spy)
+    got = model.encode(TEXTS)
+    assert rows == [1] * len(TEXTS)  # each text alone in its ONNX call
+    assert float(np.abs(got - int8_dynamic.encode(TEXTS)).max()) <= BATCH_INDEPENDENCE_ATOL
 
 
 def test_length_buckets_bound_rows_and_padded_size() -> None:
