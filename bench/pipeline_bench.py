@@ -234,7 +234,12 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
     from ragline.embedding.settings import EmbedderSettings
 
     cfg = EmbedderSettings()  # the services' own (RAGLINE_EMBEDDER_BACKEND=--backend)
-    model = load_embedder(cfg, threads=cfg.threads, batch_size=model_batch_size(cfg))
+    model = load_embedder(
+        cfg,
+        threads=cfg.threads,
+        batch_size=model_batch_size(cfg),
+        parallel=cfg.texts_at_once(),  # as the stage loads it (stage.py)
+    )
     texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h, _ in rows]
     lengths = [estimate_tokens(n, (h or "").strip()) for _, h, n in rows]
     sizer = batch_sizer(cfg)
