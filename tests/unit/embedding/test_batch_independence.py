@@ -20,6 +20,7 @@ from ragline.embedding.onnx_backend import (
     batch_dependence,
     length_buckets,
 )
+from ragline.embedding.settings import EmbedderSettings
 
 _WORDS = [
     "vitamin",
@@ -110,3 +111,15 @@ def test_length_buckets_bound_rows_and_padded_size() -> None:
     assert length_buckets(lengths, max_rows=1, max_tokens=10_000) == [
         [i] for i in sorted(range(9), key=lambda i: (lengths[i], i))
     ]
+
+
+def test_texts_at_once_default_fills_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One text per usable CPU by default, fewer when each call has several intra-op
+    threads, never below one; an explicit ``parallel`` wins."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(4)))
+    for name in ("RAGLINE_EMBEDDER_THREADS", "RAGLINE_EMBEDDER_PARALLEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert EmbedderSettings().texts_at_once() == 4
+    assert EmbedderSettings(threads=2).texts_at_once() == 2
+    assert EmbedderSettings(threads=8).texts_at_once() == 1
+    assert EmbedderSettings(threads=2, parallel=3).texts_at_once() == 3
