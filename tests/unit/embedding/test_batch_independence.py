@@ -84,12 +84,15 @@ def test_texts_at_once_equal_alone_and_one_after_another(
     model = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4, parallel=3)
     assert batch_dependence(model, TEXTS) <= BATCH_INDEPENDENCE_ATOL
     rows: list[int] = []
+    lock = threading.Lock()
     meet = threading.Barrier(2, timeout=30)  # the first two calls must overlap
     run = model._run
 
     def spy(batch: list[Sequence[int]]) -> np.ndarray:
-        rows.append(len(batch))
-        if len(rows) <= 2:
+        with lock:
+            rows.append(len(batch))
+            first_two = len(rows) <= 2
+        if first_two:
             meet.wait()
         return run(batch)
 
