@@ -20,7 +20,7 @@ from ragline.embedding.onnx_backend import (
     batch_dependence,
     length_buckets,
 )
-from ragline.embedding.settings import EmbedderSettings
+from ragline.embedding.settings import EmbedderSettings, usable_cpus
 
 _WORDS = [
     "vitamin",
@@ -119,10 +119,26 @@ def test_length_buckets_bound_rows_and_padded_size() -> None:
 def test_texts_at_once_default_fills_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """One text per usable CPU by default, fewer when each call has several intra-op
     threads, never below one; an explicit ``parallel`` wins."""
-    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(4)))
+    monkeypatch.setattr("ragline.embedding.settings.usable_cpus", lambda: 4)
     for name in ("RAGLINE_EMBEDDER_THREADS", "RAGLINE_EMBEDDER_PARALLEL"):
         monkeypatch.delenv(name, raising=False)
     assert EmbedderSettings().texts_at_once() == 4
     assert EmbedderSettings(threads=2).texts_at_once() == 2
     assert EmbedderSettings(threads=8).texts_at_once() == 1
     assert EmbedderSettings(threads=2, parallel=3).texts_at_once() == 3
+
+
+def test_usable_cpus_capped_by_the_container_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(16)))
+    assert usable_cpus(tmp_path) == 16  # no cgroup files: the affinity
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(tmp_path) == 16  # no quota
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert usable_cpus(tmp_path) == 2  # a 1.5-CPU limit, rounded up
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("400000\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cpus(tmp_path) == 4  # cgroup v1
