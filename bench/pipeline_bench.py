@@ -234,7 +234,12 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
     from ragline.embedding.settings import EmbedderSettings
 
     cfg = EmbedderSettings()  # the services' own (RAGLINE_EMBEDDER_BACKEND=--backend)
-    model = load_embedder(cfg, threads=cfg.threads, batch_size=model_batch_size(cfg))
+    model = load_embedder(
+        cfg,
+        threads=cfg.threads,
+        batch_size=model_batch_size(cfg),
+        parallel=cfg.texts_at_once(),  # as the stage loads it (stage.py)
+    )
     texts = [f"{h.strip()}\n{t}" if h and h.strip() else t for t, h, _ in rows]
     lengths = [estimate_tokens(n, (h or "").strip()) for _, h, n in rows]
     sizer = batch_sizer(cfg)
@@ -253,16 +258,27 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
                 [s0 + i for i in b] for b in plan_batches(part, token_budget=budget, max_batch=most)
             ]
     model.encode(texts[:64])  # warm-up
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     for call in tqdm(calls, desc="embedder alone", unit="call"):
         model.encode([texts[i] for i in call])
-    alone = time.perf_counter() - t1
+    alone, alone_cpu = time.perf_counter() - t1, time.process_time() - c1
     report["embedder_backend"] = cfg.backend
-    report["embedder_alone"] = {"wall_s": alone, "chunks_per_s": len(texts) / alone}
+    report["embedder_alone"] = {
+        "wall_s": alone,
+        "chunks_per_s": len(texts) / alone,
+        "cpu_s": alone_cpu,
+        "cores_busy": alone_cpu / alone,
+    }
+    # CPU accounting: with the same cores, the pipeline can at best run at the embedder
+    # alone's CPU per chunk over every service's CPU per chunk (the brokers' and
+    # databases' own CPU not even counted)
+    services_cpu = sum(v["cpu_s"] for v in stages.values())
+    report["cpu_bound_ratio"] = (alone_cpu / len(texts)) / max(1e-9, services_cpu / children)
     report["ratio_pipeline_to_embedder"] = (children / wall) / (len(texts) / alone)
     print(
-        f"embedder alone: {len(texts) / alone:.1f} chunks/s; "
-        f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}"
+        f"embedder alone: {len(texts) / alone:.1f} chunks/s on {alone_cpu / alone:.2f} cores; "
+        f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f} (CPU bound: "
+        f"{report['cpu_bound_ratio']:.2f})"
     )
     args.json.write_text(json.dumps(report, indent=2))
     if not args.quick:

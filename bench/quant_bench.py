@@ -1,12 +1,16 @@
-"""Int8 variants side by side (not a test): today's dynamic int8 alone vs static int8
-batched vs fp32 batched, one process, one machine, on real chunks (issue 35).
+"""Int8 variants side by side (not a test): the dynamic int8 one text per call on two
+intra-op threads (the default before issue 35), the same run ``--parallel`` texts at once
+on one thread each (the default since), static int8 batched and fp32 batched, one process,
+one machine, on real chunks (issue 35).
 
 - throughput: SciFact child chunks as the embedder encodes them (contextual header +
   child text, the real chunker and enricher: ~60-240 word pieces), through each
   variant's ``encode`` in calls of ``--batch`` texts like the stage's batcher (the
-  dynamic variant runs them one text per ONNX call inside, as it must; the others
-  length-bucket each call). Rounds rotate the order; the median round and the per-round
-  ratio to the dynamic variant are reported (a loaded machine slows all alike);
+  dynamic variant runs them one text per ONNX call inside, as it must, one after another
+  or ``--parallel`` at once; the others length-bucket each call). Rounds rotate the
+  order; the median round and the per-round ratio to the "before" row are reported (a
+  loaded machine slows all alike; a timing run wants its own scheduler autogroup at a
+  raised nice, ``setsid`` + ``/proc/self/autogroup``: the report records both);
 - agreement: cosine of each variant's chunk vectors with fp32's; batch independence:
   the largest difference between a text embedded alone and inside a mixed batch;
 - quality: dense nDCG@10 on SciFact train, the corpus (title + abstract per document)
@@ -42,7 +46,19 @@ from embedder_bench import (
 from ragline.embedding.model import default_model_path, model_revision
 from ragline.embedding.onnx_backend import OnnxEmbedder, default_onnx_dir, onnx_artifact
 
-VARIANTS = ("int8-dynamic", "int8", "fp32")
+# row -> (variant, texts at once, intra-op threads: None = --threads)
+ROWS: dict[str, tuple[str, int, int | None]] = {
+    "int8-alone": ("int8-dynamic", 1, None),
+    "int8-parallel": ("int8-dynamic", 0, 1),  # 0: --parallel
+    "int8-static": ("int8", 1, None),
+    "fp32": ("fp32", 1, None),
+}
+LABELS = {
+    "int8-alone": "onnx-int8, 1 text per call x {threads} threads (before)",
+    "int8-parallel": "onnx-int8, {parallel} texts at once x 1 thread (default)",
+    "int8-static": "onnx-int8-static, length-bucketed batches",
+    "fp32": "onnx (fp32), length-bucketed batches",
+}
 # the calibration texts: child chunks of these corpus documents (not the ones the
 # throughput rounds use) and the first SciFact queries not judged in train (short texts: the query
 # service embeds with the same model); one text per run
@@ -83,6 +99,15 @@ def calibrate() -> Path:
     return dest
 
 
+def _autogroup() -> str:
+    """This process's scheduler autogroup and its nice (Linux with autogroups: the nice
+    value of a process only orders it within its group; a timing run needs its own)."""
+    try:
+        return Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return "n/a"
+
+
 def encode_calls(model: OnnxEmbedder, texts: list[str], batch: int) -> np.ndarray:
     return np.concatenate([model.encode(texts[i : i + batch]) for i in range(0, len(texts), batch)])
 
@@ -102,6 +127,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64, help="texts per encode call")
     ap.add_argument("--threads", type=int, default=2, help="ONNX Runtime intra-op threads")
+    ap.add_argument("--parallel", type=int, default=2, help="texts at once (int8-parallel)")
     ap.add_argument("--corpus-docs", type=int, default=0, help="0: the whole corpus")
     ap.add_argument("--queries", type=int, default=0, help="0: every judged train query")
     ap.add_argument("--json", type=Path, default=OUT / "quant.json")
@@ -122,29 +148,40 @@ def main() -> int:
         "chunks": len(texts),
         "batch": args.batch,
         "threads": args.threads,
+        "parallel": args.parallel,
+        "priority": {"nice": os.nice(0), "autogroup": _autogroup()},
         "command": " ".join(sys.argv),
         "variants": {},
     }
     print(f"{len(texts)} child chunks from {args.chunk_docs} abstracts; load {os.getloadavg()}")
-    models = {
-        v: OnnxEmbedder(variant=v, threads=args.threads, batch_size=args.batch) for v in VARIANTS
-    }
-    for v, m in models.items():
-        m.encode(texts[:8])  # warm-up
-        report["variants"][v] = {"backend": m.backend, "revision": m.revision, "rounds": []}
+    models: dict[str, OnnxEmbedder] = {}
+    for row, (variant, parallel, threads) in ROWS.items():
+        n_par = parallel or args.parallel
+        models[row] = OnnxEmbedder(
+            variant=variant, threads=threads or args.threads, batch_size=args.batch,
+            parallel=n_par,
+        )  # fmt: skip
+        label = LABELS[row].format(threads=args.threads, parallel=n_par)
+        models[row].encode(texts[:8])  # warm-up
+        report["variants"][row] = {
+            "backend": models[row].backend, "label": label, "revision": models[row].revision,
+            "parallel": n_par, "rounds": [],
+        }  # fmt: skip
+    rows = list(ROWS)
     vectors: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
-        order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+        order = rows[r % len(rows) :] + rows[: r % len(rows)]
         for v in order:
             t0 = time.perf_counter()
             vectors[v] = encode_calls(models[v], texts, args.batch)
             rate = len(texts) / (time.perf_counter() - t0)
             report["variants"][v]["rounds"].append(rate)
             print(f"round {r + 1} {v}: {rate:.1f} chunks/s", flush=True)
-    dyn_rounds = report["variants"]["int8-dynamic"]["rounds"]
+    dyn_rounds = report["variants"]["int8-alone"]["rounds"]
     probe = texts[:: max(1, len(texts) // 24)][:24]
-    for v in VARIANTS:
+    for v in rows:
         rv = report["variants"][v]
+        rv["same_vectors_as_int8_alone"] = bool(np.array_equal(vectors[v], vectors["int8-alone"]))
         rv["chunks_per_s"] = statistics.median(rv["rounds"])
         pairs = zip(rv["rounds"], dyn_rounds, strict=True)
         rv["ratio_vs_dynamic_per_round"] = [a / b for a, b in pairs]
@@ -152,12 +189,12 @@ def main() -> int:
         cos = (vectors[v] * vectors["fp32"]).sum(axis=1)
         rv["cosine_vs_fp32"] = {"min": float(cos.min()), "mean": float(cos.mean())}
         rv["alone_vs_batched_max_abs"] = independence(models[v], probe)
-    for v in VARIANTS:
+    for v in rows:
         q = retrieval_quality(models[v], corpus, queries, qrels)
         report["variants"][v]["scifact_train_dense"] = q
         print(f"{v}: dense nDCG@10 {q['ndcg@10']:.4f}", flush=True)
     ref = report["variants"]["fp32"]["scifact_train_dense"]["ndcg@10"]
-    for v in VARIANTS:
+    for v in rows:
         rv = report["variants"][v]
         rv["ndcg_delta_vs_fp32"] = rv["scifact_train_dense"]["ndcg@10"] - ref
     report["load_avg_end"] = os.getloadavg()
@@ -165,17 +202,17 @@ def main() -> int:
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\n{len(texts)} real chunks, batch {args.batch}, {args.threads} threads, "
           f"load {report['load_avg_start'][0]:.1f} -> {report['load_avg_end'][0]:.1f}")  # fmt: skip
-    print("| variant | calls | chunks/s | x dynamic | min cos vs fp32 | alone vs batch | "
-          "nDCG@10 | delta vs fp32 |")  # fmt: skip
+    print("| variant | chunks/s | x before | min cos vs fp32 | alone vs batch | same vectors "
+          "as before | nDCG@10 | delta vs fp32 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
-    for v in VARIANTS:
+    for v in rows:
         rv = report["variants"][v]
-        calls = "one text per call" if v == "int8-dynamic" else "length-bucketed batches"
         q = rv["scifact_train_dense"]
         print(
-            f"| {rv['backend']} | {calls} | {rv['chunks_per_s']:.1f} | "
+            f"| {rv['label']} | {rv['chunks_per_s']:.1f} | "
             f"{rv['ratio_vs_dynamic']:.2f} | {rv['cosine_vs_fp32']['min']:.4f} | "
-            f"{rv['alone_vs_batched_max_abs']:.1e} | {q['ndcg@10']:.4f} | "
+            f"{rv['alone_vs_batched_max_abs']:.1e} | "
+            f"{'yes' if rv['same_vectors_as_int8_alone'] else 'no'} | {q['ndcg@10']:.4f} | "
             f"{rv['ndcg_delta_vs_fp32']:+.4f} |"
         )
     return 0

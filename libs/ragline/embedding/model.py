@@ -95,11 +95,13 @@ def load_embedder(
     model: str | None = None,
     threads: int | None = None,
     batch_size: int = 64,
+    parallel: int = 1,
 ) -> Embedder:
     """The configured backend (``RAGLINE_EMBEDDER_BACKEND``); blocking: call it in a thread.
 
-    ``model`` overrides the configured location; the embedder passes its own ``threads``
-    and ``batch_size``, the query service loads the same model with one thread."""
+    ``model`` overrides the configured location; the embedder passes its own ``threads``,
+    ``batch_size`` and ``parallel`` (texts at once, ONNX one-text-per-call variant), the
+    query service loads the same model with one thread."""
     location = model if model is not None else cfg.model
     n_threads = threads
     if cfg.backend == "torch":
@@ -122,6 +124,7 @@ def load_embedder(
         name=cfg.model_name,
         batch_size=batch_size,
         threads=n_threads,
+        parallel=parallel,
     )
 
 

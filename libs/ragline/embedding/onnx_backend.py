@@ -18,7 +18,9 @@ an image that builds at image build time (deploy/Dockerfile) reuse one build.
 ``OnnxEmbedder`` tokenizes once with the model's own ``tokenizer.json`` (the chunker's
 tokenizer), cuts a batch into calls of texts of about one length (``length_buckets``:
 little padding) and feeds token ids to the session (int8-dynamic: one text per run, so
-a vector never depends on its batch neighbours):
+a vector never depends on its batch neighbours; ``parallel`` such runs at once, each on
+one core with one intra-op thread: small GEMMs split badly over two threads, so two texts
+side by side beat one text on two threads, and the vectors are the same bytes):
 ``encode_ids`` takes pre-tokenized input. Output contract: the ``Embedder`` one
 (L2-normalised float32 rows, the model's dimension, ``name``/``revision``/``dim``).
 
@@ -32,10 +34,11 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,11 +71,14 @@ __all__ = [
     "length_buckets",
     "load_tokenizer",
     "onnx_artifact",
+    "run_concurrently",
     "variant_of",
     "verify_artifact",
 ]
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # file name of each variant inside ``<dir>/<revision>-<builder>/``: int8 is the static,
 # batch-independent quantization (embedding/quantize.py), int8-dynamic the per-call one
@@ -303,8 +309,11 @@ class OnnxEmbedder(EmbedderIdentity):
         batch_size: int = 64,
         threads: int | None = None,
         rows_alone: bool | None = None,
+        parallel: int = 1,
     ) -> None:
-        """``rows_alone``: one text per ONNX call (default: the dynamic variant only)."""
+        """``rows_alone``: one text per ONNX call (default: the dynamic variant only).
+        ``parallel``: texts run at once, each still alone in its own ONNX call, on the
+        calling thread and ``parallel - 1`` helpers (``threads`` then defaults to 1)."""
         location = Path(model or default_model_path())
         if not location.is_dir():
             raise ConfigError(
@@ -340,6 +349,12 @@ class OnnxEmbedder(EmbedderIdentity):
         # baseline; the calls were no slower (docs/benchmarks.md, issue 18)
         so.enable_cpu_mem_arena = False
         so.inter_op_num_threads = 1
+        if parallel < 1:
+            raise ConfigError(f"parallel must be >= 1, not {parallel}")
+        # several texts at once: each call on one core (small GEMMs split badly over two)
+        self._parallel = parallel if self._rows_alone else 1
+        if threads is None and self._parallel > 1:
+            threads = 1
         if threads is not None:
             so.intra_op_num_threads = threads
         try:
@@ -370,9 +385,17 @@ class OnnxEmbedder(EmbedderIdentity):
         """Embed pre-tokenized input (``tokenize``'s output): no second tokenization."""
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
         rows = [list(r[: self._max_len]) for r in ids]
-        for call in length_buckets(
+        calls = length_buckets(
             [len(r) for r in rows], 1 if self._rows_alone else self._batch_size, BATCH_TOKENS
-        ):
+        )
+        if self._parallel > 1 and len(calls) > 1:
+            run_concurrently(
+                lambda call: out.__setitem__(call, self._run([rows[i] for i in call])),
+                calls[::-1],  # longest first: the last ones to finish are short
+                self._parallel,
+            )
+            return out
+        for call in calls:
             out[call] = self._run([rows[i] for i in call])
         return out
 
@@ -391,6 +414,43 @@ class OnnxEmbedder(EmbedderIdentity):
         except Exception as exc:  # onnxruntime raises its own (Fail, RuntimeException...)
             raise RuntimeError(f"onnx runtime failed: {type(exc).__name__}") from exc
         return np.asarray(vecs, dtype=np.float32)
+
+
+def run_concurrently(work: Callable[[T], object], items: Sequence[T], workers: int) -> None:
+    """``work`` on every item, ``workers`` at a time: the calling thread and ``workers - 1``
+    threads started for this call (they inherit its CPU priority: a bulk lane's call
+    stays bulk, runtime/priority.py) take the next item in order; the first error is
+    raised once all have stopped."""
+    lock = threading.Lock()
+    taken = 0
+    errors: list[BaseException] = []
+
+    def drain() -> None:
+        nonlocal taken
+        while True:
+            with lock:
+                if errors or taken == len(items):
+                    return
+                item = items[taken]
+                taken += 1
+            try:
+                work(item)
+            except BaseException as exc:  # re-raised in the caller
+                with lock:
+                    errors.append(exc)
+                return
+
+    helpers = [
+        threading.Thread(target=drain, name="onnx-parallel", daemon=True)
+        for _ in range(min(workers, len(items)) - 1)
+    ]
+    for t in helpers:
+        t.start()
+    drain()
+    for t in helpers:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def length_buckets(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:

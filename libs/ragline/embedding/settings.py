@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import os
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from ragline.config import EmbeddingModelSettings
 
-__all__ = ["EmbedderSettings"]
+__all__ = ["EmbedderSettings", "usable_cpus"]
 
 
 class EmbedderSettings(EmbeddingModelSettings):
@@ -19,6 +23,15 @@ class EmbedderSettings(EmbeddingModelSettings):
 
     threads: int | None = Field(
         default=None, ge=1, description="intra-op threads (torch or ONNX Runtime); default: theirs"
+    )
+    parallel: int | None = Field(
+        default=None,
+        ge=1,
+        description="texts embedded at once, each alone in its own ONNX call on its own "
+        "thread (the default onnx-int8, which runs one text per call): vectors are the "
+        "same bytes as run one after another. Default: the CPUs this process may use "
+        "(its cgroup's CPU limit included) divided by threads (threads unset: 1 each); "
+        "1: one text after another",
     )
     batch_size: int = Field(
         default=64, ge=1, description="texts per model call (adaptive: the first calls' size)"
@@ -44,3 +57,29 @@ class EmbedderSettings(EmbeddingModelSettings):
     )
     cache: bool = Field(default=True, description="use the Postgres embedding cache")
     pool_max: int = Field(default=2, ge=1)
+
+    def texts_at_once(self) -> int:
+        """``parallel``, or the usable CPUs per ``threads`` (at least 1)."""
+        if self.parallel is not None:
+            return self.parallel
+        return max(1, usable_cpus() // (self.threads or 1))
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may run on, capped by its cgroup's CPU quota (a container's
+    CPU limit; cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), rounded up."""
+    cpus = len(os.sched_getaffinity(0))
+    for quota_file, period_file in (
+        (cgroup / "cpu.max", None),
+        (cgroup / "cpu" / "cpu.cfs_quota_us", cgroup / "cpu" / "cpu.cfs_period_us"),
+    ):
+        try:
+            fields = quota_file.read_text().split()
+            if period_file is not None:
+                fields.append(period_file.read_text().strip())
+            quota, period = float(fields[0]), float(fields[1])
+        except (OSError, ValueError, IndexError):  # "max", -1, absent: no quota here
+            continue
+        if quota > 0 and period > 0:
+            return max(1, min(cpus, math.ceil(quota / period)))
+    return cpus

@@ -76,14 +76,22 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
         cfg = self.config
         if self._embedder is None:
             self._embedder = await asyncio.to_thread(
-                load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
+                load_embedder,
+                cfg,
+                threads=cfg.threads,
+                batch_size=model_batch_size(cfg),
+                parallel=cfg.texts_at_once(),
             )
             if self.bulk_twin and backend_of(self._embedder) != "torch":
                 # a twin ONNX Runtime session built in a bulk thread: its worker threads
                 # inherit the bulk priority (torch's pool is process-wide: no twin)
                 with lane_context(BULK):
                     self._bulk_embedder = await asyncio.to_thread(
-                        load_embedder, cfg, threads=cfg.threads, batch_size=model_batch_size(cfg)
+                        load_embedder,
+                        cfg,
+                        threads=cfg.threads,
+                        batch_size=model_batch_size(cfg),
+                        parallel=cfg.texts_at_once(),
                     )
         BACKEND_INFO.info({"backend": backend_of(self._embedder)})
         cache = None
