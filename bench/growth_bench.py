@@ -244,6 +244,23 @@ def analyze(settings: Settings) -> float:
 # ----------------------------------------------------------------------------- memory, disk
 
 
+def cpu_s(pids: Sequence[int | None]) -> float:
+    """User + system CPU seconds of these processes and their children so far (Postgres:
+    the postmaster's backends)."""
+    total = 0.0
+    for pid in pids:
+        if pid is None:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            for p in (proc, *proc.children(recursive=True)):
+                t = p.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
 def rss_mib(pid: int | None) -> float | None:
     if pid is None:
         return None
@@ -596,8 +613,16 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
                 "opensearch_rss_mib": rss_mib(os_server.pid()),
             }
             step["query"] = {}
+            # CPU per request of each process: what the machine's load does not change
+            # (latency on a shared 2-core machine is mostly waiting for a core)
+            procs = {
+                "query": proc.pid,
+                "opensearch": os_server.pid(),
+                "postgres": manager.servers[Component.POSTGRES].pid(),
+            }
             # the same queries at every size: the ratios compare like with like
             for k, mode in enumerate(tqdm(modes, desc=f"query {size}", unit="mode")):
+                before = {n: cpu_s([pid]) for n, pid in procs.items()}
                 r = await run_load(
                     proc.http_url,
                     TENANT,
@@ -608,6 +633,10 @@ async def bench(a: argparse.Namespace, base: Path) -> dict[str, Any]:
                     a.requests,
                     k * a.requests,
                 )
+                r["cpu_ms_per_request"] = {
+                    n: round((cpu_s([pid]) - before[n]) * 1000 / (a.requests + 5), 1)
+                    for n, pid in procs.items()
+                }  # run_load sends 5 warm-up requests first
                 step["query"][mode] = r
             if "lexical" in modes:
                 step["engine_lexical"] = await engine_lexical(

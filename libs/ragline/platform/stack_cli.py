@@ -28,16 +28,27 @@ def _quiet_drivers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _manager(*, with_hooks: bool = False, brokers: int | None = None) -> StackManager:
+def _manager(
+    *,
+    with_hooks: bool = False,
+    brokers: int | None = None,
+    opensearch_nodes: int | None = None,
+) -> StackManager:
     """The stack the environment describes; ``up`` also restores OpenSearch after it.
-    ``brokers``: nodes of the local Kafka cluster (RAGLINE_STACK_KAFKA_BROKERS)."""
+    ``brokers``: nodes of the local Kafka cluster (RAGLINE_STACK_KAFKA_BROKERS);
+    ``opensearch_nodes``: of the local OpenSearch cluster (RAGLINE_STACK_OPENSEARCH_NODES)."""
     try:
         from ragline.indexing.settings import IndexerSettings
         from ragline.platform.stack import StackManager, StackSettings
         from ragline.platform.stack.hooks import local_hooks
 
         hooks = local_hooks(IndexerSettings()) if with_hooks else ()
-        stack = StackSettings() if brokers is None else StackSettings(kafka_brokers=brokers)
+        asked: dict[str, Any] = {}
+        if brokers is not None:
+            asked["kafka_brokers"] = brokers
+        if opensearch_nodes is not None:
+            asked["opensearch_nodes"] = opensearch_nodes
+        stack = StackSettings(**asked)
         return StackManager(Settings(), stack, hooks=hooks)
     except ModuleNotFoundError as exc:  # a service image: no local servers installed
         raise ConfigError(
@@ -58,7 +69,9 @@ def _fail(exc: BaseException) -> int:
 def _up(args: argparse.Namespace) -> int:
     _quiet_drivers()
     try:
-        manager = _manager(with_hooks=True, brokers=args.brokers)
+        manager = _manager(
+            with_hooks=True, brokers=args.brokers, opensearch_nodes=args.opensearch_nodes
+        )
         report = asyncio.run(manager.up())
     except _ERRORS as exc:
         return _fail(exc)
@@ -175,6 +188,16 @@ def register(sub: Any) -> None:
         help="nodes of the local Kafka cluster (KRaft, one host; 3: replication factor 3, "
         "min.insync.replicas 2); default RAGLINE_STACK_KAFKA_BROKERS, else what the state "
         "dir holds, else 1",
+    )
+    up.add_argument(
+        "--opensearch-nodes",
+        type=int,
+        default=None,
+        choices=range(1, 6),
+        metavar="N",
+        help="nodes of the local OpenSearch cluster (one host, 512 MB heap each unless "
+        "RAGLINE_STACK_OPENSEARCH_HEAP_MB; 3: one replica per shard); default "
+        "RAGLINE_STACK_OPENSEARCH_NODES, else what the state dir holds, else 1",
     )
     up.set_defaults(func=_up)
     actions.add_parser("down", help="stop the servers the stack runs").set_defaults(func=_down)

@@ -9,6 +9,7 @@ returning it, so nothing OpenSearch holds (a stale ACL, a missed delete) can lea
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ _FIELD = "body"
 _MAX_ANALYZED = 20_000  # characters of a query analysed for its term statistics
 _COUNT_TTL_S = 60.0  # how long an index's chunk count is reused (it enters as a log)
 _EXACT_DOCS = 40_000  # distinct documents counted exactly (OpenSearch's maximum)
+# A shard that fails (its node died, in a cluster) fails the whole request instead of
+# answering from the shards left: the caller then sees the lexical leg unavailable
+# (``degraded``), never a silently incomplete list or count.
+_WHOLE: dict[str, Any] = {"allow_partial_search_results": False}
 # Words a question is made of rather than about (Snowball's English stop list, the one
 # PostgreSQL's 'english' configuration uses, on which the term rules were fitted):
 # Lucene's own English stop set has 33 words and keeps "which", "how", "does", ...
@@ -91,11 +96,14 @@ def scope_filter(principal: Principal, preds: Sequence[Predicate]) -> list[dict[
 def build_query(
     principal: Principal, text: str, preds: Sequence[Predicate], *, limit: int
 ) -> dict[str, Any]:
-    """The search body: BM25 over the text fields, mandatory scope filters."""
+    """The search body: BM25 over the text fields, mandatory scope filters. Only the chunk
+    ids come back, read from doc values: no stored field is loaded (``_source`` filtering
+    still decompresses each hit's whole stored document, text included)."""
     return {
         "size": limit,
         "track_total_hits": False,
-        "_source": ["chunk_id"],
+        "stored_fields": "_none_",
+        "docvalue_fields": ["chunk_id"],
         "query": {
             "bool": {
                 "must": [{"match": {_FIELD: {"query": text}}}],
@@ -103,6 +111,19 @@ def build_query(
             }
         },
     }
+
+
+def _per_term(terms: Sequence[str]) -> dict[str, Any]:
+    """A ``filters`` aggregation with one bucket per word of ``body``."""
+    return {"filters": {"filters": {t: {"term": {_FIELD: t}} for t in terms}}}
+
+
+def _chunk_id(hit: Mapping[str, Any]) -> str | None:
+    """The hit's chunk id: its ``chunk_id`` doc value (``build_query``), else ``_id``
+    (the chunk id too: store/os_bulk.py)."""
+    values = (hit.get("fields") or {}).get("chunk_id") or ()
+    cid = values[0] if values else hit.get("_id")
+    return str(cid) if cid else None
 
 
 class LexicalSearcher:
@@ -144,13 +165,15 @@ class LexicalSearcher:
                 index=index,
                 body=body,
                 ignore_unavailable=True,  # a tenant with no index yet has no hits
+                **_WHOLE,
                 request_timeout=timeout_s,
             )
         hits: list[LexicalHit] = []
         seen: set[str] = set()
         for h in resp.get("hits", {}).get("hits", ()):
-            src = h.get("_source") or {}
-            cid = str(src.get("chunk_id") or h.get("_id"))
+            cid = _chunk_id(h)
+            if cid is None:
+                continue
             if cid in seen:
                 continue
             seen.add(cid)
@@ -170,12 +193,28 @@ class LexicalSearcher:
         timeout_s: float = 1.0,
     ) -> TermStats | None:
         """Per word of ``text`` (as ``body`` analyses it, question words dropped:
-        ``QUESTION_STOP_WORDS``), how many child chunks in the
-        caller's scope hold it, how many chunks that scope has, and which words the chunk
-        ``top_chunk_id`` holds: one ``_analyze`` and one ``size: 0`` search whose query is
-        the lexical leg's own filter (``scope_filter``), so nothing outside the caller's
-        scope is counted. None when the query has no word to weigh or the tenant has no
-        index yet."""
+        ``QUESTION_STOP_WORDS``), how many child chunks in the caller's scope hold it, how
+        many chunks that scope has, and which words the chunk ``top_chunk_id`` holds
+        (``query_terms`` then ``term_counts``, uncached: term_stats.py caches). None when
+        the query has no word to weigh or the tenant has no index yet."""
+        terms = await self.query_terms(principal, text, timeout_s=timeout_s)
+        if not terms:
+            return None
+        total, df, top = await self.term_counts(
+            principal,
+            terms,
+            preds,
+            top_chunk_id=top_chunk_id,
+            count_total=True,
+            timeout_s=timeout_s,
+        )
+        return TermStats(chunks=total or 0, df=df, top=top)
+
+    async def query_terms(
+        self, principal: Principal, text: str, *, timeout_s: float = 1.0
+    ) -> list[str] | None:
+        """The words of ``text`` weighed (``query_terms`` of ``body``'s analysis, question
+        words dropped): one ``_analyze``. None when the tenant has no index yet."""
         index = index_name(self._prefix, principal.tenant)
         with os_errors():
             if not await self._client.indices.exists(index=index, request_timeout=timeout_s):
@@ -184,27 +223,91 @@ class LexicalSearcher:
                 body={**_QUERY_TERMS_ANALYZER, "text": text[:_MAX_ANALYZED]},
                 request_timeout=timeout_s,
             )
-        terms = query_terms(t.get("token") for t in analyzed.get("tokens", ()))
-        if not terms:
-            return None
-        per_term = {"filters": {"filters": {t: {"term": {_FIELD: t}} for t in terms}}}
-        aggs: dict[str, Any] = {"df": per_term}
-        if top_chunk_id is not None:
-            aggs["top"] = {"filter": {"term": {"chunk_id": top_chunk_id}}, "aggs": {"df": per_term}}
-        body = {
-            "size": 0,
-            "track_total_hits": True,
-            "query": {"bool": {"filter": scope_filter(principal, preds)}},
-            "aggs": aggs,
-        }
+        return query_terms(t.get("token") for t in analyzed.get("tokens", ()))
+
+    async def term_counts(
+        self,
+        principal: Principal,
+        terms: Sequence[str],
+        preds: Sequence[Predicate],
+        *,
+        top_chunk_id: str | None,
+        count_total: bool,
+        top_terms: Sequence[str] | None = None,
+        timeout_s: float = 1.0,
+    ) -> tuple[int | None, dict[str, int], frozenset[str]]:
+        """In how many child chunks of the caller's scope (``scope_filter`` with
+        ``preds``: the lexical leg's own filter) each of ``terms`` occurs, which of
+        ``top_terms`` (default: ``terms``) the chunk ``top_chunk_id`` holds, and
+        (``count_total``) how many chunks that scope has.
+
+        The counting search reads only the chunks that hold one of the words (or are the
+        top chunk): its query is the scope AND any word, and a ``filters`` aggregation
+        splits it per word. (Over the whole scope, the aggregation tested every word
+        against every chunk the caller may see: linear in the corpus.) The scope's total
+        is a second ``size: 0`` count, sent concurrently, only when asked."""
+        index = index_name(self._prefix, principal.tenant)
+        scope = scope_filter(principal, preds)
+        searches: list[Any] = []
+        top_terms = terms if top_terms is None else top_terms
+        wanted: list[dict[str, Any]] = []
+        aggs: dict[str, Any] = {}
+        if terms:
+            wanted.append({"terms": {_FIELD: list(terms)}})
+            aggs["df"] = _per_term(terms)
+        if top_chunk_id is not None and top_terms:
+            top_filter = {"term": {"chunk_id": top_chunk_id}}
+            wanted.append(top_filter)
+            aggs["top"] = {"filter": top_filter, "aggs": {"df": _per_term(top_terms)}}
+        if wanted:
+            body = {
+                "size": 0,
+                "track_total_hits": False,
+                "query": {
+                    "bool": {
+                        "filter": [
+                            *scope,
+                            {"bool": {"should": wanted, "minimum_should_match": 1}},
+                        ]
+                    }
+                },
+                "aggs": aggs,
+            }
+            searches.append(
+                self._client.search(
+                    index=index,
+                    body=body,
+                    ignore_unavailable=True,
+                    request_timeout=timeout_s,
+                    **_WHOLE,
+                )
+            )
+        if count_total:
+            count = {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": scope}}}
+            searches.append(
+                self._client.search(
+                    index=index,
+                    body=count,
+                    ignore_unavailable=True,
+                    request_timeout=timeout_s,
+                    **_WHOLE,
+                )
+            )
         with os_errors():
-            resp = await self._client.search(index=index, body=body, request_timeout=timeout_s)
-        got = resp.get("aggregations", {})
-        df = {t: int(b["doc_count"]) for t, b in got["df"]["buckets"].items()}
-        top_buckets = got.get("top", {}).get("df", {}).get("buckets", {})
-        top = frozenset(t for t, b in top_buckets.items() if int(b["doc_count"]) > 0)
-        total = int(resp.get("hits", {}).get("total", {}).get("value", 0))
-        return TermStats(chunks=total, df=df, top=top)
+            got = await asyncio.gather(*searches)
+        df: dict[str, int] = dict.fromkeys(terms, 0)
+        top: frozenset[str] = frozenset()
+        if wanted:
+            found = got[0].get("aggregations") or {}
+            df.update(
+                {t: int(b["doc_count"]) for t, b in found.get("df", {}).get("buckets", {}).items()}
+            )
+            top_buckets = found.get("top", {}).get("df", {}).get("buckets", {})
+            top = frozenset(t for t, b in top_buckets.items() if int(b["doc_count"]) > 0)
+        total = (
+            int(got[-1].get("hits", {}).get("total", {}).get("value", 0)) if count_total else None
+        )
+        return total, df, top
 
     async def chunk_count(self, principal: Principal, *, timeout_s: float = 1.0) -> int | None:
         """How many chunks the principal's tenant index holds (what BM25's idf counts),
@@ -242,37 +345,57 @@ class LexicalSearcher:
     ) -> tuple[int | None, dict[str, int]]:
         """In how many documents of the caller's scope (``scope_filter`` with no request
         predicates: tenant and ACL groups, what RLS shows of ``chunks``) some child chunk
-        matches each query, and (``count_all``) how many documents that scope has: ONE
-        ``size: 0`` search, a ``filters`` aggregation with a distinct count of
-        ``document_id`` per query (exact below 40,000 documents, HyperLogLog++ above).
-        A tenant with no index has no documents."""
+        matches each query, and (``count_all``) how many documents that scope has: a
+        ``size: 0`` search whose query is the scope AND any of ``queries`` (only the
+        matching chunks are read), a ``filters`` aggregation with a distinct count of
+        ``document_id`` per query (exact below 40,000 documents, HyperLogLog++ above), and,
+        when asked, a distinct count over the whole scope sent concurrently. A tenant with
+        no index has no documents."""
         index = index_name(self._prefix, principal.tenant)
+        scope = scope_filter(principal, ())
         docs: dict[str, Any] = {
             "cardinality": {"field": "document_id", "precision_threshold": _EXACT_DOCS}
         }
-        aggs: dict[str, Any] = {}
+        searches: list[Any] = []
         if queries:
-            aggs["df"] = {"filters": {"filters": dict(queries)}, "aggs": {"docs": docs}}
+            any_query = {"bool": {"should": list(queries.values()), "minimum_should_match": 1}}
+            body = {
+                "size": 0,
+                "track_total_hits": False,
+                "query": {"bool": {"filter": [*scope, any_query]}},
+                "aggs": {"df": {"filters": {"filters": dict(queries)}, "aggs": {"docs": docs}}},
+            }
+            searches.append(body)
         if count_all:
-            aggs["docs"] = docs
-        if not aggs:
-            return None, {}
-        body = {
-            "size": 0,
-            "track_total_hits": False,
-            "query": {"bool": {"filter": scope_filter(principal, ())}},
-            "aggs": aggs,
-        }
-        with os_errors():
-            resp = await self._client.search(
-                index=index, body=body, ignore_unavailable=True, request_timeout=timeout_s
+            searches.append(
+                {
+                    "size": 0,
+                    "track_total_hits": False,
+                    "query": {"bool": {"filter": scope}},
+                    "aggs": {"docs": docs},
+                }
             )
-        got = resp.get("aggregations")
-        if got is None:  # no index behind the alias: an empty corpus
-            return (0 if count_all else None), dict.fromkeys(queries, 0)
-        buckets = got.get("df", {}).get("buckets", {})
-        df = {k: int(b["docs"]["value"]) for k, b in buckets.items()}
-        total = int(got["docs"]["value"]) if count_all else None
+        if not searches:
+            return None, {}
+        with os_errors():
+            got = await asyncio.gather(
+                *(
+                    self._client.search(
+                        index=index,
+                        body=b,
+                        ignore_unavailable=True,
+                        request_timeout=timeout_s,
+                        **_WHOLE,
+                    )
+                    for b in searches
+                )
+            )
+        buckets = (got[0].get("aggregations") or {}).get("df", {}).get("buckets", {})
+        df = {k: int(b["docs"]["value"]) for k in queries if (b := buckets.get(k)) is not None}
+        df = {**dict.fromkeys(queries, 0), **df}
+        total = None
+        if count_all:  # no index behind the alias: an empty corpus
+            total = int(((got[-1].get("aggregations") or {}).get("docs") or {}).get("value", 0))
         return total, df
 
     async def ping(self) -> bool:

@@ -17,7 +17,8 @@ digit run either one token (``ifit1``) or two (``ifit 1``): exactly ``ident_matc
 The Postgres scan this replaces read every visible chunk (a 1 s timeout at 1M chunks,
 docs/benchmarks.md "Growth"). An index built before mapping version 4 has no ``ident``
 in its older documents: the lookup then returns None until ``ragline reindex
-opensearch``. Cached briefly per scope and identifier. A failed or timed-out lookup
+opensearch``. Cached briefly per scope and identifier (30 s), the scope's document total
+longer (300 s: a distinct count over the whole scope). A failed or timed-out lookup
 returns None: the rule then falls back to "appears in a result".
 """
 
@@ -88,11 +89,16 @@ class IdentifierFrequency:
         lexical: LexicalSearcher | None,
         *,
         ttl_s: float = 30.0,
+        documents_ttl_s: float = 300.0,
         timeout_ms: int = 1000,
         max_entries: int = 65536,
     ) -> None:
         self._lexical = lexical
         self._ttl = ttl_s
+        # the scope's document total: a distinct count over every chunk the caller may
+        # see (~170 ms at 344k chunks, growing with the corpus), of which the rule reads
+        # only a share: kept 10x longer than the per-identifier counts
+        self._docs_ttl = documents_ttl_s
         self._timeout_s = timeout_ms / 1000
         self._max = max_entries
         self._df: dict[tuple[str, str], tuple[float, int]] = {}
@@ -121,7 +127,7 @@ class IdentifierFrequency:
         }
         docs_hit = self._docs.get(scope)
         missing = [i for i in wanted if i not in fresh]
-        documents = docs_hit[1] if docs_hit and now - docs_hit[0] < self._ttl else None
+        documents = docs_hit[1] if docs_hit and now - docs_hit[0] < self._docs_ttl else None
         if missing or documents is None:
             looked = [i for i in missing if parts(i)]
             try:
@@ -141,11 +147,11 @@ class IdentifierFrequency:
                 return None
             if total is not None:
                 documents = total
+                self._docs[scope] = (now, total)
             fresh.update(dict.fromkeys(missing, 0))
             fresh.update({i: counts.get(str(n), 0) for n, i in enumerate(looked)})
             if len(self._df) + len(missing) > self._max:
                 self._df.clear()
             for i in missing:
                 self._df[(scope, i)] = (now, fresh[i])
-            self._docs[scope] = (now, documents or 0)
         return IdentifierStats(documents=documents or 0, df=fresh)

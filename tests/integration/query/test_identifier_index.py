@@ -33,7 +33,8 @@ async def test_identifier_lookup_matches_as_the_analyzer_splits(
     os_client = make_client(stack)
     try:
         freq = IdentifierFrequency(
-            LexicalSearcher(os_client, index_prefix=stack.opensearch_index_prefix)
+            LexicalSearcher(os_client, index_prefix=stack.opensearch_index_prefix),
+            timeout_ms=30_000,  # a loaded CI machine: not the production 1 s
         )
         a = Principal(tenant=corpus.tenant, groups=(GROUP_A,), subject="t")
         same = ["err-4711", "err4711", "err_4711", "err 4711", "err.4711", "err\\4711"]
@@ -77,14 +78,13 @@ async def test_an_index_older_than_the_ident_field_gives_no_statistics(
     try:
         await seed(pool, client, prefix, tenant, docs, embedder)
         a = Principal(tenant=tenant, groups=(GROUP_A,), subject="t")
-        stats = await IdentifierFrequency(LexicalSearcher(client, index_prefix=prefix)).get(
-            a, ["agw4290"]
-        )
+        lexical = LexicalSearcher(client, index_prefix=prefix)
+        stats = await IdentifierFrequency(lexical, timeout_ms=30_000).get(a, ["agw4290"])
         assert stats == IdentifierStats(documents=1, df={"agw4290": 1})
         await client.indices.put_mapping(
             index=index_name(prefix, tenant), body={"_meta": {"ragline_mapping_version": 3}}
         )
-        old = IdentifierFrequency(LexicalSearcher(client, index_prefix=prefix))
+        old = IdentifierFrequency(lexical, timeout_ms=30_000)
         assert await old.get(a, ["agw4290"]) is None
         nobody = Principal(tenant=unique_tenant("iv"), groups=(GROUP_A,), subject="t")
         assert await old.get(nobody, ["agw4290"]) == IdentifierStats(documents=0, df={"agw4290": 0})

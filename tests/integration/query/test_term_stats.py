@@ -76,7 +76,8 @@ async def test_statistics_never_leave_the_callers_scope(
         await seed(pool, client, prefix, tenant, mine, embedder)
         await seed(pool, client, prefix, other_tenant, other, embedder)
         await delete(pool, client, prefix, tenant, "pub:gone")  # deleted: counts nowhere
-        terms = QueryTermFrequency(LexicalSearcher(client, index_prefix=prefix))
+        # a loaded CI machine: the production 1 s timeout would turn a slow answer into None
+        terms = QueryTermFrequency(LexicalSearcher(client, index_prefix=prefix), timeout_s=30.0)
         preds = compile_predicates(None, include_superseded=False, effective_at=None)
         staff = Principal(tenant=tenant, groups=("staff",), subject="t")
         board = Principal(tenant=tenant, groups=(HIDDEN,), subject="t")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragline.platform.stack.engines import engine, read_lock
-from ragline.platform.stack.opensearch import NodeLayout, jvm_options, node_settings
+from ragline.platform.stack.errors import StackError
+from ragline.platform.stack.opensearch import ClusterLayout, NodeLayout, jvm_options, node_settings
 
 
 def test_node_settings_keep_everything_under_the_state_dir(tmp_path: Path) -> None:
@@ -33,3 +36,43 @@ def test_the_engine_is_pinned_and_locked() -> None:
     assert sum(n.startswith("lucene-core-") for n in lock) == 1  # one Lucene
     assert sum(n.startswith("log4j-core-") for n in lock) == 1  # one log4j backend
     assert eng.resource("Launcher.java").is_file() and eng.resource("log4j2.xml").is_file()
+
+
+def test_a_cluster_names_its_peers_and_keeps_its_ports(tmp_path: Path) -> None:
+    root = tmp_path / "opensearch"
+    layout = ClusterLayout.resolve(root, "127.0.0.1", 19201, 3)
+    assert [n.name for n in layout.nodes] == ["node-1", "node-2", "node-3"]
+    assert layout.nodes[0].http_port == 19201
+    ports = [n.http_port for n in layout.nodes] + [n.transport_port for n in layout.nodes]
+    assert len(set(ports)) == 6 and 0 not in ports
+    node = NodeLayout(root=root, node_name="node-2")
+    s = node_settings(
+        node,
+        host="127.0.0.1",
+        http_port=layout.nodes[1].http_port,
+        transport_port=layout.nodes[1].transport_port,
+        cluster=layout,
+    )
+    assert "discovery.type" not in s and s["node.name"] == "node-2"
+    assert s["discovery.seed_hosts"] == ",".join(
+        f"127.0.0.1:{n.transport_port}" for n in layout.nodes
+    )
+    assert s["cluster.initial_cluster_manager_nodes"] == "node-1,node-2,node-3"
+    assert s["transport.port"] == str(layout.nodes[1].transport_port)
+    assert Path(s["path.data"]).is_relative_to(root / "node-2")
+    # kept: a restart finds every peer where it was; node 1 follows the URL
+    layout.save()
+    again = ClusterLayout.resolve(root, "127.0.0.1", 19300, None)
+    assert again.nodes[1:] == layout.nodes[1:] and again.nodes[0].http_port == 19300
+
+
+def test_a_kept_cluster_of_another_size_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "opensearch"
+    ClusterLayout.resolve(root, "127.0.0.1", 19201, 3).save()
+    with pytest.raises(StackError, match="3-node"):
+        ClusterLayout.resolve(root, "127.0.0.1", 19201, 1)
+    single = tmp_path / "single"
+    (single / "node-1" / "data").mkdir(parents=True)  # a one-node stack's data
+    with pytest.raises(StackError, match="1-node"):
+        ClusterLayout.resolve(single, "127.0.0.1", 19201, 3)
+    assert len(ClusterLayout.resolve(single, "127.0.0.1", 19201, None).nodes) == 1

@@ -23,7 +23,12 @@ from ragline.platform.stack.base import (
 from ragline.platform.stack.errors import StackError
 from ragline.platform.stack.hooks import Hook, PostUpContext, run_post_up_hooks
 from ragline.platform.stack.kafka import BrokerTuning, LocalKafka, kafka_probe
-from ragline.platform.stack.opensearch import LocalOpenSearch, opensearch_probe
+from ragline.platform.stack.opensearch import (
+    ClusterLayout,
+    LocalOpenSearch,
+    LocalOpenSearchCluster,
+    opensearch_probe,
+)
 from ragline.platform.stack.postgres import EmbeddedPostgres, ensure_database, postgres_probe
 from ragline.platform.stack.settings import Component, StackPaths, StackSettings, managed_components
 from ragline.runtime.kafka_security import aiokafka_options
@@ -95,14 +100,7 @@ class StackManager:
                         ),
                     ),
                 )
-            slow = max(opts.start_timeout_s, self.stack.opensearch_start_timeout_s)
-            return LocalOpenSearch(
-                s,
-                replace(opts, start_timeout_s=slow),
-                root=self.paths.opensearch,
-                heap_mb=self.stack.opensearch_heap_mb,
-                cache_dir=self.stack.engine_cache_dir,
-            )
+            return self._opensearch(opts)
         timeouts = {
             "probe_timeout_s": self.stack.probe_timeout_s,
             "start_timeout_s": self.stack.start_timeout_s,
@@ -116,6 +114,31 @@ class StackManager:
             return ExternalServer(component, bootstrap, probe, **timeouts)
         url = s.opensearch_url
         return ExternalServer(component, url, opensearch_probe(s), **timeouts)
+
+    def _opensearch(self, opts: LocalOptions) -> Server:
+        """One node, or a local cluster when asked for several or the state dir holds
+        one (``ClusterLayout``: a kept cluster of another size is an error)."""
+        slow = replace(
+            opts, start_timeout_s=max(opts.start_timeout_s, self.stack.opensearch_start_timeout_s)
+        )
+        root = self.paths.opensearch
+        nodes = self.stack.opensearch_nodes
+        if (nodes or 1) > 1 or ClusterLayout.load(root) is not None:
+            return LocalOpenSearchCluster(
+                self.settings,
+                slow,
+                root=root,
+                nodes=nodes,
+                heap_mb=self.stack.opensearch_heap_mb or 512,
+                cache_dir=self.stack.engine_cache_dir,
+            )
+        return LocalOpenSearch(
+            self.settings,
+            slow,
+            root=root,
+            heap_mb=self.stack.opensearch_heap_mb or 1024,
+            cache_dir=self.stack.engine_cache_dir,
+        )
 
     async def start_servers(self) -> tuple[StartResult, ...]:
         """Start (or find) every server concurrently; all failures are reported together."""

@@ -3,6 +3,14 @@
 log4j2.xml), its data under the stack's state directory and kept across restarts. The
 probe uses opensearch-py's cluster health, so an external cluster passes it the same way.
 
+One node by default (``discovery.type=single-node``, no replicas: health green). With
+``RAGLINE_STACK_OPENSEARCH_NODES=3`` (``ragline stack up --opensearch-nodes 3``) three
+nodes on this host form one cluster (every node cluster-manager-eligible and data;
+``discovery.seed_hosts`` and ``cluster.initial_cluster_manager_nodes`` name the three;
+tenant indexes then get one replica per shard through ``auto_expand_replicas``). Node 1
+answers at ``RAGLINE_OPENSEARCH_URL``; the other nodes' HTTP ports and every transport
+port are picked free once and kept in ``<state>/opensearch/cluster.json``.
+
 No security plugin runs locally (plain HTTP on 127.0.0.1); the Helm chart keeps TLS and
 authentication for production.
 """
@@ -11,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,7 +40,9 @@ from ragline.platform.stack.base import (
     LocalOptions,
     LocalProcessServer,
     Probe,
+    Server,
     StartResult,
+    StopResult,
 )
 from ragline.platform.stack.engines import (
     Engine,
@@ -44,7 +56,10 @@ from ragline.platform.stack.settings import Component
 
 __all__ = [
     "ENGINE_NAME",
+    "ClusterLayout",
+    "ClusterNode",
     "LocalOpenSearch",
+    "LocalOpenSearchCluster",
     "NodeLayout",
     "compile_launcher",
     "jvm_options",
@@ -58,7 +73,7 @@ _LOG4J = "log4j2.xml"
 _MAIN_CLASS = "Launcher"
 
 
-def _health(settings: Settings, timeout_s: float) -> Health:
+def _health(settings: Settings, timeout_s: float, min_nodes: int = 1) -> Health:
     from ragline.store.os_client import client_options, tls_problem
 
     try:
@@ -76,8 +91,12 @@ def _health(settings: Settings, timeout_s: float) -> Health:
     finally:
         client.close()
     status = str(health.get("status", "unknown"))
-    nodes = health.get("number_of_nodes", "?")
-    return Health(ok=status in {"green", "yellow"}, detail=f"cluster {status}, {nodes} node(s)")
+    nodes = int(health.get("number_of_nodes", 0))
+    return Health(
+        ok=status in {"green", "yellow"} and nodes >= min_nodes,
+        detail=f"cluster {status}, {nodes} node(s)"
+        + (f" of {min_nodes}" if nodes < min_nodes else ""),
+    )
 
 
 class _QuietHealthPolls(logging.Filter):
@@ -91,14 +110,15 @@ class _QuietHealthPolls(logging.Filter):
 _QUIET = _QuietHealthPolls()
 
 
-def opensearch_probe(settings: Settings) -> Probe:
-    """Healthy when ``GET /_cluster/health`` answers green or yellow."""
+def opensearch_probe(settings: Settings, *, min_nodes: int = 1) -> Probe:
+    """Healthy when ``GET /_cluster/health`` answers green or yellow with at least
+    ``min_nodes`` nodes in the cluster."""
     logger = logging.getLogger("opensearch")
     if _QUIET not in logger.filters:
         logger.addFilter(_QUIET)
 
     async def probe(timeout_s: float) -> Health:
-        return await asyncio.to_thread(_health, settings, timeout_s)
+        return await asyncio.to_thread(_health, settings, timeout_s, min_nodes)
 
     return probe
 
@@ -123,22 +143,127 @@ class NodeLayout:
         return self.root / self.node_name / "logs"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClusterNode:
+    name: str
+    http_port: int
+    transport_port: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterLayout:
+    """A local cluster of several nodes on one host (``cluster.json`` under ``root``):
+    node names, HTTP and transport ports, kept so that a restarted node finds its peers
+    where they were."""
+
+    root: Path
+    host: str
+    nodes: tuple[ClusterNode, ...]
+
+    @property
+    def seed_hosts(self) -> str:
+        return ",".join(f"{self.host}:{n.transport_port}" for n in self.nodes)
+
+    @property
+    def names(self) -> str:
+        return ",".join(n.name for n in self.nodes)
+
+    @classmethod
+    def load(cls, root: Path) -> ClusterLayout | None:
+        path = root / "cluster.json"
+        try:
+            raw = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StackError(ENGINE_NAME, f"cannot read {path}: {exc}") from exc
+        nodes = tuple(
+            ClusterNode(
+                name=str(n["name"]),
+                http_port=int(n["http_port"]),
+                transport_port=int(n["transport_port"]),
+            )
+            for n in raw["nodes"]
+        )
+        return cls(root=root, host=str(raw["host"]), nodes=nodes)
+
+    def save(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        body = {
+            "host": self.host,
+            "nodes": [
+                {"name": n.name, "http_port": n.http_port, "transport_port": n.transport_port}
+                for n in self.nodes
+            ],
+        }
+        tmp = self.root / "cluster.json.tmp"
+        tmp.write_text(json.dumps(body, indent=2) + "\n")
+        tmp.replace(self.root / "cluster.json")
+
+    @classmethod
+    def resolve(cls, root: Path, host: str, http_port: int, nodes: int | None) -> ClusterLayout:
+        """The cluster kept in ``root``, else a new one of ``nodes`` nodes (default 1):
+        node 1 on ``http_port`` (the URL's: it may move between runs), the other ports
+        picked free once. A kept cluster (or a single node's data) of another size is an
+        error: its data holds that cluster's state."""
+        from ragline.platform.stack.testing import free_port
+
+        kept = cls.load(root)
+        count = nodes or (len(kept.nodes) if kept else 1)
+        held = len(kept.nodes) if kept else (1 if (root / "node-1" / "data").exists() else count)
+        if held != count:
+            raise StackError(
+                ENGINE_NAME,
+                f"{root} holds a {held}-node OpenSearch, {count} asked: use another "
+                "RAGLINE_STATE_DIR (or delete that directory and its data)",
+            )
+        if kept is not None:
+            first = replace(kept.nodes[0], http_port=http_port)
+            return replace(kept, host=host, nodes=(first, *kept.nodes[1:]))
+        return cls(
+            root=root,
+            host=host,
+            nodes=tuple(
+                ClusterNode(
+                    name=f"node-{i + 1}",
+                    http_port=http_port if i == 0 else free_port(host),
+                    transport_port=0 if count == 1 else free_port(host),
+                )
+                for i in range(count)
+            ),
+        )
+
+
 def node_settings(
-    layout: NodeLayout, *, host: str, http_port: int, transport_port: int | None = None
+    layout: NodeLayout,
+    *,
+    host: str,
+    http_port: int,
+    transport_port: int | None = None,
+    cluster: ClusterLayout | None = None,
 ) -> dict[str, str]:
     """The node's settings (passed to the launcher as ``key=value`` arguments).
 
     One node: ``discovery.type=single-node`` and a transport port the OS picks (nothing
-    connects to it). The disk-watermark allocator is off: a developer's full disk must
-    not turn the local index read-only.
+    connects to it). In a ``cluster`` of several: its seed hosts and initial
+    cluster-manager nodes instead, on the node's kept transport port. The disk-watermark
+    allocator is off: a developer's full disk must not turn the local index read-only.
     """
+    discovery = (
+        {"discovery.type": "single-node"}
+        if cluster is None or len(cluster.nodes) < 2
+        else {
+            "discovery.seed_hosts": cluster.seed_hosts,
+            "cluster.initial_cluster_manager_nodes": cluster.names,
+        }
+    )
     return {
         "path.home": str(layout.home),
         "path.data": str(layout.data),
         "path.logs": str(layout.logs),
         "cluster.name": "ragline-local",
         "node.name": layout.node_name,
-        "discovery.type": "single-node",
+        **discovery,
         "network.host": host,
         "http.port": str(http_port),
         "transport.port": str(transport_port if transport_port is not None else 0),
@@ -216,6 +341,16 @@ def compile_launcher(eng: Engine, jars: EngineJars, java: str) -> Path:
     return target
 
 
+def _listen_address(settings: Settings) -> tuple[str, int]:
+    url = urlsplit(settings.opensearch_url)
+    if url.scheme != "http" or url.hostname is None or url.port is None or url.path.strip("/"):
+        raise ConfigError(
+            f"RAGLINE_OPENSEARCH_URL={settings.opensearch_url!r}: the local stack needs "
+            "http://host:port to listen on"
+        )
+    return url.hostname, url.port
+
+
 class LocalOpenSearch(LocalProcessServer):
     """One OpenSearch node run by the stack. The jars are fetched (and checked) before
     the process starts, outside the start-up timeout."""
@@ -231,22 +366,24 @@ class LocalOpenSearch(LocalProcessServer):
         root: Path,
         heap_mb: int,
         cache_dir: Path | None = None,
+        cluster: ClusterLayout | None = None,
+        node: int = 0,
     ) -> None:
-        url = urlsplit(settings.opensearch_url)
-        if url.scheme != "http" or url.hostname is None or url.port is None or url.path.strip("/"):
-            raise ConfigError(
-                f"RAGLINE_OPENSEARCH_URL={settings.opensearch_url!r}: the local stack needs "
-                "http://host:port to listen on"
-            )
-        self.host = url.hostname
-        self.http_port = url.port
-        self.address = settings.opensearch_url
-        self.layout = NodeLayout(root=root)
+        """``cluster`` and ``node``: this node is ``cluster.nodes[node]`` (one node of a
+        local cluster, ``LocalOpenSearchCluster``); without, the single node."""
+        self.host, url_port = _listen_address(settings)
+        me = cluster.nodes[node] if cluster is not None else None
+        self.http_port = me.http_port if me is not None else url_port
+        self.transport_port = me.transport_port if me is not None else None
+        self.cluster = cluster
+        self.address = f"http://{self.host}:{self.http_port}"
+        own = settings.model_copy(update={"opensearch_url": self.address})
+        self.layout = NodeLayout(root=root, node_name=me.name if me is not None else "node-1")
         self.heap_mb = heap_mb
         self.cache_dir = cache_dir
         # (java, classpath, log4j2.xml) once prepared
         self._launch: tuple[str, str, Path] | None = None
-        super().__init__(opensearch_probe(settings), options)
+        super().__init__(opensearch_probe(own), options)
 
     @classmethod
     def standalone(
@@ -280,7 +417,13 @@ class LocalOpenSearch(LocalProcessServer):
     def argv(self) -> tuple[str, ...]:
         java, classpath, log4j = self._launch or self.prepare()
         parent = None if self.options.detached else os.getpid()
-        settings = node_settings(self.layout, host=self.host, http_port=self.http_port)
+        settings = node_settings(
+            self.layout,
+            host=self.host,
+            http_port=self.http_port,
+            transport_port=self.transport_port,
+            cluster=self.cluster,
+        )
         return (
             java,
             *jvm_options(self.heap_mb, log4j=log4j, parent_pid=parent),
@@ -289,3 +432,96 @@ class LocalOpenSearch(LocalProcessServer):
             _MAIN_CLASS,
             *(f"{k}={v}" for k, v in settings.items()),
         )
+
+    def kill(self) -> int | None:
+        """SIGKILL this node (fault tests); returns the pid it had."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, 9)
+        return pid
+
+
+class LocalOpenSearchCluster(Server):
+    """Several local nodes on this host as one cluster, started together (the first
+    election needs a majority of the initial cluster-manager nodes) and reported as one
+    component; healthy once every node has joined."""
+
+    component = Component.OPENSEARCH
+    managed = True
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: LocalOptions,
+        *,
+        root: Path,
+        nodes: int | None,
+        heap_mb: int,
+        cache_dir: Path | None = None,
+    ) -> None:
+        host, port = _listen_address(settings)
+        self.layout = ClusterLayout.resolve(root, host, port, nodes)
+        self.address = settings.opensearch_url
+        self.log = options.log
+        count = len(self.layout.nodes)
+        probe = opensearch_probe(settings, min_nodes=count)
+        super().__init__(
+            probe, probe_timeout_s=options.probe_timeout_s, start_timeout_s=options.start_timeout_s
+        )
+        self.nodes = [
+            LocalOpenSearch(
+                settings,
+                options if i == 0 else _sibling(options, i + 1),
+                root=root,
+                heap_mb=heap_mb,
+                cache_dir=cache_dir,
+                cluster=self.layout,
+                node=i,
+            )
+            for i in range(count)
+        ]
+
+    def pid(self) -> int | None:
+        return self.nodes[0].pid()
+
+    async def start(self) -> StartResult:
+        t0 = time.monotonic()
+        if any(n.pid() is None for n in self.nodes):
+            # jars fetched (or checked) and the launcher compiled once, before the race
+            await asyncio.to_thread(self.nodes[0].prepare)
+            self.layout.save()
+        results = await asyncio.gather(*(n.start() for n in self.nodes), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self.stop()
+            raise errors[0]
+        await self.wait_healthy()  # every node joined
+        actions = {r.action for r in results if isinstance(r, StartResult)}
+        return StartResult(
+            component=self.component,
+            action="running" if actions == {"running"} else "started",
+            pid=self.pid(),
+            seconds=time.monotonic() - t0,
+        )
+
+    async def stop(self) -> StopResult:
+        pid = self.pid()
+        results = await asyncio.gather(*(n.stop() for n in self.nodes))
+        actions = {r.action for r in results}
+        action = (
+            "failed"
+            if "failed" in actions
+            else ("stopped" if "stopped" in actions else "not running")
+        )
+        return StopResult(component=self.component, action=action, pid=pid)
+
+
+def _sibling(options: LocalOptions, number: int) -> LocalOptions:
+    """Log and pid file of node ``number`` > 1 beside node 1's (``opensearch-<n>.log``)."""
+    return replace(
+        options,
+        log=options.log.with_name(f"{options.log.stem}-{number}{options.log.suffix}"),
+        pidfile=options.pidfile.with_name(
+            f"{options.pidfile.stem}-{number}{options.pidfile.suffix}"
+        ),
+    )

@@ -72,10 +72,19 @@ class StackSettings(BaseSettings):
         description="how long `up` waits for the local OpenSearch JVM (seconds; a loaded "
         "2-core machine was measured at over 60 s)",
     )
-    opensearch_heap_mb: int = Field(
-        default=1024,
+    opensearch_heap_mb: int | None = Field(
+        default=None,
         ge=256,
-        description="max heap of the local OpenSearch node (-Xmx; -Xms is min(512, this))",
+        description="max heap of each local OpenSearch node (-Xmx; -Xms is min(512, this)); "
+        "default 1024 for one node, 512 each for a cluster",
+    )
+    opensearch_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="nodes of the local OpenSearch cluster (each cluster-manager-eligible "
+        "and data; tenant indexes get one replica from 2 nodes on); default: what the state "
+        "dir already holds, else 1",
     )
     # the configs of the topics `up` creates (their own prefix, RAGLINE_TOPICS_*), read
     # with these settings so a stack is described by one object
