@@ -5,18 +5,24 @@ seconds while a load runs, then says where each stage's consumers spent the wind
 lane: the runtime's ``ragline_stage_seconds_total`` phases (``handle``: the stage's own
 work; ``produce``: awaiting the broker's acknowledgement of its outputs; ``commit``: the
 offset commit; ``gate``: a bulk poll yielding to interactive work; ``idle``: between
-polls, i.e. fetching or nothing upstream), records and polls handled, and the consumer
-lag of each stage over time (read from the broker, ``runtime/lag.py``).
+polls, i.e. fetching or nothing upstream), records and polls handled, the consumer
+lag of each stage over time (read from the broker, ``runtime/lag.py``), and the CPU
+seconds of every process of the stack (each service's process tree, the Kafka and
+OpenSearch JVMs, Postgres): on a shared machine CPU seconds per document say where the
+cores go whatever the load, where wall-clock shares only say who waited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import psutil
 
 from ragline.config import Settings
 from ragline.platform.stack.testing import ServiceProcess
@@ -48,12 +54,50 @@ _NAMES = (
 )
 
 
+def _tree_cpu(p: psutil.Process) -> float:
+    """User + system seconds of ``p``, its live descendants and its reaped children."""
+    total = 0.0
+    for q in [p, *p.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = q.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def stack_cpu(procs: dict[str, ServiceProcess], state_dir: str) -> dict[str, float]:
+    """CPU seconds so far of each service and of the engines started under ``state_dir``
+    (found by their command lines: the JVMs name their config files, Postgres its data
+    directory)."""
+    out: dict[str, float] = {}
+    for name, sp in procs.items():
+        with contextlib.suppress(psutil.Error):
+            out[name] = _tree_cpu(psutil.Process(sp.pid))
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or ())
+        if state_dir not in cmd:
+            continue
+        kind = (
+            "kafka"
+            if "kafka.Kafka" in cmd
+            else "opensearch"
+            if "Launcher" in cmd
+            else "postgres"
+            if "postgres" in cmd and " -D " in f" {cmd} "
+            else None
+        )
+        if kind is not None:
+            with contextlib.suppress(psutil.Error):
+                out[kind] = out.get(kind, 0.0) + _tree_cpu(p)
+    return out
+
+
 @dataclass
 class StageProfiler:
     settings: Settings
     procs: dict[str, ServiceProcess]
     interval_s: float = 5.0
     samples: list[dict[str, Any]] = field(default_factory=list)
+    state_dir: str = field(default_factory=lambda: os.environ.get("RAGLINE_STATE_DIR", "/-"))
 
     def _scrape(self) -> dict[str, dict[tuple[str, tuple[str, ...]], float]]:
         out = {}
@@ -67,11 +111,12 @@ class StageProfiler:
     async def sample(self) -> dict[str, Any]:
         t = time.perf_counter()
         metrics = await asyncio.to_thread(self._scrape)
+        cpu = await asyncio.to_thread(stack_cpu, self.procs, self.state_dir)
         try:
             lags = {x.stage: x.total for x in await stage_lag(self.settings)}
         except Exception:  # a missed lag reading is a gap in the curve
             lags = {}
-        s = {"t": t, "metrics": metrics, "lag": lags}
+        s = {"t": t, "metrics": metrics, "lag": lags, "cpu": cpu}
         self.samples.append(s)
         return s
 
@@ -125,7 +170,17 @@ class StageProfiler:
             ]
             for stage in last["lag"]
         }
-        return {"window_s": round(wall, 1), "stages": stages, "lag": lag}
+        cpu = {
+            k: round(v - first["cpu"].get(k, 0.0), 1)
+            for k, v in sorted(last["cpu"].items(), key=lambda kv: -kv[1])
+        }
+        return {
+            "window_s": round(wall, 1),
+            "stages": stages,
+            "lag": lag,
+            "cpu_s": cpu,
+            "cores_busy": round(sum(cpu.values()) / wall, 2) if wall else 0.0,
+        }
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -141,3 +196,4 @@ def print_summary(summary: dict[str, Any]) -> None:
             )
     peaks = {k: max((n for _, n in xs), default=0) for k, xs in summary["lag"].items()}
     print(f"  peak consumer lag per stage: {peaks}")
+    print(f"  CPU s over the window ({summary['cores_busy']} cores busy): {summary['cpu_s']}")
