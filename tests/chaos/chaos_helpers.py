@@ -445,6 +445,15 @@ def compare(base: Snapshot, got: Snapshot) -> dict[str, Any]:
     }
 
 
+def assert_same_stores(figures: dict[str, Any], report: str) -> None:
+    """The verdict of ``compare``'s figures: 0 lost, 0 duplicated, nothing differing,
+    every document indexed."""
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, report
+    assert not figures["differing_documents"] and not figures["differing_chunks"], report
+    assert not figures["differing_os"] and not figures["vector_mismatch"], report
+    assert not figures["status_not_indexed"], report
+
+
 async def webhook_post(
     url: str, secret: str, event: SourceUpsert, *, retry_s: float = 0.0
 ) -> httpx.Response:
