@@ -58,7 +58,7 @@ from ragline.runtime.metrics import (
     STAGE_SECONDS,
 )
 from ragline.runtime.oneshot import release_memory
-from ragline.runtime.priority import lane_context
+from ragline.runtime.priority import current_lane, lane_context
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
@@ -357,7 +357,7 @@ class StageRunner:
             valid.append((rec, event))
         if not valid:
             return size
-        lane = records[0].lane
+        lane = current_lane()  # the consumer's (on_message sets it)
         t0 = time.perf_counter()
         results = await self._handle(valid, [spans[id(rec)] for rec, _ in valid])
         t1 = time.perf_counter()
