@@ -35,15 +35,23 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 PHASES = ("handle", "produce", "commit", "gate", "idle")
 
 
-def parse_metrics(text: str, names: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], float]:
-    """``{(metric, label values in order): value}`` of the labelled samples named."""
-    out: dict[tuple[str, tuple[str, ...]], float] = {}
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def key(metric: str, **labels: str) -> Key:
+    """A sample's key: its name and its labels, sorted by label name (the exposition
+    format sorts them so; the order the metric declares them in is not kept)."""
+    return (metric, tuple(sorted(labels.items())))
+
+
+def parse_metrics(text: str, names: tuple[str, ...]) -> dict[Key, float]:
+    """``{key(metric, **labels): value}`` of the labelled samples named."""
+    out: dict[Key, float] = {}
     for line in text.splitlines():
         m = _LINE.match(line)
         if m is None or m.group(1) not in names:
             continue
-        labels = tuple(v for _, v in _LABEL.findall(m.group(2)))
-        out[(m.group(1), labels)] = float(m.group(3))
+        out[key(m.group(1), **dict(_LABEL.findall(m.group(2))))] = float(m.group(3))
     return out
 
 
@@ -99,7 +107,7 @@ class StageProfiler:
     samples: list[dict[str, Any]] = field(default_factory=list)
     state_dir: str = field(default_factory=lambda: os.environ.get("RAGLINE_STATE_DIR", "/-"))
 
-    def _scrape(self) -> dict[str, dict[tuple[str, tuple[str, ...]], float]]:
+    def _scrape(self) -> dict[str, dict[Key, float]]:
         out = {}
         for name, p in self.procs.items():
             try:
@@ -137,16 +145,17 @@ class StageProfiler:
         for name, now in last["metrics"].items():
             before = first["metrics"].get(name, {})
 
-            def delta(key: tuple[str, tuple[str, ...]], now=now, before=before) -> float:
-                return now.get(key, 0.0) - before.get(key, 0.0)
+            def delta(k: Key, now=now, before=before) -> float:
+                return now.get(k, 0.0) - before.get(k, 0.0)
 
             lanes: dict[str, Any] = {}
             for lane in ("interactive", "bulk"):
                 secs = {
-                    ph: delta(("ragline_stage_seconds_total", (name, lane, ph))) for ph in PHASES
+                    ph: delta(key("ragline_stage_seconds_total", stage=name, lane=lane, phase=ph))
+                    for ph in PHASES
                 }
-                msgs = delta(("ragline_lane_messages_total", (name, lane)))
-                polls = delta(("ragline_lane_batches_total", (name, lane)))
+                msgs = delta(key("ragline_lane_messages_total", stage=name, lane=lane))
+                polls = delta(key("ragline_lane_batches_total", stage=name, lane=lane))
                 if msgs == 0 and sum(secs.values()) == 0:
                     continue
                 lanes[lane] = {
