@@ -49,6 +49,7 @@ from typing import Any
 import psutil
 import psycopg
 from _paths import add_quick, scifact
+from _stage_profile import StageProfiler, print_summary
 from pipeline_bench import load_docs, pct, upsert
 from tqdm import tqdm
 
@@ -205,6 +206,7 @@ async def backfill_phase(
     lane: Lane,
     timeout_s: float,
     edits_on: bool = True,
+    profiler: StageProfiler | None = None,
 ) -> dict[str, Any]:
     """``edits_on`` False: throughput only (no interactive edits compete with the backfill,
     so two modes' documents/s compare like for like)."""
@@ -213,6 +215,11 @@ async def backfill_phase(
         await timed(pub, clock, upsert(tenant, d, suffix=f"-edit-{i}"))
     base = await clock.count(tenant)
     published: dict[str, float] = {}
+    stop = asyncio.Event()
+    sampler = None
+    if profiler is not None:
+        await profiler.sample()
+        sampler = asyncio.create_task(profiler.run(stop))
     t0 = time.perf_counter()
     for d in tqdm(backfill, desc=f"publish backfill ({lane})", unit="doc"):
         ev = with_lane(upsert(tenant, d), lane)
@@ -244,6 +251,12 @@ async def backfill_phase(
         await asyncio.sleep(0.5)
     bar.close()
     wall = time.perf_counter() - t0
+    profile = None
+    if sampler is not None and profiler is not None:
+        stop.set()
+        await sampler
+        profile = profiler.summary(t0)
+        print_summary(profile)
     cur = await clock.conn.execute(
         "SELECT d.document_id, extract(epoch FROM d.updated_at), count(c.chunk_id)"
         " FROM document_status d LEFT JOIN chunks c ON c.tenant_id = d.tenant_id"
@@ -273,6 +286,7 @@ async def backfill_phase(
         "backfill_docs_s": stats(own),
         "edits": [(round(a, 2), round(x, 3)) for a, x in edits],
         "progress": progress,
+        **({"profile": profile} if profile is not None else {}),
     }
 
 
@@ -372,6 +386,7 @@ async def run(args: argparse.Namespace, procs: dict[str, ServiceProcess]) -> dic
                 lane=lane,
                 timeout_s=args.timeout,
                 edits_on=not args.no_edits,
+                profiler=StageProfiler(settings, procs) if args.profile else None,
             )
             save()
             plot(report, OUT / f"{args.stem}.png")
@@ -456,6 +471,15 @@ def main() -> int:
         help="throughput only: no interactive edits during the backfill (compare modes)",
     )
     ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample each stage's phases (handle/produce/commit/gate/idle) and lag during "
+        "the backfill (bench/_stage_profile.py)",
+    )
+    ap.add_argument(
+        "--label", default="", help="a suffix of the report's file name (side-by-side runs)"
+    )
+    ap.add_argument(
         "--large-only", action="store_true", help="only the large-document phase (no backfill)"
     )
     ap.add_argument(
@@ -482,6 +506,7 @@ def main() -> int:
         + ("_large" if args.large_only else "")
         + ("_quick" if args.quick else "")
         + "".join(f"_{n}" for n in args.large)
+        + (f"_{args.label}" if args.label else "")
     )
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     env = stack_env(base / "state")

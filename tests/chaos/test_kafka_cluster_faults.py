@@ -10,8 +10,13 @@ ingested fault-free (the reference), then once per fault, during ingest:
 
 Each run's stores must equal the reference: 0 lost, 0 duplicated, every document
 indexed (checked once all three ran, so a failing run shows every fault's figures).
+A rebalance storm on top: two replicas of every consumer service, random replicas
+SIGKILLed and started again (``chaos_helpers.Monkey``) while brokers are SIGKILLed and
+restarted one after the other (the leader of a ``source.changes`` partition, then the
+active controller, then any node): the same stores, 0 lost, 0 duplicated.
+
 Not part of ``make test`` (minutes): ``make chaos`` (``RAGLINE_KAFKA_CHAOS_DOCS``,
-default 60).
+default 60; ``RAGLINE_STORM_DOCS``, default 120; ``RAGLINE_CHAOS_SEED``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,7 +32,19 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from chaos_helpers import Fleet, compare, corpus, publish_all, settle, snapshot, upserts
+from chaos_helpers import (
+    Fleet,
+    Monkey,
+    assert_same_stores,
+    compare,
+    corpus,
+    dead_letters,
+    publish_all,
+    settle,
+    snapshot,
+    terminal_count,
+    upserts,
+)
 
 from ragline.config import Settings
 from ragline.events import Topics
@@ -49,6 +67,8 @@ N_DOCS = int(os.environ.get("RAGLINE_KAFKA_CHAOS_DOCS", "60"))
 TIMEOUT_S = float(os.environ.get("RAGLINE_CHAOS_TIMEOUT_S", "3600"))
 # drained and nothing more indexed for this long after a fault: the rest is lost
 QUIET_S = float(os.environ.get("RAGLINE_CHAOS_QUIET_S", "60"))
+STORM_DOCS = int(os.environ.get("RAGLINE_STORM_DOCS", "120"))
+SEED = int(os.environ.get("RAGLINE_CHAOS_SEED", str(random.SystemRandom().randrange(10**6))))
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -179,3 +199,94 @@ async def test_cluster_faults_lose_and_double_nothing(
         fleet.stop()
         await client.close()
         print(json.dumps({"kafka_cluster_chaos": figures}))
+
+
+async def broker_failovers(
+    settings: Settings, kafka: LocalKafka, rng: random.Random, stop: asyncio.Event
+) -> list[str]:
+    """SIGKILL a broker, wait, restart it, again, until ``stop`` (at least three):
+    the leader of ``source.changes`` partition 0, the active controller, then any."""
+    events: list[str] = []
+    topic = physical_topic(Topics.SOURCE_CHANGES, settings.kafka_topic_prefix)
+    while len(events) < 6 or not stop.is_set():
+        await asyncio.sleep(rng.uniform(1.0, 6.0))
+        n = len(events) // 2
+        if n == 0:
+            node_id = await partition_leader(settings, topic, 0)
+        elif n == 1:
+            node_id = active_controller(kafka)
+        else:
+            node_id = rng.choice(kafka.nodes).node.node_id
+        victim = kafka.node(node_id)
+        victim.kill()
+        events.append(f"{time.strftime('%H:%M:%S')} kill broker {node_id}")
+        await asyncio.sleep(rng.uniform(3.0, 12.0))  # partly past the 9 s session timeout
+        await restart(kafka, victim)
+        events.append(f"{time.strftime('%H:%M:%S')} broker {node_id} back")
+    return events
+
+
+async def test_rebalance_storm_during_broker_failovers(
+    cluster: tuple[Settings, LocalKafka], tmp_path: Path
+) -> None:
+    settings, kafka = cluster
+    docs = corpus(STORM_DOCS)
+    rng = random.Random(SEED)
+    env = {
+        **os.environ,
+        "RAGLINE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "RAGLINE_EMBEDDER_CACHE": "false",  # both runs compute their vectors
+    }
+    client = make_client(settings)
+    deadline = time.monotonic() + TIMEOUT_S
+    figures: dict[str, Any] = {"docs": STORM_DOCS, "seed": SEED}
+    try:
+        # the reference: one replica each, no fault
+        base = unique_tenant("base")
+        fleet = Fleet(logs=tmp_path / "base", env=env, replicas=1)
+        fleet.start_all()
+        try:
+            await fleet.wait_up()
+            await publish_all(settings, upserts(base, docs))
+            await settle(settings, fleet, base, STORM_DOCS, deadline)
+        finally:
+            fleet.stop()
+        want = await snapshot(settings, client, base)
+
+        tenant = unique_tenant("storm")
+        fleet = Fleet(logs=tmp_path / "storm", env=env, replicas=2)
+        fleet.start_all()
+        try:
+            await fleet.wait_up()
+            monkey = Monkey(fleet, rng)
+            stop = asyncio.Event()
+            t0 = time.monotonic()
+            killer = asyncio.create_task(monkey.run(stop))
+            brokers = asyncio.create_task(broker_failovers(settings, kafka, rng, stop))
+            await publish_all(settings, upserts(tenant, docs))
+            while time.monotonic() < deadline and not brokers.done():
+                if killer.done():
+                    killer.result()
+                if await terminal_count(settings, tenant) >= STORM_DOCS:
+                    break
+                await asyncio.sleep(1.0)
+            stop.set()
+            await killer
+            figures["broker_events"] = await brokers
+            await settle(settings, fleet, tenant, STORM_DOCS, deadline, quiet_s=QUIET_S)
+            figures["seconds"] = round(time.monotonic() - t0, 1)
+            figures["replica_kills"] = monkey.kills
+            figures["process_starts"] = fleet.starts
+            figures["kill_log"] = monkey.events
+        finally:
+            fleet.stop()
+        got = await snapshot(settings, client, tenant)
+        figures["dead_letters"] = await dead_letters(settings, tenant)
+    finally:
+        await client.close()
+    figures.update(compare(want, got))
+    report = json.dumps(figures, indent=2, default=str)
+    print(f"\nrebalance storm figures:\n{report}")
+    assert figures["replica_kills"] > 0, report
+    assert_same_stores(figures, report)
+    assert figures["dead_letters"] == 0, report

@@ -29,7 +29,7 @@ from ragline.runtime.deadletter import WITHHELD_HEADER
 from ragline.runtime.kafka_errors import kafka_errors
 from ragline.runtime.kafka_security import aiokafka_options
 from ragline.runtime.lag import partitions_of
-from ragline.runtime.topology import logical_topic, physical_topic
+from ragline.runtime.topology import logical_topic, physical_group, physical_topic
 from ragline.store.claimcheck import CLAIM_HEADER, ClaimCheckStore
 
 __all__ = ["DLQ_TOPICS", "DlqEntry", "DlqReader", "PartitionRange", "normalize_topic"]
@@ -137,7 +137,7 @@ class DlqReader:
     def __init__(self, settings: Settings, *, group: str, read_timeout_s: float = 30.0) -> None:
         self._settings = settings
         self._prefix = prefix = settings.kafka_topic_prefix
-        self._group = group = f"{prefix}{group}"
+        self._group = group = physical_group(group, prefix)
         self._timeout = read_timeout_s
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.kafka_bootstrap,

@@ -51,11 +51,14 @@ from ragline.runtime.metrics import (
     FRESHNESS,
     HANDLER_SECONDS,
     INFLIGHT,
+    LANE_BATCHES,
+    LANE_MESSAGES,
     QUARANTINED,
     RETRIES,
+    STAGE_SECONDS,
 )
 from ragline.runtime.oneshot import release_memory
-from ragline.runtime.priority import lane_context
+from ragline.runtime.priority import current_lane, lane_context
 from ragline.runtime.publisher import SOURCE_AT_HEADER, EventPublisher, make_broker
 from ragline.runtime.stage import Output, Stage, StageContext, quarantined_event
 from ragline.runtime.topology import consumer_group, logical_topic, physical_topic
@@ -175,6 +178,9 @@ class StageRunner:
             handler_timeout_s=settings.health_handler_timeout_s,
         )
         self.stopping = asyncio.Event()
+        # per lane: when its consumer last finished a poll (the ``idle`` phase runs from
+        # there to the next poll's arrival)
+        self._last_end: dict[Lane, float] = {}
         self._subscribe()
 
     # ------------------------------------------------------------------ wiring
@@ -242,15 +248,27 @@ class StageRunner:
             if tp in consumer.assignment():  # not revoked while we awaited
                 lag.set(tp, highwater - done)
 
+    def _phase(self, lane: Lane, phase: str, seconds: float) -> None:
+        STAGE_SECONDS.labels(self.stage.name, lane, phase).inc(max(0.0, seconds))
+
     async def on_message(self, msg: Any, lane: Lane = INTERACTIVE) -> None:
+        arrived = time.perf_counter()
+        if (last := self._last_end.get(lane)) is not None:
+            self._phase(lane, "idle", arrived - last)
         self.gate.consumer = getattr(self._subscriber, "consumer", None)
         if lane == BULK:
-            await self.gate.wait_turn()  # interactive first
-        # the lane also decides the CPU priority of the blocking work (runtime/priority.py)
-        with self.gate.interactive() if lane == INTERACTIVE else nullcontext(), lane_context(lane):
-            await self._on_message(msg)
+            self._phase(lane, "gate", await self.gate.wait_turn())  # interactive first
+        try:
+            # the lane also decides the CPU priority of the blocking work (runtime/priority.py)
+            with (
+                self.gate.interactive() if lane == INTERACTIVE else nullcontext(),
+                lane_context(lane),
+            ):
+                await self._on_message(msg, lane)
+        finally:
+            self._last_end[lane] = time.perf_counter()
 
-    async def _on_message(self, msg: Any) -> None:
+    async def _on_message(self, msg: Any, lane: Lane = INTERACTIVE) -> None:
         if self.fatal is not None:
             return  # stopping after a fatal error: never commit past the failed message
         raw = msg.raw_message
@@ -271,7 +289,11 @@ class StageRunner:
         finally:
             self.health.handled(token)
             INFLIGHT.labels(self.stage.name).dec(len(records))
+        t_ack = time.perf_counter()
         await msg.ack()
+        self._phase(lane, "commit", time.perf_counter() - t_ack)
+        LANE_MESSAGES.labels(self.stage.name, lane).inc(len(records))
+        LANE_BATCHES.labels(self.stage.name, lane).inc()
         HANDLER_SECONDS.labels(self.stage.name, records[0].topic).observe(time.perf_counter() - t0)
         if 0 < self.settings.release_memory_bytes <= size:
             # a large message is gone: hand its memory back (the RSS stays at the peak
@@ -335,12 +357,17 @@ class StageRunner:
             valid.append((rec, event))
         if not valid:
             return size
+        lane = current_lane()  # the consumer's (on_message sets it)
+        t0 = time.perf_counter()
         results = await self._handle(valid, [spans[id(rec)] for rec, _ in valid])
+        t1 = time.perf_counter()
+        self._phase(lane, "handle", t1 - t0)
         # publish concurrently across documents, in order within one document (its key)
         by_key: dict[bytes | None, list[tuple[Record, Any, Any]]] = {}
         for (rec, event), result in zip(valid, results, strict=True):
             by_key.setdefault(rec.key, []).append((rec, event, result))
         await asyncio.gather(*(self._emit(items, spans) for items in by_key.values()))
+        self._phase(lane, "produce", time.perf_counter() - t1)
         return size
 
     async def _emit(self, items: Sequence[tuple[Record, Any, Any]], spans: dict[int, Any]) -> None:

@@ -27,10 +27,13 @@ __all__ = [
     "FRESHNESS",
     "HANDLER_SECONDS",
     "INFLIGHT",
+    "LANE_BATCHES",
+    "LANE_MESSAGES",
     "PRODUCED",
     "QUARANTINED",
     "RETRIES",
     "SERVICE_UP",
+    "STAGE_SECONDS",
     "serve_metrics",
 ]
 
@@ -64,6 +67,23 @@ CONSUMER_LAG = Gauge(
     "ragline_consumer_lag_messages",
     "Messages behind the partition's high watermark",
     ["stage", "topic", "partition"],
+)
+# Where a consumer's wall time goes, per lane (each lane's consumer is sequential, so
+# the phases of one lane add up to its wall time): ``handle`` the stage's own work,
+# ``produce`` awaiting the broker's acknowledgement of its outputs, ``commit`` the offset
+# commit, ``gate`` a bulk batch yielding to interactive work (runtime/lanes.py),
+# ``idle`` between the end of one poll's handling and the next poll's arrival (fetch
+# latency or nothing upstream). bench/freshness_bench.py --profile reads them.
+STAGE_SECONDS = Counter(
+    "ragline_stage_seconds_total",
+    "Seconds of a stage's consumer per lane and phase (handle, produce, commit, gate, idle)",
+    ["stage", "lane", "phase"],
+)
+LANE_MESSAGES = Counter(
+    "ragline_lane_messages_total", "Records handled per lane", ["stage", "lane"]
+)
+LANE_BATCHES = Counter(
+    "ragline_lane_batches_total", "Polls (one commit each) handled per lane", ["stage", "lane"]
 )
 INFLIGHT = Gauge("ragline_inflight_messages", "Messages being handled", ["stage"])
 SERVICE_UP = Gauge("ragline_service_up", "1 while the service is consuming", ["stage"])

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ragline.events import BULK, INTERACTIVE, Topics, dlq_topic, lane_topic
 from ragline.runtime.topics import TopicSettings, topic_configs, topic_table
-from ragline.runtime.topology import TOPOLOGY, consumer_group, physical_topic
+from ragline.runtime.topology import TOPOLOGY, consumer_group, physical_group, physical_topic
 
 __all__ = ["Acl", "PlannedTopic", "TopicPlan", "service_acls", "topic_plan"]
 
@@ -171,7 +171,7 @@ def service_acls(prefix: str = "", *, dlq_group: str = "ragline-dlq-tool") -> li
         prefix,
         reads=[dlq_topic(t.value) for t in Topics],
         writes=_both_lanes([t.value for t in Topics]),
-        groups=[dlq_group],
+        groups=[physical_group(dlq_group, prefix)],  # the group DlqReader commits in
     )
     # `ragline topics create` and `ragline lag` (an operator, or the chart's setup job):
     # every topic and group of this install (all of them without a prefix)

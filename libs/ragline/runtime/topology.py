@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from ragline.events import Topics
 
-__all__ = ["TOPOLOGY", "ServiceTopology", "consumer_group", "logical_topic", "physical_topic"]
+__all__ = [
+    "TOPOLOGY",
+    "ServiceTopology",
+    "consumer_group",
+    "logical_topic",
+    "physical_group",
+    "physical_topic",
+]
 
 
 def consumer_group(stage: str, prefix: str = "", lane: str = "interactive") -> str:
@@ -17,6 +24,13 @@ def consumer_group(stage: str, prefix: str = "", lane: str = "interactive") -> s
     ``RAGLINE_KAFKA_TOPIC_PREFIX``, shared with the topic names); its bulk lane's
     consumer has its own group, ``...-bulk`` (runtime/lanes.py)."""
     return f"{prefix}ragline-{stage}" + ("-bulk" if lane == "bulk" else "")
+
+
+def physical_group(group: str, prefix: str = "") -> str:
+    """The broker's name of a tool's consumer group (``ragline dlq``'s
+    ``RAGLINE_OPS_DLQ_GROUP``): prefixed like the topics, so the ACL plan and the tool
+    name the same group."""
+    return f"{prefix}{group}"
 
 
 def physical_topic(logical: str, prefix: str = "") -> str:

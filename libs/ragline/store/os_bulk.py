@@ -28,6 +28,7 @@ __all__ = [
     "count_documents",
     "delete_documents",
     "delete_stale",
+    "older_revisions_possible",
 ]
 
 Refresh = Literal["true", "false", "wait_for"]
@@ -126,6 +127,11 @@ def _bool_refresh(refresh: Refresh) -> bool:
     return refresh != "false"
 
 
+def older_revisions_possible(current: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The (document_id, revision) pairs that can have chunks of an older revision."""
+    return [(doc, rev) for doc, rev in current if rev > 1]
+
+
 async def delete_stale(
     client: AsyncOpenSearch,
     index: str,
@@ -134,7 +140,12 @@ async def delete_stale(
     refresh: Refresh,
 ) -> int:
     """Delete each document's chunks written before ``revision`` (previous generations,
-    chunks that no longer exist). ``current`` holds (document_id, revision) pairs."""
+    chunks that no longer exist). ``current`` holds (document_id, revision) pairs.
+
+    A document at its first revision has nothing older (revisions start at 1): it costs
+    no call. A backfill of new documents so makes no ``_delete_by_query`` at all, each of
+    which is a search plus, with a refresh policy, a forced refresh of the index."""
+    current = older_revisions_possible(current)
     deleted = 0
     for start in range(0, len(current), _MAX_CLAUSES):
         part = current[start : start + _MAX_CLAUSES]

@@ -132,3 +132,22 @@ def test_no_secret_literal_in_the_file() -> None:
         for k, v in (svc.get("environment") or {}).items():
             if any(w in k for w in ("PASSWORD", "SECRET", "DSN")):
                 assert re.search(r"\$\{[A-Z_]+:\?", str(v)), (k, v)
+
+
+KAFKA_IMAGE = re.compile(r"apache/kafka:([0-9][0-9.]*[0-9])")
+
+
+def test_compose_and_docs_name_the_stacks_kafka(compose: dict[str, Any]) -> None:
+    """One Kafka version everywhere (issue 29): the local stack's (engines/kafka/pom.xml),
+    the compose file's image and every ``apache/kafka:X`` the docs name."""
+    from ragline.platform.stack.engines import engine
+
+    version = engine("kafka").version
+    assert compose["services"]["kafka"]["image"] == f"apache/kafka:{version}"
+    named = {
+        (str(p.relative_to(REPO)), m.group(1))
+        for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+        for m in KAFKA_IMAGE.finditer(p.read_text())
+    }
+    assert named, "the docs name the compose file's Kafka image"
+    assert {v for _, v in named} == {version}, sorted(named)

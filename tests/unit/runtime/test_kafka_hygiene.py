@@ -183,3 +183,23 @@ def test_the_topic_table_has_every_topic_once_with_its_settings() -> None:
     for r in rows:  # the table is what creation sets
         cfg = topic_configs(r.logical, TopicSettings(), replication_factor=3, max_message_bytes=1)
         assert cfg["retention.ms"] == str(int(r.retention_hours * 3_600_000))
+
+
+def test_a_prefixed_install_grants_only_its_own_names() -> None:
+    """Every topic and group an ACL of the plan names carries the install's prefix, and
+    the dlq tool's group is the one its reader commits in (it was granted unprefixed,
+    so the tool was refused its group on a cluster with an authorizer)."""
+    from ragline.ops.settings import OpsSettings
+    from ragline.runtime.topic_plan import service_acls
+    from ragline.runtime.topology import physical_group
+
+    prefix = "acme."
+    acls = service_acls(prefix, dlq_group=OpsSettings().dlq_group)
+    named = [a for a in acls if a.resource_type in ("Topic", "Group")]
+    assert named and all(a.resource.startswith(prefix) for a in named), [
+        a.resource for a in named if not a.resource.startswith(prefix)
+    ]
+    tool_groups = {
+        a.resource for a in acls if a.principal == "dlq-tool" and a.resource_type == "Group"
+    }
+    assert tool_groups == {physical_group(OpsSettings().dlq_group, prefix)}

@@ -250,6 +250,9 @@ class BrokerTuning:
     heap_mb: int = 512
     # 0 locally: a group's first join is not held back 3 s (the broker default)
     group_initial_rebalance_delay_ms: int = 0
+    # the storage tool's one-off JVM is part of the start: on a loaded machine it took
+    # over 120 s (the start timeout, RAGLINE_STACK_KAFKA_START_TIMEOUT_S, bounds both)
+    format_timeout_s: float = 120.0
 
 
 def server_properties(layout: KafkaLayout, node: NodePorts, tuning: BrokerTuning) -> str:
@@ -369,7 +372,9 @@ class KafkaNode(LocalProcessServer):
             "--ignore-formatted",
             heap_mb=256,
         )
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=self.tuning.format_timeout_s, check=False
+        )
         if done.returncode != 0:
             tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
             raise StackError(

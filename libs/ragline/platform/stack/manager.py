@@ -98,6 +98,7 @@ class StackManager:
                         group_initial_rebalance_delay_ms=(
                             self.stack.kafka_group_initial_rebalance_delay_ms
                         ),
+                        format_timeout_s=self.stack.kafka_start_timeout_s,
                     ),
                 )
             return self._opensearch(opts)
