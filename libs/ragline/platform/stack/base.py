@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ __all__ = [
     "LocalProcessServer",
     "Probe",
     "Server",
+    "ServerGroup",
     "StartResult",
     "StopResult",
 ]
@@ -234,3 +235,46 @@ class LocalProcessServer(Server):
         if gone:
             self.pidfile.unlink(missing_ok=True)
         return StopResult(component=self.component, action="stopped" if gone else "failed", pid=pid)
+
+
+class ServerGroup(Server):
+    """Several nodes on this host reported as one component: what they share prepared
+    once (before they race for it), started together (a quorum, or the first election,
+    needs its majority up), healthy once every node has joined, stopped together."""
+
+    nodes: Sequence[Server]
+
+    def pid(self) -> int | None:
+        return self.nodes[0].pid()
+
+    async def prepare(self) -> None:
+        """Work done once before the nodes start (fetching jars, writing the layout)."""
+
+    async def start(self) -> StartResult:
+        t0 = time.monotonic()
+        if any(n.pid() is None for n in self.nodes):
+            await self.prepare()
+        results = await asyncio.gather(*(n.start() for n in self.nodes), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self.stop()
+            raise errors[0]
+        await self.wait_healthy()  # every node joined
+        actions = {r.action for r in results if isinstance(r, StartResult)}
+        return StartResult(
+            component=self.component,
+            action="running" if actions == {"running"} else "started",
+            pid=self.pid(),
+            seconds=time.monotonic() - t0,
+        )
+
+    async def stop(self) -> StopResult:
+        pid = self.pid()
+        results = await asyncio.gather(*(n.stop() for n in self.nodes))
+        actions = {r.action for r in results}
+        action = (
+            "failed"
+            if "failed" in actions
+            else ("stopped" if "stopped" in actions else "not running")
+        )
+        return StopResult(component=self.component, action=action, pid=pid)

@@ -22,7 +22,6 @@ import base64
 import json
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -39,9 +38,8 @@ from ragline.platform.stack.base import (
     LocalOptions,
     LocalProcessServer,
     Probe,
-    Server,
+    ServerGroup,
     StartResult,
-    StopResult,
 )
 from ragline.platform.stack.engines import EngineJars, engine, ensure_engine, java_binary
 from ragline.platform.stack.errors import StackError
@@ -415,12 +413,13 @@ class JarSource:
         return self._jars
 
 
-class LocalKafka(Server):
+class LocalKafka(ServerGroup):
     """The local cluster: one node (default) or several on this host, started together
     (a quorum needs its majority up) and reported as one component."""
 
     component = Component.KAFKA
     managed = True
+    nodes: list[KafkaNode]
 
     def __init__(
         self,
@@ -453,43 +452,14 @@ class LocalKafka(Server):
             for i, node in enumerate(self.layout.nodes)
         ]
 
-    def pid(self) -> int | None:
-        return self.nodes[0].pid()
-
     def node(self, node_id: int) -> KafkaNode:
         return next(n for n in self.nodes if n.node.node_id == node_id)
 
-    async def start(self) -> StartResult:
-        t0 = time.monotonic()
-        if any(n.pid() is None for n in self.nodes):
-            # fetch (or check) the jars once, before the nodes race for them
-            await asyncio.to_thread(self.jars.get)
-            await asyncio.to_thread(self.jars.java)
-            self.layout.save()
-        results = await asyncio.gather(*(n.start() for n in self.nodes), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await self.stop()
-            raise errors[0]
-        await self.wait_healthy()  # every node registered with the quorum
-        actions = {r.action for r in results if isinstance(r, StartResult)}
-        return StartResult(
-            component=self.component,
-            action="running" if actions == {"running"} else "started",
-            pid=self.pid(),
-            seconds=time.monotonic() - t0,
-        )
-
-    async def stop(self) -> StopResult:
-        pid = self.pid()
-        results = await asyncio.gather(*(n.stop() for n in self.nodes))
-        actions = {r.action for r in results}
-        action = (
-            "failed"
-            if "failed" in actions
-            else ("stopped" if "stopped" in actions else "not running")
-        )
-        return StopResult(component=self.component, action=action, pid=pid)
+    async def prepare(self) -> None:
+        # fetch (or check) the jars once, before the nodes race for them
+        await asyncio.to_thread(self.jars.get)
+        await asyncio.to_thread(self.jars.java)
+        self.layout.save()
 
 
 def _sibling(options: LocalOptions, node: NodePorts) -> LocalOptions:

@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -40,9 +39,8 @@ from ragline.platform.stack.base import (
     LocalOptions,
     LocalProcessServer,
     Probe,
-    Server,
+    ServerGroup,
     StartResult,
-    StopResult,
 )
 from ragline.platform.stack.engines import (
     Engine,
@@ -441,13 +439,14 @@ class LocalOpenSearch(LocalProcessServer):
         return pid
 
 
-class LocalOpenSearchCluster(Server):
+class LocalOpenSearchCluster(ServerGroup):
     """Several local nodes on this host as one cluster, started together (the first
     election needs a majority of the initial cluster-manager nodes) and reported as one
     component; healthy once every node has joined."""
 
     component = Component.OPENSEARCH
     managed = True
+    nodes: list[LocalOpenSearch]
 
     def __init__(
         self,
@@ -481,39 +480,10 @@ class LocalOpenSearchCluster(Server):
             for i in range(count)
         ]
 
-    def pid(self) -> int | None:
-        return self.nodes[0].pid()
-
-    async def start(self) -> StartResult:
-        t0 = time.monotonic()
-        if any(n.pid() is None for n in self.nodes):
-            # jars fetched (or checked) and the launcher compiled once, before the race
-            await asyncio.to_thread(self.nodes[0].prepare)
-            self.layout.save()
-        results = await asyncio.gather(*(n.start() for n in self.nodes), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await self.stop()
-            raise errors[0]
-        await self.wait_healthy()  # every node joined
-        actions = {r.action for r in results if isinstance(r, StartResult)}
-        return StartResult(
-            component=self.component,
-            action="running" if actions == {"running"} else "started",
-            pid=self.pid(),
-            seconds=time.monotonic() - t0,
-        )
-
-    async def stop(self) -> StopResult:
-        pid = self.pid()
-        results = await asyncio.gather(*(n.stop() for n in self.nodes))
-        actions = {r.action for r in results}
-        action = (
-            "failed"
-            if "failed" in actions
-            else ("stopped" if "stopped" in actions else "not running")
-        )
-        return StopResult(component=self.component, action=action, pid=pid)
+    async def prepare(self) -> None:
+        # jars fetched (or checked) and the launcher compiled once, before the race
+        await asyncio.to_thread(self.nodes[0].prepare)
+        self.layout.save()
 
 
 def _sibling(options: LocalOptions, number: int) -> LocalOptions:
