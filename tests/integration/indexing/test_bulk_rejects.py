@@ -32,17 +32,22 @@ def _doc(tenant: str, name: str, page: int | None, *, seq: int = 1) -> DocEmbedd
     return ev.model_copy(update={"chunks": chunks})
 
 
-async def test_a_rejected_chunk_quarantines_only_its_document(
-    stack: Settings, apply, admin, os_client: AsyncOpenSearch, tenant: str
-) -> None:
-    # a tenant index whose mapping (made elsewhere, e.g. by an older version) holds page
-    # numbers in a byte: page 500 is a mapping rejection, no page is fine
+async def _byte_page_index(os_client: AsyncOpenSearch, stack: Settings, tenant: str) -> str:
+    """A tenant index whose mapping (made elsewhere, e.g. by an older version) holds page
+    numbers in a byte: page 500 is a mapping rejection, no page is fine."""
     alias = index_name(stack.opensearch_index_prefix, tenant)
     mapping = chunk_mapping()
     mapping["mappings"]["properties"]["page_start"] = {"type": "byte"}
     await os_client.indices.create(
         index=concrete_name(alias, 0), body={**mapping, "aliases": {alias: {}}}
     )
+    return alias
+
+
+async def test_a_rejected_chunk_quarantines_only_its_document(
+    stack: Settings, apply, admin, os_client: AsyncOpenSearch, tenant: str
+) -> None:
+    alias = await _byte_page_index(os_client, stack, tenant)
     events = [_doc(tenant, "ok:1", None), _doc(tenant, "bad:1", 500), _doc(tenant, "ok:2", 7)]
     results = await apply(events)
 
@@ -74,12 +79,7 @@ async def test_a_rejected_chunk_quarantines_only_its_document(
 async def test_a_rejected_new_version_takes_the_older_one_out_of_both_legs(
     stack: Settings, apply, admin, os_client: AsyncOpenSearch, tenant: str
 ) -> None:
-    alias = index_name(stack.opensearch_index_prefix, tenant)
-    mapping = chunk_mapping()
-    mapping["mappings"]["properties"]["page_start"] = {"type": "byte"}
-    await os_client.indices.create(
-        index=concrete_name(alias, 0), body={**mapping, "aliases": {alias: {}}}
-    )
+    alias = await _byte_page_index(os_client, stack, tenant)
     v1 = _doc(tenant, "policy:1", 7)
     indexed((await apply([v1]))[0])
     v2 = _doc(tenant, "policy:1", 500, seq=2)
