@@ -5,11 +5,13 @@ result types, and the two generic shapes: a local server process and an external
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragline.platform.stack import process
 from ragline.platform.stack.errors import StackError
@@ -26,7 +28,35 @@ __all__ = [
     "ServerGroup",
     "StartResult",
     "StopResult",
+    "read_cluster_file",
+    "write_cluster_file",
 ]
+
+
+CLUSTER_FILE = "cluster.json"
+
+
+def read_cluster_file(root: Path, component: str) -> dict[str, Any] | None:
+    """The cluster layout kept in ``root`` (ids and ports picked once), None if none was
+    kept; an unreadable file is a StackError naming the component."""
+    path = root / CLUSTER_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StackError(component, f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise StackError(component, f"cannot read {path}: not an object")
+    return raw
+
+
+def write_cluster_file(root: Path, body: dict[str, Any]) -> None:
+    """Keep the layout in ``root`` (written aside, then renamed: never half a file)."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f"{CLUSTER_FILE}.tmp"
+    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    tmp.replace(root / CLUSTER_FILE)
 
 
 @dataclass(frozen=True, kw_only=True)

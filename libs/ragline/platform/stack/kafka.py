@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import subprocess
 import uuid
@@ -40,6 +39,8 @@ from ragline.platform.stack.base import (
     Probe,
     ServerGroup,
     StartResult,
+    read_cluster_file,
+    write_cluster_file,
 )
 from ragline.platform.stack.engines import EngineJars, engine, ensure_engine, java_binary
 from ragline.platform.stack.errors import StackError
@@ -163,13 +164,9 @@ class KafkaLayout:
 
     @classmethod
     def load(cls, root: Path) -> KafkaLayout | None:
-        path = root / "cluster.json"
-        try:
-            raw = json.loads(path.read_text())
-        except FileNotFoundError:
+        raw = read_cluster_file(root, Component.KAFKA)
+        if raw is None:
             return None
-        except (OSError, ValueError) as exc:
-            raise StackError(Component.KAFKA, f"cannot read {path}: {exc}") from exc
         nodes = tuple(
             NodePorts(
                 node_id=int(n["node_id"]),
@@ -182,7 +179,6 @@ class KafkaLayout:
         return cls(root=root, cluster_id=str(raw["cluster_id"]), nodes=nodes)
 
     def save(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
         body = {
             "cluster_id": self.cluster_id,
             "nodes": [
@@ -195,9 +191,7 @@ class KafkaLayout:
                 for n in self.nodes
             ],
         }
-        tmp = self.root / "cluster.json.tmp"
-        tmp.write_text(json.dumps(body, indent=2) + "\n")
-        tmp.replace(self.root / "cluster.json")
+        write_cluster_file(self.root, body)
 
     @classmethod
     def resolve(cls, root: Path, bootstrap: str, brokers: int | None) -> KafkaLayout:

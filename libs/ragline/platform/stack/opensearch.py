@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -41,6 +40,8 @@ from ragline.platform.stack.base import (
     Probe,
     ServerGroup,
     StartResult,
+    read_cluster_file,
+    write_cluster_file,
 )
 from ragline.platform.stack.engines import (
     Engine,
@@ -168,13 +169,9 @@ class ClusterLayout:
 
     @classmethod
     def load(cls, root: Path) -> ClusterLayout | None:
-        path = root / "cluster.json"
-        try:
-            raw = json.loads(path.read_text())
-        except FileNotFoundError:
+        raw = read_cluster_file(root, ENGINE_NAME)
+        if raw is None:
             return None
-        except (OSError, ValueError) as exc:
-            raise StackError(ENGINE_NAME, f"cannot read {path}: {exc}") from exc
         nodes = tuple(
             ClusterNode(
                 name=str(n["name"]),
@@ -186,7 +183,6 @@ class ClusterLayout:
         return cls(root=root, host=str(raw["host"]), nodes=nodes)
 
     def save(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
         body = {
             "host": self.host,
             "nodes": [
@@ -194,9 +190,7 @@ class ClusterLayout:
                 for n in self.nodes
             ],
         }
-        tmp = self.root / "cluster.json.tmp"
-        tmp.write_text(json.dumps(body, indent=2) + "\n")
-        tmp.replace(self.root / "cluster.json")
+        write_cluster_file(self.root, body)
 
     @classmethod
     def resolve(cls, root: Path, host: str, http_port: int, nodes: int | None) -> ClusterLayout:
