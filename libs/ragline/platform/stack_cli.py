@@ -90,11 +90,10 @@ def _up(args: argparse.Namespace) -> int:
         f"{settings.kafka_partitions} partitions each, replication factor "
         f"{t.replication_factor} for new ones"
     )
-    from ragline.platform.stack.settings import Component
-
-    kafka = manager.servers[Component.KAFKA]
-    if kafka.managed and kafka.address != settings.kafka_bootstrap:
-        print(f"kafka       bootstrap {kafka.address} (export RAGLINE_KAFKA_BOOTSTRAP for clients)")
+    for name, value in manager.client_env().items():
+        # every node of a local cluster: the services need them all to survive node 1
+        what = "kafka" if "KAFKA" in name else "opensearch"
+        print(f"{what:<11} {value} (export {name}={value} for clients)")
     odd = t.mismatched(settings.kafka_partitions)
     if odd:
         print(f"warning     existing topics with other partition counts: {odd}", file=sys.stderr)
