@@ -43,7 +43,7 @@ from ragline.platform.stack.settings import Component
 from ragline.platform.stack.testing import free_port, indexed_count, unique_tenant
 from ragline.retrieval.lexical import LexicalSearcher
 from ragline.store.os_client import make_client
-from ragline.store.os_index import index_name
+from ragline.store.os_index import chunk_mapping, index_name
 
 pytestmark = [
     pytest.mark.integration,
@@ -99,6 +99,35 @@ async def _victim(
     held = {s["node"] for s in shards if s.get("state") == "STARTED"}
     names = [n.layout.node_name for n in server.nodes]
     return next(i for i, name in enumerate(names) if i > 0 and name in held)
+
+
+PARTIAL_DOCS = 24
+
+
+async def _unreplicated(
+    client: AsyncOpenSearch, alias: str, tenant: str, nodes: tuple[str, str]
+) -> str:
+    """A tenant index of 2 shards and no replica, one shard on each of ``nodes``, every
+    chunk matching "shared": the index whose lexical answer loses half its hits when one
+    of the nodes dies. Returns the physical index."""
+    body = chunk_mapping()
+    body["settings"] = {
+        **{k: v for k, v in body["settings"].items() if k != "auto_expand_replicas"},
+        "number_of_shards": 2,
+        "number_of_replicas": 0,
+        "routing.allocation.include._name": ",".join(nodes),
+        "routing.allocation.total_shards_per_node": 1,
+    }
+    await client.indices.create(index=f"{alias}.i0", body={**body, "aliases": {alias: {}}})
+    ops: list[dict[str, Any]] = []
+    for i in range(PARTIAL_DOCS):
+        ops.append({"index": {"_index": alias, "_id": f"p{i}"}})
+        ops.append(
+            {"chunk_id": f"p{i}", "tenant_id": tenant, "acl_groups": [GROUP], "text": "shared"}
+        )
+    await client.bulk(body=ops, refresh="true")
+    await client.cluster.health(index=alias, wait_for_status="green", timeout="60s")
+    return f"{alias}.i0"
 
 
 async def _reference_queries(
@@ -173,9 +202,41 @@ async def test_a_killed_data_node_loses_nothing_and_answers_stay_complete(
             assert time.monotonic() < deadline
             await asyncio.sleep(0.2)
         victim: LocalOpenSearch = server.nodes[await _victim(client, base_index, server, which)]
+        # allow_partial_search_results=false shown: a shard with no copy left fails the
+        # lexical leg (degraded), it never answers with the other shard's hits only
+        other = next(n for n in server.nodes if n is not victim).layout.node_name
+        part = unique_tenant("partial")
+        part_who = Principal(tenant=part, groups=(GROUP,), subject="chaos")
+        partial = await _unreplicated(
+            client,
+            index_name(settings.opensearch_index_prefix, part),
+            part,
+            (victim.layout.node_name, other),
+        )
+        assert len(await searcher.search(part_who, "shared", [], limit=2000)) == PARTIAL_DOCS
+        t_kill = time.monotonic()
         victim.kill()
         killed_at = await indexed_count(settings.admin_dsn(), tenant)
-        await asyncio.sleep(DOWN_S)
+        try:
+            hits = await searcher.search(part_who, "shared", [], limit=2000, timeout_s=10)
+            figures["lost_shard"] = f"answered {len(hits)} of {PARTIAL_DOCS}"
+        except RaglineError as exc:
+            figures["lost_shard"] = f"failed: {type(exc).__name__}"
+        try:  # what the same request answers when partial results are allowed
+            raw = await client.search(
+                index=partial,
+                body={"size": 2000, "query": {"match": {"body": "shared"}}},
+                allow_partial_search_results=True,
+                request_timeout=10,
+            )
+            figures["lost_shard_if_partial"] = (
+                f"{len(raw['hits']['hits'])} of {PARTIAL_DOCS}, "
+                f"{raw['_shards']['failed']} shard(s) failed"
+            )
+        except Exception as exc:
+            figures["lost_shard_if_partial"] = f"failed: {type(exc).__name__}"
+        await client.indices.delete(index=partial)
+        await asyncio.sleep(max(0.0, DOWN_S - (time.monotonic() - t_kill)))
         await victim.start()
         green = await client.cluster.health(
             wait_for_status="green", wait_for_nodes="3", timeout="600s", request_timeout=620
@@ -187,6 +248,8 @@ async def test_a_killed_data_node_loses_nothing_and_answers_stay_complete(
         result = compare(want, got)
         figures["fault"] = {
             "victim": victim.layout.node_name,
+            "lost_shard": figures["lost_shard"],
+            "lost_shard_if_partial": figures["lost_shard_if_partial"],
             "indexed_when_killed": killed_at,
             "seconds": round(time.monotonic() - t0, 1),
             "health": health,
@@ -200,6 +263,7 @@ async def test_a_killed_data_node_loses_nothing_and_answers_stay_complete(
         assert answers["incomplete"] == 0 and answers["complete"] > 0, answers
         assert not [k for k in answers if k.startswith("error:")], answers
         assert "yellow" in health and green["status"] == "green", health
+        assert figures["lost_shard"].startswith("failed"), figures["lost_shard"]
     finally:
         stop.set()
         fleet.stop()

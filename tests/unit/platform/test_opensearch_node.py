@@ -82,3 +82,20 @@ def test_a_kept_cluster_of_another_size_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StackError, match="1-node"):
         ClusterLayout.resolve(single, [("127.0.0.1", 19201)], 3)
     assert len(ClusterLayout.resolve(single, [("127.0.0.1", 19201)], None).nodes) == 1
+
+
+def test_the_services_get_every_node_of_a_local_cluster(tmp_path: Path) -> None:
+    from ragline.config import Settings
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.settings import Component
+
+    settings = Settings(state_dir=tmp_path, opensearch_url="http://127.0.0.1:19201")
+    only = frozenset({Component.OPENSEARCH})
+    three = StackManager(settings, StackSettings(components=only, opensearch_nodes=3))
+    urls = three.client_env()["RAGLINE_OPENSEARCH_URL"].split(",")
+    assert len(set(urls)) == 3 and urls[0] == "http://127.0.0.1:19201"
+    assert three.servers[Component.OPENSEARCH].address == ",".join(urls)  # stack status
+    one = StackManager(
+        settings.model_copy(update={"state_dir": tmp_path / "one"}), StackSettings(components=only)
+    )
+    assert one.client_env() == {}  # one node: the configured URL is the whole truth
