@@ -196,7 +196,8 @@ def register(sub: Any) -> None:
         metavar="N",
         help="nodes of the local OpenSearch cluster (one host, 512 MB heap each unless "
         "RAGLINE_STACK_OPENSEARCH_HEAP_MB; 3: one replica per shard); default "
-        "RAGLINE_STACK_OPENSEARCH_NODES, else what the state dir holds, else 1",
+        "RAGLINE_STACK_OPENSEARCH_NODES, else what the state dir holds, else as many as "
+        "RAGLINE_OPENSEARCH_URL lists (1)",
     )
     up.set_defaults(func=_up)
     actions.add_parser("down", help="stop the servers the stack runs").set_defaults(func=_down)
