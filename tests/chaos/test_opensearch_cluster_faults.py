@@ -126,7 +126,9 @@ async def _unreplicated(
             {"chunk_id": f"p{i}", "tenant_id": tenant, "acl_groups": [GROUP], "text": "shared"}
         )
     await client.bulk(body=ops, refresh="true")
-    await client.cluster.health(index=alias, wait_for_status="green", timeout="60s")
+    await client.cluster.health(
+        index=alias, wait_for_status="green", timeout="60s", request_timeout=70
+    )
     return f"{alias}.i0"
 
 

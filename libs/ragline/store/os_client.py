@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from opensearchpy import AsyncOpenSearch
+from opensearchpy import AsyncOpenSearch, AsyncTransport
 from opensearchpy import exceptions as ose
 
 from ragline.config import Settings
@@ -128,6 +128,16 @@ def failover_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+class _ClosingTransport(AsyncTransport):
+    """opensearch-py's ``close`` closes only the nodes its pool holds as live: a node
+    marked dead keeps its aiohttp session open (``Unclosed client session`` at exit)."""
+
+    async def close(self) -> None:
+        await super().close()
+        for connection in getattr(self.connection_pool, "orig_connections", ()):
+            await connection.close()  # idempotent for the live ones
+
+
 def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSearch:
     """A client for every node of ``settings.opensearch_url`` (``failover_options``): TLS
     settings, basic auth when a user is configured, SigV4 signing when an AWS region is
@@ -139,7 +149,9 @@ def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSear
     }
     from ragline.tracing import trace_opensearch
 
-    client = AsyncOpenSearch(hosts=list(settings.opensearch_hosts), **kwargs)
+    client = AsyncOpenSearch(
+        hosts=list(settings.opensearch_hosts), transport_class=_ClosingTransport, **kwargs
+    )
     trace_opensearch(client)
     return client
 
