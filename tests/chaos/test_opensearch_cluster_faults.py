@@ -21,6 +21,7 @@ one victim: ``-k first`` or ``-k holder``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -33,6 +34,7 @@ import pytest
 import pytest_asyncio
 from chaos_helpers import Fleet, compare, corpus, publish_all, settle, snapshot, upserts
 from opensearchpy import AsyncOpenSearch
+from opensearchpy.exceptions import OpenSearchException
 
 from ragline.auth.principal import Principal
 from ragline.config import Settings
@@ -237,9 +239,13 @@ async def test_a_killed_data_node_loses_nothing_and_answers_stay_complete(
             )
         except Exception as exc:
             figures["lost_shard_if_partial"] = f"failed: {type(exc).__name__}"
-        await client.indices.delete(index=partial)
+        with contextlib.suppress(OpenSearchException):  # (no node reachable: after restart)
+            await client.indices.delete(index=partial)
+            partial = ""
         await asyncio.sleep(max(0.0, DOWN_S - (time.monotonic() - t_kill)))
         await victim.start()
+        if partial:
+            await client.indices.delete(index=partial)
         green = await client.cluster.health(
             wait_for_status="green", wait_for_nodes="3", timeout="600s", request_timeout=620
         )
