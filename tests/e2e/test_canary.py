@@ -324,7 +324,7 @@ async def _postgres(pipe: Pipeline) -> dict[str, str]:
 
 
 async def _opensearch(pipe: Pipeline, tenant: str) -> dict[str, str]:
-    client = AsyncOpenSearch(hosts=[pipe.settings.opensearch_url])
+    client = AsyncOpenSearch(hosts=list(pipe.settings.opensearch_hosts))
     try:
         index = index_name(pipe.settings.opensearch_index_prefix, tenant)
         await client.indices.refresh(index=index)

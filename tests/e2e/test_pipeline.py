@@ -128,7 +128,7 @@ async def test_files_to_cited_answers_with_acl_quarantine_secrets_and_delete(
     assert CANARY in pg_text
     assert AWS_KEY not in pg_text and AWS_SECRET not in pg_text
     assert "[REDACTED:" in pg_text
-    client = AsyncOpenSearch(hosts=[pipeline.settings.opensearch_url])
+    client = AsyncOpenSearch(hosts=list(pipeline.settings.opensearch_hosts))
     try:
         index = index_name(pipeline.settings.opensearch_index_prefix, tenant)
         await client.indices.refresh(index=index)

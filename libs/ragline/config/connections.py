@@ -9,16 +9,69 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "split_urls"]
+
+
+def split_urls(value: str) -> tuple[str, ...]:
+    """The entries of a comma-separated URL list (blanks around commas ignored)."""
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _check_opensearch_urls(value: str) -> str:
+    """``RAGLINE_OPENSEARCH_URL``: one URL, or several nodes of one cluster separated by
+    commas, each ``http(s)://host[:port][/prefix]``, all with the same scheme, the same
+    credentials (if any are in the URL) and the same path prefix; returns the list
+    normalised (``a,b``)."""
+    urls = split_urls(value)
+    if not urls:
+        raise ValueError("RAGLINE_OPENSEARCH_URL is empty")
+    seen: set[str] = set()
+    first: tuple[str, str | None, str | None, str] | None = None
+    for i, url in enumerate(urls, 1):
+        parts = urlsplit(url)
+        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()  # no password
+        where = (
+            f"RAGLINE_OPENSEARCH_URL entry {i} ({shown!r})"
+            if len(urls) > 1
+            else (f"RAGLINE_OPENSEARCH_URL={shown!r}")
+        )
+        if parts.scheme not in {"http", "https"}:
+            raise ValueError(f"{where}: needs http:// or https://")
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number in range
+        except ValueError:
+            raise ValueError(f"{where}: the port is not a number from 1 to 65535") from None
+        if not parts.hostname:
+            raise ValueError(f"{where}: no host")
+        if parts.query or parts.fragment:
+            raise ValueError(f"{where}: a node URL has no ?query or #fragment")
+        shape = (parts.scheme, parts.username, parts.password, parts.path.rstrip("/"))
+        if first is None:
+            first = shape
+        elif shape[0] != first[0]:
+            raise ValueError(f"{where}: every node needs the same scheme ({first[0]}://)")
+        elif shape[1:3] != first[1:3]:
+            raise ValueError(f"{where}: every node needs the same credentials")
+        elif shape[3] != first[3]:
+            raise ValueError(f"{where}: every node needs the same path prefix")
+        node = f"{parts.hostname}:{parts.port}"
+        if node in seen:
+            raise ValueError(f"{where}: {node} is listed twice")
+        seen.add(node)
+    return ",".join(urls)
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore", frozen=True)
+    # a bad value is named by its field and reason, never echoed (a URL or DSN may hold
+    # a password)
+    model_config = SettingsConfigDict(
+        env_prefix="RAGLINE_", extra="ignore", frozen=True, hide_input_in_errors=True
+    )
 
     state_dir: Path = Field(
         default=Path(".ragline"), description="local stack state: data, logs, pids"
@@ -59,7 +112,12 @@ class Settings(BaseSettings):
     pg_query_role: str = "ragline_query"
     pg_query_password: SecretStr = SecretStr("ragline-query-local")
     pg_database: str = "ragline"
-    opensearch_url: str = "http://127.0.0.1:19200"
+    opensearch_url: str = Field(
+        default="http://127.0.0.1:19200",
+        description="one URL (a Kubernetes Service, a load balancer) or the nodes of one "
+        "cluster separated by commas: the client spreads requests over them and moves a "
+        "request whose connection fails to the next node",
+    )
     opensearch_index_prefix: str = "ragline"
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
@@ -118,6 +176,16 @@ class Settings(BaseSettings):
         "name may hold a secret: docs/scanning.md); unset: a fixed key, digests are then "
         "only as hard to invert as the ids are to guess",
     )
+
+    @field_validator("opensearch_url")
+    @classmethod
+    def _opensearch_urls(cls, value: str) -> str:
+        return _check_opensearch_urls(value)
+
+    @property
+    def opensearch_hosts(self) -> tuple[str, ...]:
+        """Every node URL of ``opensearch_url`` (one for a single URL)."""
+        return split_urls(self.opensearch_url)
 
     @property
     def pg_socket_dir(self) -> Path:

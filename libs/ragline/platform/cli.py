@@ -68,6 +68,17 @@ def _print_services(settings: Settings) -> None:
         print(f"{st.name:<18} {health:<12} pid {st.pid or '-':<8} {st.address}{extra}")
 
 
+def _stack_env(settings: Settings) -> dict[str, str]:
+    """Every node of the local clusters the state dir holds (``StackManager.client_env``);
+    nothing where no local stack can be described (a service image, bad settings)."""
+    try:
+        from ragline.platform.stack import StackManager, StackSettings
+
+        return StackManager(settings, StackSettings()).client_env()
+    except (ModuleNotFoundError, RaglineError, ValueError):
+        return {}
+
+
 def _start_services(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
     supervisor.start(settings, SERVICES, env=env)
     return SERVICES
@@ -136,7 +147,7 @@ def _up(args: argparse.Namespace) -> int:
         print(f"stack up in {report.seconds:.1f} s (state in {settings.state_dir})")
         for hook, summary in report.hooks:
             print(f"  {hook}: {summary}")
-        names = _start_services(settings, env)
+        names = _start_services(settings, {**env, **manager.client_env()})
         _print_services(settings)
         if args.no_ingest:
             return 0
@@ -190,7 +201,8 @@ def _services(args: argparse.Namespace) -> int:
     names = tuple(args.names) or SERVICES
     try:
         if args.action == "start":
-            supervisor.start(settings, names, env=local_secrets(settings))
+            env = {**local_secrets(settings), **_stack_env(settings)}
+            supervisor.start(settings, names, env=env)
         elif args.action == "stop":
             supervisor.stop(settings, names)
     except RaglineError as exc:

@@ -90,11 +90,10 @@ def _up(args: argparse.Namespace) -> int:
         f"{settings.kafka_partitions} partitions each, replication factor "
         f"{t.replication_factor} for new ones"
     )
-    from ragline.platform.stack.settings import Component
-
-    kafka = manager.servers[Component.KAFKA]
-    if kafka.managed and kafka.address != settings.kafka_bootstrap:
-        print(f"kafka       bootstrap {kafka.address} (export RAGLINE_KAFKA_BOOTSTRAP for clients)")
+    for name, value in manager.client_env().items():
+        # every node of a local cluster: the services need them all to survive node 1
+        what = "kafka" if "KAFKA" in name else "opensearch"
+        print(f"{what:<11} {value} (export {name}={value} for clients)")
     odd = t.mismatched(settings.kafka_partitions)
     if odd:
         print(f"warning     existing topics with other partition counts: {odd}", file=sys.stderr)
@@ -197,7 +196,8 @@ def register(sub: Any) -> None:
         metavar="N",
         help="nodes of the local OpenSearch cluster (one host, 512 MB heap each unless "
         "RAGLINE_STACK_OPENSEARCH_HEAP_MB; 3: one replica per shard); default "
-        "RAGLINE_STACK_OPENSEARCH_NODES, else what the state dir holds, else 1",
+        "RAGLINE_STACK_OPENSEARCH_NODES, else what the state dir holds, else as many as "
+        "RAGLINE_OPENSEARCH_URL lists (1)",
     )
     up.set_defaults(func=_up)
     actions.add_parser("down", help="stop the servers the stack runs").set_defaults(func=_down)

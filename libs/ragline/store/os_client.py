@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from opensearchpy import AsyncOpenSearch
+from opensearchpy import AsyncOpenSearch, AsyncTransport
 from opensearchpy import exceptions as ose
 
 from ragline.config import Settings
@@ -26,6 +26,7 @@ from ragline.errors import (
 __all__ = [
     "RETRIABLE_STATUS",
     "client_options",
+    "failover_options",
     "make_client",
     "os_errors",
     "tls_options",
@@ -107,17 +108,50 @@ def client_options(settings: Settings, *, sync: bool = False) -> dict[str, Any]:
     return kwargs
 
 
+def failover_options(settings: Settings) -> dict[str, Any]:
+    """How a client treats the nodes of ``settings.opensearch_hosts`` (async and sync).
+
+    Every node is in the pool (opensearch-py shuffles them and goes round-robin); a
+    request whose connection fails (refused, reset: a dead node) marks that node dead for
+    ``dead_timeout`` and is sent again to the next one, so each request tries every node
+    at most once (``max_retries`` = nodes - 1; one URL: no retry, as before). Not moved:
+    a timeout (the node may still be working on it, and the caller's deadline is already
+    spent) and any HTTP status (``retry_on_status=()``: a 503 of a search that lost a
+    shard would mark healthy nodes dead and fail the same way there; statuses are the
+    caller's to retry, ``RETRIABLE_STATUS``). No sniffing: the publish addresses a node
+    reports are pod IPs behind a Kubernetes Service, fail TLS host checks and are refused
+    by Amazon OpenSearch; the configured list (or one Service URL) is the truth."""
+    return {
+        "max_retries": len(settings.opensearch_hosts) - 1,
+        "retry_on_timeout": False,
+        "retry_on_status": (),
+    }
+
+
+class _ClosingTransport(AsyncTransport):
+    """opensearch-py's ``close`` closes only the nodes its pool holds as live: a node
+    marked dead keeps its aiohttp session open (``Unclosed client session`` at exit)."""
+
+    async def close(self) -> None:
+        await super().close()
+        for connection in getattr(self.connection_pool, "orig_connections", ()):
+            await connection.close()  # idempotent for the live ones
+
+
 def make_client(settings: Settings, *, timeout_s: float = 30.0) -> AsyncOpenSearch:
-    """A client for ``settings.opensearch_url``: TLS settings, basic auth when a user is
-    configured, SigV4 signing when an AWS region is (``client_options``)."""
+    """A client for every node of ``settings.opensearch_url`` (``failover_options``): TLS
+    settings, basic auth when a user is configured, SigV4 signing when an AWS region is
+    (``client_options``)."""
     kwargs: dict[str, Any] = {
         "timeout": timeout_s,
-        "max_retries": 0,
+        **failover_options(settings),
         **client_options(settings),
     }
     from ragline.tracing import trace_opensearch
 
-    client = AsyncOpenSearch(hosts=[settings.opensearch_url], **kwargs)
+    client = AsyncOpenSearch(
+        hosts=list(settings.opensearch_hosts), transport_class=_ClosingTransport, **kwargs
+    )
     trace_opensearch(client)
     return client
 

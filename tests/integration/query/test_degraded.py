@@ -1,6 +1,7 @@
 """Degradation instead of failure: OpenSearch down -> dense-only results flagged
-``lexical_unavailable``; a reranker that fails or times out -> fusion order, flagged;
-rerank with a real (tiny, random) CrossEncoder loaded from a local directory."""
+``lexical_unavailable`` (dead nodes in a URL list: no degradation while one answers);
+a reranker that fails or times out -> fusion order, flagged; rerank with a real (tiny,
+random) CrossEncoder loaded from a local directory."""
 
 from __future__ import annotations
 
@@ -39,6 +40,22 @@ async def test_opensearch_down_degrades_to_dense(
         ready = await client.get("/readyz")
         assert ready.status_code == 200 and ready.json()["status"] == "degraded"
         assert ready.json()["checks"]["opensearch"] == "down"
+
+
+async def test_dead_nodes_in_the_url_list_are_skipped(
+    stack: Settings, corpus: Corpus, embedder: QueryEmbedder
+) -> None:
+    """Two of three listed nodes refuse (killed): every search still gets its lexical leg
+    (the client moves a refused request to the next node and keeps the dead ones out)."""
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+    listed = stack.model_copy(update={"opensearch_url": ",".join([*dead, stack.opensearch_url])})
+    async with running_app(listed, query_settings(backend_timeout_s=5.0), embedder) as (_, c):
+        h = auth(corpus.tenant, [GROUP_A])
+        for _ in range(4):  # round-robin: within three requests every node is picked
+            words = {**BODY, "query": "vacation days"}  # words the index holds
+            body = (await c.post("/v1/search", json=words, headers=h)).json()
+            assert body["degraded"] == [], body["degraded"]
+            assert any(x["scores"]["bm25_rank"] is not None for x in body["results"])
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ def test_the_engine_is_pinned_and_locked() -> None:
 
 def test_a_cluster_names_its_peers_and_keeps_its_ports(tmp_path: Path) -> None:
     root = tmp_path / "opensearch"
-    layout = ClusterLayout.resolve(root, "127.0.0.1", 19201, 3)
+    layout = ClusterLayout.resolve(root, [("127.0.0.1", 19201)], 3)
     assert [n.name for n in layout.nodes] == ["node-1", "node-2", "node-3"]
     assert layout.nodes[0].http_port == 19201
     ports = [n.http_port for n in layout.nodes] + [n.transport_port for n in layout.nodes]
@@ -62,17 +62,40 @@ def test_a_cluster_names_its_peers_and_keeps_its_ports(tmp_path: Path) -> None:
     assert Path(s["path.data"]).is_relative_to(root / "node-2")
     # kept: a restart finds every peer where it was; node 1 follows the URL
     layout.save()
-    again = ClusterLayout.resolve(root, "127.0.0.1", 19300, None)
+    again = ClusterLayout.resolve(root, [("127.0.0.1", 19300)], None)
     assert again.nodes[1:] == layout.nodes[1:] and again.nodes[0].http_port == 19300
+    # the services' URL lists every node; given back as RAGLINE_OPENSEARCH_URL, it
+    # resolves to the same cluster (node i at entry i)
+    urls = again.urls.split(",")
+    assert urls == [f"http://127.0.0.1:{n.http_port}" for n in again.nodes]
+    wanted = [("127.0.0.1", n.http_port) for n in again.nodes]
+    assert ClusterLayout.resolve(root, wanted, None) == again
 
 
 def test_a_kept_cluster_of_another_size_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "opensearch"
-    ClusterLayout.resolve(root, "127.0.0.1", 19201, 3).save()
+    ClusterLayout.resolve(root, [("127.0.0.1", 19201)], 3).save()
     with pytest.raises(StackError, match="3-node"):
-        ClusterLayout.resolve(root, "127.0.0.1", 19201, 1)
+        ClusterLayout.resolve(root, [("127.0.0.1", 19201)], 1)
     single = tmp_path / "single"
     (single / "node-1" / "data").mkdir(parents=True)  # a one-node stack's data
     with pytest.raises(StackError, match="1-node"):
-        ClusterLayout.resolve(single, "127.0.0.1", 19201, 3)
-    assert len(ClusterLayout.resolve(single, "127.0.0.1", 19201, None).nodes) == 1
+        ClusterLayout.resolve(single, [("127.0.0.1", 19201)], 3)
+    assert len(ClusterLayout.resolve(single, [("127.0.0.1", 19201)], None).nodes) == 1
+
+
+def test_the_services_get_every_node_of_a_local_cluster(tmp_path: Path) -> None:
+    from ragline.config import Settings
+    from ragline.platform.stack import StackManager, StackSettings
+    from ragline.platform.stack.settings import Component
+
+    settings = Settings(state_dir=tmp_path, opensearch_url="http://127.0.0.1:19201")
+    only = frozenset({Component.OPENSEARCH})
+    three = StackManager(settings, StackSettings(components=only, opensearch_nodes=3))
+    urls = three.client_env()["RAGLINE_OPENSEARCH_URL"].split(",")
+    assert len(set(urls)) == 3 and urls[0] == "http://127.0.0.1:19201"
+    assert three.servers[Component.OPENSEARCH].address == ",".join(urls)  # stack status
+    one = StackManager(
+        settings.model_copy(update={"state_dir": tmp_path / "one"}), StackSettings(components=only)
+    )
+    assert one.client_env() == {}  # one node: the configured URL is the whole truth

@@ -11,6 +11,7 @@ import ssl
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from ragline.config import Settings
 from ragline.errors import ConfigError
@@ -69,3 +70,42 @@ def test_request_signing_signs_each_request(monkeypatch: pytest.MonkeyPatch) -> 
     assert opts["connection_class"].__name__ == "AsyncHttpConnection"
     with pytest.raises(ConfigError, match="not both"):
         client_options(_settings(opensearch_aws_region="eu-west-1", opensearch_user="u"))
+
+
+def test_a_url_list_names_every_node_and_a_bad_entry_is_refused() -> None:
+    s = Settings(opensearch_url=" http://a:9200, http://b:9201 ,http://c:9202/")
+    assert s.opensearch_hosts == ("http://a:9200", "http://b:9201", "http://c:9202/")
+    one = Settings(opensearch_url="http://127.0.0.1:19200")
+    assert one.opensearch_hosts == ("http://127.0.0.1:19200",)  # one URL as before
+    bad = {
+        "http://a:9200,ftp://b:9200": "entry 2 .*http:// or https://",
+        "http://a:9200,https://b:9200": r"entry 2 .*same scheme \(http://\)",
+        "https://u:p@a:9200,https://b:9200": "entry 2 .*same credentials",
+        "http://a:9200,http://b:92000": "entry 2 .*port",
+        "http://a:9200,http://a:9200": "listed twice",
+        "http://a:9200/x,http://b:9200/y": "same path prefix",
+        " , ": "empty",
+        "a:9200": "http:// or https://",
+    }
+    for value, why in bad.items():
+        with pytest.raises(ValidationError, match=why):
+            Settings(opensearch_url=value)
+    with pytest.raises(ValidationError) as err:
+        Settings(opensearch_url="https://u:s3cret@a:9200,http://u:s3cret@b:9200")
+    assert "s3cret" not in str(err.value)  # a password in a bad URL is never echoed
+
+
+def test_the_client_gets_every_node_and_moves_only_failed_connections() -> None:
+    async def transport(settings: Settings) -> tuple[int, int, bool, tuple[int, ...]]:
+        client = make_client(settings)
+        try:
+            await client.transport._async_init()
+            t = client.transport
+            pool = t.connection_pool.connections
+            return len(pool), t.max_retries, t.retry_on_timeout, tuple(t.retry_on_status)
+        finally:
+            await client.close()
+
+    three = Settings(opensearch_url="https://a:9200,https://b:9200,https://c:9200")
+    assert asyncio.run(transport(three)) == (3, 2, False, ())
+    assert asyncio.run(transport(_settings())) == (1, 0, False, ())

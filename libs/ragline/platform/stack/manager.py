@@ -117,14 +117,16 @@ class StackManager:
         return ExternalServer(component, url, opensearch_probe(s), **timeouts)
 
     def _opensearch(self, opts: LocalOptions) -> Server:
-        """One node, or a local cluster when asked for several or the state dir holds
-        one (``ClusterLayout``: a kept cluster of another size is an error)."""
+        """One node, or a local cluster when asked for several, when
+        ``RAGLINE_OPENSEARCH_URL`` lists several or the state dir holds one
+        (``ClusterLayout``: a kept cluster of another size is an error)."""
         slow = replace(
             opts, start_timeout_s=max(opts.start_timeout_s, self.stack.opensearch_start_timeout_s)
         )
         root = self.paths.opensearch
         nodes = self.stack.opensearch_nodes
-        if (nodes or 1) > 1 or ClusterLayout.load(root) is not None:
+        listed = len(self.settings.opensearch_hosts)  # node i listens at URL i
+        if max(nodes or 1, listed) > 1 or ClusterLayout.load(root) is not None:
             return LocalOpenSearchCluster(
                 self.settings,
                 slow,
@@ -140,6 +142,22 @@ class StackManager:
             heap_mb=self.stack.opensearch_heap_mb or 1024,
             cache_dir=self.stack.engine_cache_dir,
         )
+
+    def client_env(self) -> dict[str, str]:
+        """What the services need to reach the servers this stack runs where the settings
+        name fewer: a local cluster's every node (``RAGLINE_OPENSEARCH_URL`` of all its
+        HTTP addresses; ``RAGLINE_KAFKA_BOOTSTRAP`` of all brokers), so losing the first
+        node does not take a component away from them."""
+        env: dict[str, str] = {}
+        wanted = {
+            Component.KAFKA: ("RAGLINE_KAFKA_BOOTSTRAP", self.settings.kafka_bootstrap),
+            Component.OPENSEARCH: ("RAGLINE_OPENSEARCH_URL", self.settings.opensearch_url),
+        }
+        for component, (name, configured) in wanted.items():
+            server = self.servers[component]
+            if server.managed and server.address != configured:
+                env[name] = server.address
+        return env
 
     async def start_servers(self) -> tuple[StartResult, ...]:
         """Start (or find) every server concurrently; all failures are reported together."""

@@ -7,9 +7,11 @@ One node by default (``discovery.type=single-node``, no replicas: health green).
 ``RAGLINE_STACK_OPENSEARCH_NODES=3`` (``ragline stack up --opensearch-nodes 3``) three
 nodes on this host form one cluster (every node cluster-manager-eligible and data;
 ``discovery.seed_hosts`` and ``cluster.initial_cluster_manager_nodes`` name the three;
-tenant indexes then get one replica per shard through ``auto_expand_replicas``). Node 1
-answers at ``RAGLINE_OPENSEARCH_URL``; the other nodes' HTTP ports and every transport
-port are picked free once and kept in ``<state>/opensearch/cluster.json``.
+tenant indexes then get one replica per shard through ``auto_expand_replicas``). Node
+``i`` answers at the ``i``-th entry of ``RAGLINE_OPENSEARCH_URL`` (a comma-separated list;
+one entry: node 1); the other nodes' HTTP ports and every transport port are picked free
+once and kept in ``<state>/opensearch/cluster.json``. The cluster's address (``stack
+status``, ``stack up``) lists every node: that is the URL the services get.
 
 No security plugin runs locally (plain HTTP on 127.0.0.1); the Helm chart keeps TLS and
 authentication for production.
@@ -73,15 +75,14 @@ _MAIN_CLASS = "Launcher"
 
 
 def _health(settings: Settings, timeout_s: float, min_nodes: int = 1) -> Health:
-    from ragline.store.os_client import client_options, tls_problem
+    from ragline.store.os_client import client_options, failover_options, tls_problem
 
     try:
-        options = client_options(settings, sync=True)
+        options = {**failover_options(settings), **client_options(settings, sync=True)}
     except ConfigError as exc:
         return Health(ok=False, detail=str(exc))
-    client = OpenSearch(
-        hosts=[settings.opensearch_url], timeout=timeout_s, max_retries=0, **options
-    )
+    # every node: a cluster whose first node is down still answers (and says yellow)
+    client = OpenSearch(hosts=list(settings.opensearch_hosts), timeout=timeout_s, **options)
     try:
         health = client.cluster.health()
     except (OpenSearchException, OSError) as exc:
@@ -167,6 +168,11 @@ class ClusterLayout:
     def names(self) -> str:
         return ",".join(n.name for n in self.nodes)
 
+    @property
+    def urls(self) -> str:
+        """Every node's HTTP URL, comma-separated (a ``RAGLINE_OPENSEARCH_URL``)."""
+        return ",".join(f"http://{self.host}:{n.http_port}" for n in self.nodes)
+
     @classmethod
     def load(cls, root: Path) -> ClusterLayout | None:
         raw = read_cluster_file(root, ENGINE_NAME)
@@ -193,15 +199,23 @@ class ClusterLayout:
         write_cluster_file(self.root, body)
 
     @classmethod
-    def resolve(cls, root: Path, host: str, http_port: int, nodes: int | None) -> ClusterLayout:
-        """The cluster kept in ``root``, else a new one of ``nodes`` nodes (default 1):
-        node 1 on ``http_port`` (the URL's: it may move between runs), the other ports
-        picked free once. A kept cluster (or a single node's data) of another size is an
-        error: its data holds that cluster's state."""
+    def resolve(cls, root: Path, wanted: list[tuple[str, int]], nodes: int | None) -> ClusterLayout:
+        """The cluster kept in ``root``, else a new one of ``nodes`` nodes (default: as
+        many as ``wanted`` lists). Node ``i`` listens at ``wanted[i]`` when the URL list
+        has it (the addresses may move between runs), the other ports are picked free
+        once and kept. A kept cluster (or a single node's data) of another size is an
+        error: its data holds that cluster's state; so is a URL list naming more nodes
+        than the cluster has, or nodes on several hosts."""
         from ragline.platform.stack.testing import free_port
 
+        host = wanted[0][0]
+        if any(h != host for h, _ in wanted):
+            raise ConfigError(
+                "RAGLINE_OPENSEARCH_URL: the local cluster runs on one host, the URLs name "
+                f"{sorted({h for h, _ in wanted})}"
+            )
         kept = cls.load(root)
-        count = nodes or (len(kept.nodes) if kept else 1)
+        count = nodes or (len(kept.nodes) if kept else len(wanted))
         held = len(kept.nodes) if kept else (1 if (root / "node-1" / "data").exists() else count)
         if held != count:
             raise StackError(
@@ -209,16 +223,24 @@ class ClusterLayout:
                 f"{root} holds a {held}-node OpenSearch, {count} asked: use another "
                 "RAGLINE_STATE_DIR (or delete that directory and its data)",
             )
+        if len(wanted) > count:
+            raise ConfigError(
+                f"RAGLINE_OPENSEARCH_URL lists {len(wanted)} nodes, the local cluster has "
+                f"{count} (RAGLINE_STACK_OPENSEARCH_NODES / --opensearch-nodes)"
+            )
         if kept is not None:
-            first = replace(kept.nodes[0], http_port=http_port)
-            return replace(kept, host=host, nodes=(first, *kept.nodes[1:]))
+            moved = tuple(
+                replace(n, http_port=wanted[i][1]) if i < len(wanted) else n
+                for i, n in enumerate(kept.nodes)
+            )
+            return replace(kept, host=host, nodes=moved)
         return cls(
             root=root,
             host=host,
             nodes=tuple(
                 ClusterNode(
                     name=f"node-{i + 1}",
-                    http_port=http_port if i == 0 else free_port(host),
+                    http_port=wanted[i][1] if i < len(wanted) else free_port(host),
                     transport_port=0 if count == 1 else free_port(host),
                 )
                 for i in range(count)
@@ -333,14 +355,24 @@ def compile_launcher(eng: Engine, jars: EngineJars, java: str) -> Path:
     return target
 
 
-def _listen_address(settings: Settings) -> tuple[str, int]:
-    url = urlsplit(settings.opensearch_url)
-    if url.scheme != "http" or url.hostname is None or url.port is None or url.path.strip("/"):
-        raise ConfigError(
-            f"RAGLINE_OPENSEARCH_URL={settings.opensearch_url!r}: the local stack needs "
-            "http://host:port to listen on"
-        )
-    return url.hostname, url.port
+def _listen_addresses(settings: Settings) -> list[tuple[str, int]]:
+    """``(host, port)`` of every ``RAGLINE_OPENSEARCH_URL`` entry: node ``i`` of the
+    local stack listens at entry ``i`` (``http://host:port``, nothing else)."""
+    out = []
+    for url in settings.opensearch_hosts:
+        parts = urlsplit(url)
+        if (
+            parts.scheme != "http"
+            or parts.hostname is None
+            or parts.port is None
+            or parts.path.strip("/")
+        ):
+            raise ConfigError(
+                f"RAGLINE_OPENSEARCH_URL={url!r}: the local stack needs http://host:port "
+                "to listen on"
+            )
+        out.append((parts.hostname, parts.port))
+    return out
 
 
 class LocalOpenSearch(LocalProcessServer):
@@ -363,7 +395,7 @@ class LocalOpenSearch(LocalProcessServer):
     ) -> None:
         """``cluster`` and ``node``: this node is ``cluster.nodes[node]`` (one node of a
         local cluster, ``LocalOpenSearchCluster``); without, the single node."""
-        self.host, url_port = _listen_address(settings)
+        self.host, url_port = _listen_addresses(settings)[0]
         me = cluster.nodes[node] if cluster is not None else None
         self.http_port = me.http_port if me is not None else url_port
         self.transport_port = me.transport_port if me is not None else None
@@ -452,12 +484,13 @@ class LocalOpenSearchCluster(ServerGroup):
         heap_mb: int,
         cache_dir: Path | None = None,
     ) -> None:
-        host, port = _listen_address(settings)
-        self.layout = ClusterLayout.resolve(root, host, port, nodes)
-        self.address = settings.opensearch_url
+        self.layout = ClusterLayout.resolve(root, _listen_addresses(settings), nodes)
+        # what the services need: every node (RAGLINE_OPENSEARCH_URL, `stack status`)
+        self.address = self.layout.urls
         self.log = options.log
         count = len(self.layout.nodes)
-        probe = opensearch_probe(settings, min_nodes=count)
+        everyone = settings.model_copy(update={"opensearch_url": self.address})
+        probe = opensearch_probe(everyone, min_nodes=count)
         super().__init__(
             probe, probe_timeout_s=options.probe_timeout_s, start_timeout_s=options.start_timeout_s
         )

@@ -84,7 +84,8 @@ class StackSettings(BaseSettings):
         le=5,
         description="nodes of the local OpenSearch cluster (each cluster-manager-eligible "
         "and data; tenant indexes get one replica from 2 nodes on); default: what the state "
-        "dir already holds, else 1",
+        "dir already holds, else as many as RAGLINE_OPENSEARCH_URL lists (node i listens "
+        "at entry i)",
     )
     # the configs of the topics `up` creates (their own prefix, RAGLINE_TOPICS_*), read
     # with these settings so a stack is described by one object
