@@ -26,7 +26,8 @@ QUERY_ENV = {
     "RAGLINE_CACHE_ENABLED": "false",
 }
 TENANT, GROUP = "scifact", "eval"
-DEPTH = 100  # each leg's list is cached this deep; variants cut it shorter
+DEPTH = 200  # each leg's list is cached this deep; variants cut it shorter
+EVAL_DEPTH = 100  # what eval_scifact's legs read: max(overfetch 50, top_k 100)
 
 
 # ---------------------------------------------------------------- split and metric

@@ -9,7 +9,7 @@ SciFact train (809 claims, 11,896 child chunks as the pipeline's chunker + enric
 make them):
 
     tune.py legs [--backend onnx-int8]
-        both legs' top 100 per claim, cached: dense (exact cosine over the chunks as the
+        both legs' top 200 per claim, cached: dense (exact cosine over the chunks as the
         embedder embeds them) and lexical (the production mapping and query on the real
         node) -> legs_<backend>.json (embedding 11,896 chunks costs CPU: run it niced)
     tune.py fusion [--backend onnx-int8]
@@ -62,6 +62,7 @@ import _tune
 from _paths import SCIFACT
 from _tune import (
     DEPTH,
+    EVAL_DEPTH,
     GOLDEN_SETS,
     GROUP,
     OUT,
@@ -217,7 +218,7 @@ class Variant:
     service's per-document cap does; > 0 is not a library knob, measured only)."""
 
     ranking: tuple[tuple[str, Any], ...] = ()
-    depth: int = DEPTH
+    depth: int = EVAL_DEPTH
     doc_sum: float = 0.0
 
     @property
@@ -281,7 +282,7 @@ SHIPPED = Variant()  # RankingSettings() as the service runs it for eval_scifact
 def _variants() -> list[Variant]:
     out = [SHIPPED]
     for norm, wd, depth, ds in itertools.product(
-        ("zscore", "minmax"), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), (20, 50, 100), (0.0, 0.1)
+        ("zscore", "minmax"), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), (20, 50, 100, 200), (0.0, 0.1)
     ):
         out.append(
             Variant(
@@ -290,18 +291,13 @@ def _variants() -> list[Variant]:
                 doc_sum=ds,
             )
         )
-    for k, wd, depth in itertools.product((10, 20, 60, 100), (1.0, 1.5), (50, 100)):
+    for k, wd, depth in itertools.product((10, 20, 60, 100), (1.0, 1.5), (50, 100, 200)):
         out.append(
             Variant(ranking=(("fusion", "rrf"), ("rrf_k", k), ("weight_dense", wd)), depth=depth)
         )
     for none, ramp in ((0.4, 0.4), (0.6, 0.6), (0.8, 0.8), (1.2, 0.8)):
-        for depth in (50, 100):
-            out.append(
-                Variant(
-                    ranking=(("lexical_evidence_none", none), ("lexical_evidence_ramp", ramp)),
-                    depth=depth,
-                )
-            )
+        evidence = (("lexical_evidence_none", none), ("lexical_evidence_ramp", ramp))
+        out += [Variant(ranking=evidence, depth=depth) for depth in (50, 100)]
     for we in (0.0, 0.5, 2.0):
         out.append(Variant(ranking=(("weight_exact", we),)))
     return list(dict.fromkeys(out))
@@ -1089,7 +1085,7 @@ def main(argv: list[str]) -> int:
         s.add_argument("--backend", default="onnx-int8", choices=backends)
         return s
 
-    cmd("legs", "both legs' top 100 per SciFact claim, cached")
+    cmd("legs", "both legs' top 200 per SciFact claim, cached")
     cmd("fusion", "fusion variants over the cached legs")
     bm = cmd("bm25", "BM25 k1 / b on the real node, alone and fused")
     bm.add_argument(
