@@ -934,6 +934,7 @@ def _abstain(args: argparse.Namespace) -> int:
     # what the service decides for a hybrid search: the answerability model and the term
     # rules, with each claim's term statistics when ``terms`` has read them
     shipped = AbstainPolicy(model=default_model())
+    thr = shipped.min_similarity
     terms_path = OUT / "terms_scifact.json"
     stats = (
         {r["case_id"]: r for r in json.loads(terms_path.read_text())}
@@ -977,7 +978,7 @@ def _abstain(args: argparse.Namespace) -> int:
         best = max((e.similarity for e in ev if e.similarity is not None), default=None)
         tp, model = shipped.terms, shipped.model
         can = best is not None and (
-            (tp is not None and 0.325 - tp.band <= best < max(0.325, tp.missing_min_similarity))
+            (tp is not None and thr - tp.band <= best < max(thr, tp.missing_min_similarity))
             or (model is not None and (model.reads_terms or any(ch.isdigit() for ch in text)))
         )
         ts = (
