@@ -3,28 +3,15 @@ fit chooses on, and the document-level nDCG@10 every table reports."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
+from eval_helpers import bench_module
 
 @pytest.fixture(scope="module")
 def tune() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_tune", BENCH / "_tune.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return bench_module("_tune")
 
 
 def test_the_split_is_the_one_every_recorded_fit_used(tune: ModuleType) -> None:
