@@ -9,6 +9,7 @@ from types import ModuleType
 import pytest
 from eval_helpers import bench_module
 
+
 @pytest.fixture(scope="module")
 def tune() -> ModuleType:
     return bench_module("_tune")
