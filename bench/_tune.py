@@ -227,6 +227,7 @@ def lexical_docs(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "acl_groups": [GROUP],
             "text": c["text"],
             "contextual_header": c["contextual_header"],
+            "superseded": False,
         }
         for c in items
     ]

@@ -135,10 +135,12 @@ def _run(
 def _production(limit: int = DEPTH) -> Callable[[str], dict[str, Any]]:
     """The lexical leg's request body (``lexical.build_query``) for the tuner's caller."""
     from ragline.auth.principal import Principal
+    from ragline.retrieval.filters import compile_predicates
     from ragline.retrieval.lexical import build_query
 
     who = Principal(tenant=TENANT, groups=(GROUP,), subject="tune")
-    return lambda text: build_query(who, text, [], limit=limit)
+    preds = compile_predicates(None, include_superseded=False, effective_at=None)
+    return lambda text: build_query(who, text, preds, limit=limit)
 
 
 def _lexical_leg(
@@ -455,10 +457,13 @@ def _lexical(args: argparse.Namespace) -> int:
             "chunk vs document statistics, reference BM25",
         )
     url = _node().url
-    whole = [
-        {"chunk_id": k, "document_id": k, "tenant_id": TENANT, "acl_groups": [GROUP], "text": t}
-        for k, t in zip(doc_keys, doc_texts, strict=True)
-    ]
+    # one entry per abstract, as the reference indexes them
+    whole = _tune.lexical_docs(
+        [
+            {"chunk_id": k, "document_id": k, "text": t, "contextual_header": None}
+            for k, t in zip(doc_keys, doc_texts, strict=True)
+        ]
+    )
     prod = _production()
     _index(url, "tune-docs", chunk_mapping(), whole)
     step(
@@ -712,7 +717,7 @@ async def _term_stats(
         prefix = settings.opensearch_index_prefix
         index = index_name(prefix, TENANT)
         await ensure_index(client, index)
-        docs = [(d["chunk_id"], d | {"superseded": False}) for d in _tune.lexical_docs(chunks)]
+        docs = [(d["chunk_id"], d) for d in _tune.lexical_docs(chunks)]
         await bulk_index(client, index, docs, refresh="true")
         lexical = LexicalSearcher(client, index_prefix=prefix)
         who = Principal(tenant=TENANT, groups=(GROUP,), subject="tune")
