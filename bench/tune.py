@@ -217,17 +217,26 @@ class Variant:
     """One fusion setting: the ``RankingSettings`` fields it changes, the depth each leg
     is cut to (the service reads ``max(overfetch, top_k)``: 100 in ``eval_scifact``), and
     the document aggregation (0: a document ranks where its first chunk does, as the
-    service's per-document cap does; > 0 is not a library knob, measured only)."""
+    service's per-document cap does; > 0 is not a library knob, measured only), and the
+    unit fused (``by_document``: each leg's list collapsed to its documents, a document
+    scored by its best chunk in that leg, then fused; not a library knob either: the
+    service fuses chunks)."""
 
     ranking: tuple[tuple[str, Any], ...] = ()
     depth: int = EVAL_DEPTH
     doc_sum: float = 0.0
+    by_document: bool = False
 
     @property
     def name(self) -> str:
         knobs = " ".join(f"{k}={v}" for k, v in self.ranking) or "defaults"
         agg = "" if self.doc_sum == 0 else f" doc=max+{self.doc_sum}*sum"
-        return f"{knobs} depth={self.depth}{agg}"
+        unit = " fused-by-document" if self.by_document else ""
+        return f"{knobs} depth={self.depth}{agg}{unit}"
+
+    @property
+    def in_library(self) -> bool:
+        return self.doc_sum == 0 and not self.by_document
 
 
 class _Row:
@@ -258,14 +267,20 @@ def fused(
     text_of: dict[str, str],
     query: str,
     chunks: int,
+    doc_of: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The chunk order the query service makes for this variant (``candidates.fuse``, then
-    the exact-identifier boost ``_exact_refuse`` for a query naming an identifier)."""
+    the exact-identifier boost ``_exact_refuse`` for a query naming an identifier); for a
+    ``by_document`` variant the document order (``doc_of`` needed, ``text_of`` then also
+    maps a document to its text)."""
     from ragline.retrieval.candidates import _exact_refuse, fuse
     from ragline.retrieval.dense import DenseHit
     from ragline.retrieval.lexical import LexicalHit
 
     settings = _settings(v.ranking)
+    if v.by_document:
+        assert doc_of is not None
+        dense, lex = (_best_per_document(leg[: v.depth], doc_of) for leg in (dense, lex))
     dh = [
         DenseHit(chunk_id=c, similarity=s, rank=i + 1) for i, (c, s) in enumerate(dense[: v.depth])
     ]
@@ -276,6 +291,14 @@ def fused(
         rows = {f.key: _Row(text_of.get(f.key, "")) for f in out}
         out = _exact_refuse(out, rows, set(idents), settings)  # type: ignore[arg-type]
     return [(f.key, f.score) for f in out]
+
+
+def _best_per_document(leg: Sequence[Sequence[Any]], doc_of: dict[str, str]) -> list[list[Any]]:
+    """A leg's chunk list (best first) as its documents, each at its best chunk's score."""
+    out: dict[str, float] = {}
+    for c, s in leg:
+        out.setdefault(doc_of[c], s)
+    return [[d, s] for d, s in out.items()]
 
 
 SHIPPED = Variant()  # RankingSettings() as the service runs it for eval_scifact (top_k 100)
@@ -302,6 +325,14 @@ def _variants() -> list[Variant]:
         out += [Variant(ranking=evidence, depth=depth) for depth in (50, 100)]
     for we in (0.0, 0.5, 2.0):
         out.append(Variant(ranking=(("weight_exact", we),)))
+    for norm, wd, depth in itertools.product(
+        ("zscore", "minmax"), (0.75, 1.0, 1.25), (50, 100, 200)
+    ):
+        ranking = (("fusion", "score"), ("score_norm", norm), ("weight_dense", wd))
+        out.append(Variant(ranking=ranking, depth=depth, by_document=True))
+    for k, depth in itertools.product((20, 60), (100, 200)):
+        ranking = (("fusion", "rrf"), ("rrf_k", k))
+        out.append(Variant(ranking=ranking, depth=depth, by_document=True))
     return list(dict.fromkeys(out))
 
 
@@ -313,14 +344,17 @@ def _fusion(args: argparse.Namespace) -> int:
     text_of: dict[str, str] = data["text_of"]
     qids = list(queries)
     variants = _variants()
+    texts = dict(text_of)  # a document's text too (the by-document variants' exact boost)
+    for c, d in doc_of.items():
+        texts[d] = f"{texts.get(d, '')} {text_of[c]}"
     t0 = time.perf_counter()
     per: dict[str, dict[str, float]] = collections.defaultdict(dict)
     for n, q in enumerate(qids):
         for v in variants:
-            order = fused(
-                v, data["dense"][q], data["lexical"][q], text_of, queries[q], data["chunks"]
-            )
-            per[v.name][q] = ndcg10(doc_order(order, doc_of, v.doc_sum), qrels[q])
+            dl, ll = data["dense"][q], data["lexical"][q]
+            order = fused(v, dl, ll, texts, queries[q], data["chunks"], doc_of)
+            docs = [k for k, _ in order] if v.by_document else doc_order(order, doc_of, v.doc_sum)
+            per[v.name][q] = ndcg10(docs, qrels[q])
         if n % 200 == 0:
             print(f"{n}/{len(qids)} queries ({time.perf_counter() - t0:.0f} s)", flush=True)
     legs = {
@@ -329,7 +363,8 @@ def _fusion(args: argparse.Namespace) -> int:
     }
     rows = summary(per, qids)
     shipped = next(r for r in rows if r["variant"] == SHIPPED.name)
-    library = [r for r in rows if "doc=" not in r["variant"]]  # only in-library knobs
+    knobs = {v.name for v in variants if v.in_library}
+    library = [r for r in rows if r["variant"] in knobs]  # only in-library knobs
     chosen = library[0]
     print_rows("the legs alone", summary(legs, qids))
     print_rows(
