@@ -196,7 +196,9 @@ def embeddings(items: list[dict[str, Any]], queries: list[str], backend: str) ->
         "\x00".join(c["chunk_id"] + c["embed_text"] for c in items).encode()
     ).hexdigest()[:12]
     cache = OUT / f"scifact_emb_{backend}_{key}.npy"
-    model = load_embedder(EmbeddingModelSettings(backend=backend), threads=1, batch_size=32)
+    model = load_embedder(
+        EmbeddingModelSettings(backend=backend), threads=1, batch_size=32, parallel=2
+    )
     if cache.is_file():
         emb = np.load(cache)
     else:
