@@ -81,14 +81,12 @@ from _tune import (
 
 @functools.cache
 def _node() -> Any:
-    """One real OpenSearch node per process (a k1 / b grid indexes once per pair)."""
-    import atexit
-
+    """One real OpenSearch node per process (a k1 / b grid indexes once per pair), closed
+    by ``main`` (an ``atexit`` hook would run after the interpreter stopped taking
+    threads, and the node's stop needs one)."""
     from _opensearch import OpenSearchNode
 
-    node = OpenSearchNode.start()
-    atexit.register(node.close)
-    return node
+    return OpenSearchNode.start()
 
 
 def _index(url: str, index: str, mapping: dict[str, Any], docs: list[dict[str, Any]]) -> None:
@@ -1214,7 +1212,11 @@ def main(argv: list[str]) -> int:
         "collect": lambda a: asyncio.run(_collect(a)),
         "idents": _idents,
     }[args.cmd]
-    rc = run(args)
+    try:
+        rc = run(args)
+    finally:
+        if _node.cache_info().currsize:
+            _node().close()
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return rc
 
