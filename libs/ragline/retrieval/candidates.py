@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
@@ -175,9 +175,6 @@ async def retrieve(
                 with_embeddings=with_embeddings,
                 space=space,
             )
-    if settings.ranking.fusion_unit == "document":
-        doc_of = {k: r.document_id for k, r in rows.items()}
-        fused = by_document(fused, doc_of, dense_hits, lex_hits, settings.ranking, chunks=chunks)
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:
         fused = _exact_refuse(fused, rows, idents, settings.ranking)
@@ -230,49 +227,6 @@ def fuse(
         k=settings.rrf_k,
         weights=weights,
     )
-
-
-def by_document(
-    fused: Sequence[FusedHit],
-    doc_of: Mapping[str, str],
-    dense_hits: Sequence[DenseHit],
-    lex_hits: Sequence[LexicalHit],
-    settings: RankingSettings,
-    *,
-    chunks: int | None = None,
-) -> list[FusedHit]:
-    """Fusion by document (``fusion_unit="document"``): each leg's hits collapsed to their
-    documents, a document at its best chunk's score and rank in that leg, the documents
-    fused as ``fuse`` fuses chunks, then every chunk of ``fused`` placed by its document's
-    fused order (its score the document's), in its own fused order within the document.
-    A document whose best dense chunk and best BM25 chunk differ gets both legs' credit,
-    which chunk-level fusion gives neither chunk. Chunks without a document (not visible
-    after hydration) are dropped, as the service drops them anyway."""
-
-    def best(keys: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-        out: dict[str, float] = {}
-        for key, score in keys:
-            doc = doc_of.get(key)
-            if doc is not None:
-                out.setdefault(doc, score)
-        return list(out.items())
-
-    dense_docs = best([(h.chunk_id, h.similarity) for h in sorted(dense_hits, key=_rank)])
-    lex_docs = best([(h.chunk_id, h.score) for h in sorted(lex_hits, key=_rank)])
-    docs = fuse(
-        [DenseHit(chunk_id=d, similarity=s, rank=i) for i, (d, s) in enumerate(dense_docs, 1)],
-        [LexicalHit(chunk_id=d, score=s, rank=i) for i, (d, s) in enumerate(lex_docs, 1)],
-        settings,
-        chunks=chunks,
-    )
-    place = {h.key: (i, h.score) for i, h in enumerate(docs)}
-    kept = [(i, f) for i, f in enumerate(fused) if doc_of.get(f.key) in place]
-    kept.sort(key=lambda x: (place[doc_of[x[1].key]][0], x[0]))
-    return [FusedHit(key=f.key, score=place[doc_of[f.key]][1], ranks=f.ranks) for _, f in kept]
-
-
-def _rank(hit: DenseHit | LexicalHit) -> int:
-    return hit.rank
 
 
 def _exact_refuse(

@@ -94,13 +94,6 @@ class RankingSettings(BaseSettings):
         "chosen on SciFact with Lucene's BM25: docs/evaluation.md 'Session 3')",
     )
     rrf_k: int = Field(default=60, ge=1)
-    fusion_unit: Literal["chunk", "document"] = Field(
-        default="chunk",
-        description="chunk: the legs' chunk lists fused as they are; document: each leg's "
-        "hits collapsed to their documents (best chunk per leg), the documents fused, the "
-        "chunks then ordered by their document (retrieval/candidates.py by_document; "
-        "measured on SciFact: docs/evaluation.md 'One tuner on the real engines')",
-    )
     lexical_evidence_none: float = Field(
         default=0.0,
         ge=0,

@@ -106,30 +106,3 @@ async def test_rerank_fallbacks_keep_fusion_order(scorer: _Scorer | None, reason
     out, why = await rerank_candidates(scorer, "q", cands, top_n=3, timeout_s=1, timings=Timings())
     assert why == reason
     assert [c.row.chunk_id for c in out] == ["a", "b", "c"]
-
-
-def test_fusion_by_document_credits_a_document_both_legs_found_through_other_chunks() -> None:
-    """Document A: its first chunk is dense's best, its second BM25's second; B's one
-    chunk is in both lists. Chunk by chunk, b1 (two legs) beats a1 and a2 (one each); by
-    document, A holds both legs' near-top scores and leads, its chunks together, each
-    carrying A's fused score, in their own fused order; an unhydrated chunk is dropped."""
-    from ragline.retrieval.candidates import by_document, fuse
-    from ragline.retrieval.dense import DenseHit
-    from ragline.retrieval.lexical import LexicalHit
-
-    dense = [("a1", 0.95), ("b1", 0.80), ("c1", 0.75), ("x1", 0.40)]
-    lex = [("b1", 10.0), ("a2", 9.8), ("c2", 3.0), ("y1", 1.0)]
-    dh = [DenseHit(chunk_id=c, similarity=s, rank=i) for i, (c, s) in enumerate(dense, 1)]
-    lh = [LexicalHit(chunk_id=c, score=s, rank=i) for i, (c, s) in enumerate(lex, 1)]
-    doc_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "c2": "C", "x1": "X"}  # no y1
-    settings = RankingSettings(fusion_unit="document")
-    chunked = fuse(dh, lh, settings)
-    assert chunked[0].key == "b1"
-    out = by_document(chunked, doc_of, dh, lh, settings)
-    order = [h.key for h in out]
-    a_chunks = [h.key for h in chunked if doc_of.get(h.key) == "A"]  # their fused order
-    assert order[:3] == [*a_chunks, "b1"]
-    assert "y1" not in order and len(order) == 6
-    a_score = out[0].score
-    assert out[1].score == a_score > out[2].score
-    assert out[0].ranks == next(h.ranks for h in chunked if h.key == out[0].key)
