@@ -83,10 +83,10 @@ class AbstainPolicy:
     # an identifier in more than this share of the caller's documents is not specific
     identifier_max_df_ratio: float = 0.1
     # no identifier of the query occurs anywhere: answer only above this similarity ...
-    identifier_missing_min_similarity: float = 0.39  # fitted: bench/tune_terms.py idents
+    identifier_missing_min_similarity: float = 0.39  # fitted: bench/tune.py idents
     # ... when those identifiers are at least this share of the query's words (a claim
     # naming one in passing is not a question about it: ident_match.share_of_words)
-    identifier_missing_min_share: float = 0.25  # fitted: bench/tune_terms.py idents
+    identifier_missing_min_share: float = 0.25  # fitted: bench/tune.py idents
     # hybrid searches: the calibrated answerability model (answerability.py); None: rules
     model: AnswerabilityModel | None = None
     # the query's words in the caller's corpus (term_evidence.py); None: off

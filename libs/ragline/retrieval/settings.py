@@ -135,7 +135,7 @@ class RankingSettings(BaseSettings):
         default=0.25,
         ge=0,
         description="... and only when those identifiers are at least this share of the "
-        "query's words (0: always; fitted by bench/tune_terms.py idents)",
+        "query's words (0: always; fitted by bench/tune.py idents)",
     )
     abstain_model: Literal["similarity", "answerability"] = Field(
         default="answerability",

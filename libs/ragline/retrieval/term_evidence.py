@@ -51,8 +51,8 @@ class TermPolicy:
     band: float = 0.05  # how far below the similarity threshold term evidence may answer
     min_top_coverage: float = 0.5
     clear_match_gap: float = 0.1
-    max_missing_share: float = 0.55  # fitted: bench/tune_terms.py fit
-    missing_min_similarity: float = 0.375  # fitted: bench/tune_terms.py fit
+    max_missing_share: float = 0.55  # fitted: bench/tune.py terms
+    missing_min_similarity: float = 0.375  # fitted: bench/tune.py terms
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -54,7 +54,7 @@ MAPPING_VERSION = 4
 # SciFact train with real Lucene, hybrid nDCG@10 rises monotonically as k1 falls from 2.0
 # to 0.6 at every b (chosen on the fixed train half, better on the held-out half too), and
 # the lexical leg alone stays within 0.01 of a reference BM25 (docs/evaluation.md
-# "Session 4", bench/tune_hybrid.py bm25).
+# "Session 4", bench/tune.py bm25).
 BM25_K1 = 0.6
 BM25_B = 0.5
 _SIMILARITY = "ragline_bm25"

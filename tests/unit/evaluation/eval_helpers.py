@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 from ragline.evaluation.summary import CaseResult
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    """``bench/<name>.py`` imported (the scripts are not a package; their own imports of
+    ``_paths`` and friends resolve from bench/ while it loads)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(BENCH))
+    return mod
 
 
 def case_result(case_id: str, **over: object) -> CaseResult:

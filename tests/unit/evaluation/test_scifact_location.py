@@ -4,7 +4,6 @@ runs declares a smoke mode (--quick), which skips clearly without SciFact (issue
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from eval_helpers import bench_module
 
 from ragline.evaluation.scifact import SCIFACT_ARCHIVE_URL, DatasetMissing, scifact_dir
 from ragline.evaluation.settings import EvalSettings
@@ -60,15 +60,7 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _run_all() -> dict[str, tuple[str, list[str], str]]:
     """``bench/run_all.py``'s table of benchmarks (the script is not a package)."""
-    spec = importlib.util.spec_from_file_location("run_all", BENCH / "run_all.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    benches: dict[str, tuple[str, list[str], str]] = mod.BENCHES
+    benches: dict[str, tuple[str, list[str], str]] = bench_module("run_all").BENCHES
     return benches
 
 
