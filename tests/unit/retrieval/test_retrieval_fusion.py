@@ -316,3 +316,33 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
     off = RankingSettings()  # the default: off
     assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
+
+
+def test_the_service_fusion_ramps_between_none_and_full() -> None:
+    """Inside the ramp a BM25 hit counts in part, linearly in its evidence: at evidence
+    e (units) it adds (e - 1.2) / 0.8 of its z-score. A step anywhere (at none, at full,
+    at the middle) instead of the ramp fails this; the other service test does not see
+    one (its hits are all below none or far above full)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
+    unit = idf_one(chunks)
+    evidence = {"n1": 2.4, "n2": 1.9, "x": 1.6, "d5": 1.3, "n3": 0.5}  # units, best first
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+    lex = [
+        LexicalHit(chunk_id=k, score=e * unit, rank=i)
+        for i, (k, e) in enumerate(evidence.items(), 1)
+    ]
+    fused = {h.key: h.score for h in fuse(dense, lex, s, chunks=chunks)}
+    dense_z = {h.key: h.score for h in score_fusion({"dense": _DENSE}, norm="zscore")}
+    lex_z = {
+        h.key: h.score
+        for h in score_fusion({"lexical": [(h.chunk_id, h.score) for h in lex]}, norm="zscore")
+    }
+    for key, score in fused.items():
+        w = min(1.0, max(0.0, (evidence.get(key, 0.0) - 1.2) / 0.8))
+        assert score == pytest.approx(dense_z.get(key, 0.0) + w * lex_z.get(key, 0.0)), key
+    assert 0 < (evidence["x"] - 1.2) / 0.8 < 1  # a hit inside the ramp is in the test
