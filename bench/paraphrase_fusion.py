@@ -187,6 +187,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
     from ragline.retrieval.dense import dense_search
     from ragline.retrieval.embed import ModelQueryEmbedder
     from ragline.retrieval.filters import compile_predicates
+    from ragline.retrieval.hydrate import hydrate
     from ragline.retrieval.lexical import LexicalSearcher
     from ragline.retrieval.scope import rls_transaction
     from ragline.store.os_client import make_client
@@ -272,11 +273,13 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
 
-        async def legs(text: str) -> dict[str, list[tuple[str, float]]]:
+        async def legs(text: str) -> dict[str, Any]:
             (vec,) = await embedder.embed([text])
+            lex = await lexical.search(who, text, preds, limit=LIMIT, timeout_s=_TIMEOUT_S)
             async with rls_transaction(pool, who) as conn:
                 dense = await dense_search(conn, who, vec, preds, limit=LIMIT)
-            lex = await lexical.search(who, text, preds, limit=LIMIT, timeout_s=_TIMEOUT_S)
+                # the query's cosine to every BM25 hit (what hydrate reads for the service)
+                rows = await hydrate(conn, who, [h.chunk_id for h in lex], preds, vector=vec)
             stats = await lexical.term_stats(
                 who,
                 text,
@@ -287,6 +290,9 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
             return {
                 "dense": [(h.chunk_id, h.similarity) for h in dense],
                 "lexical": [(h.chunk_id, h.score) for h in lex],
+                "lexical_cosine": {
+                    k: r.similarity for k, r in rows.items() if r.similarity is not None
+                },
                 "terms": None
                 if stats is None
                 else {"chunks": stats.chunks, "df": stats.df, "top": sorted(stats.top)},

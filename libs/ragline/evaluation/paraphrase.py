@@ -146,9 +146,9 @@ class Neighbours:
 
     def _vector(self, word: str) -> npt.NDArray[np.float32]:
         i = self._index.get(word)
-        if i is not None:
-            return self._unit[i]
-        v = np.asarray(self._embed(word), dtype=np.float32)
+        v: npt.NDArray[np.float32] = (
+            self._unit[i] if i is not None else np.asarray(self._embed(word), dtype=np.float32)
+        )
         n = float(np.linalg.norm(v))
         return v / n if n > 0 else v
 
