@@ -67,7 +67,7 @@ EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4,
 _TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
-def _args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seed", type=int, default=37)
     p.add_argument("--min-words", type=int, default=2)
@@ -500,8 +500,10 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
     return table
 
 
-async def main(argv: list[str]) -> int:
-    a = _args(argv)
+async def run(a: argparse.Namespace) -> str:
+    """Collect the legs (or ``--reuse`` them), fuse, write ``--out``/report.{json,txt} and
+    return the text report. Inside ``eval_scifact.py --paraphrase`` the environment is
+    the private stack's (``make eval-paraphrase``)."""
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "legs.json"
     if a.reuse:
@@ -516,20 +518,24 @@ async def main(argv: list[str]) -> int:
         f"{which} {sum(paraphrase_sets(c).get(which, {}).get('in_set', False) for c in train)}"
         for which in ("replaced", "deleted")
     )
-    print(
+    lines = [
         f"SciFact train, {data['indexed_documents']} abstracts indexed; {len(train)} claims; "
-        f"paraphrase sets: {sizes} (seed {data['seed']}, >= {data['min_words']} content words)"
-    )
-    for line in lengths(data):
-        print(line)
-    print(
-        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}"
-    )
+        f"paraphrase sets: {sizes} (seed {data['seed']}, >= {data['min_words']} content words)",
+        *lengths(data),
+        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}",
+    ]
     for which, res in table.items():
         n = next(iter(res.values()))["n"]
-        print(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
+        lines.append(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
         for name, m in res.items():
-            print(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
+            lines.append(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
+    text = "\n".join(lines) + "\n"
+    (a.out / "report.txt").write_text(text)
+    return text
+
+
+async def main(argv: list[str]) -> int:
+    print(await run(parse_args(argv)), end="")
     return 0
 
 
