@@ -76,6 +76,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default="replaced,deleted",
         help="paraphrase sets to run: replaced (length-preserving), deleted (the first set)",
     )
+    p.add_argument("--concurrency", type=int, default=2, help="cases in flight")
     p.add_argument("--min-df", type=int, default=3, help="vocabulary: words in >= N abstracts")
     p.add_argument(
         "--min-similarity", type=float, default=0.0, help="a substitute's cosine at least"
@@ -299,11 +300,16 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
             }
 
         chunks = await lexical.chunk_count(who, timeout_s=_TIMEOUT_S)
-        for c in cases:
-            c["legs"] = {"claim": await legs(c["claim"])}
-            for which, p in c.get("sets", {}).items():
-                if p["in_set"]:
-                    c["legs"][which] = await legs(p["text"])
+        gate = asyncio.Semaphore(a.concurrency)
+
+        async def case_legs(c: dict[str, Any]) -> None:
+            async with gate:
+                c["legs"] = {"claim": await legs(c["claim"])}
+                for which, p in c.get("sets", {}).items():
+                    if p["in_set"]:
+                        c["legs"][which] = await legs(p["text"])
+
+        await asyncio.gather(*(case_legs(c) for c in cases))
     finally:
         await client.close()
         await pool.close()
