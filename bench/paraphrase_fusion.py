@@ -64,6 +64,8 @@ _DOC = "scifact:"  # the evaluation harness's document ids (evaluation/datasets.
 LIMIT = 100
 # the opt-in evidence weighting (RAGLINE_QUERY_LEXICAL_EVIDENCE_NONE / _RAMP): (none, full) shown
 EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4, 2.2))
+# the opt-in agreement weighting (RAGLINE_QUERY_LEXICAL_COSINE_GAP / _RAMP): (gap, ramp)
+COSINE_RAMPS: tuple[tuple[float, float], ...] = ((0.05, 0.1), (0.1, 0.1))
 _TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
@@ -356,13 +358,13 @@ def fusions(chunks: int) -> dict[str, Any]:
     from ragline.retrieval.settings import RankingSettings
 
     def by_norm(norm: str) -> Any:
-        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]
+        return lambda legs, _cos: [h.key for h in score_fusion(legs, norm=norm)]
 
-    def by_rank(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+    def by_rank(legs: dict[str, list[tuple[str, float]]], _cos: Any) -> list[str]:
         return [h.key for h in rrf({k: [i for i, _ in v] for k, v in legs.items()})]
 
     def service(settings: RankingSettings) -> Any:
-        def run(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+        def run(legs: dict[str, list[tuple[str, float]]], cos: dict[str, float]) -> list[str]:
             dense = [
                 DenseHit(chunk_id=i, similarity=s, rank=r)
                 for r, (i, s) in enumerate(legs["dense"], 1)
@@ -371,7 +373,7 @@ def fusions(chunks: int) -> dict[str, Any]:
                 LexicalHit(chunk_id=i, score=s, rank=r)
                 for r, (i, s) in enumerate(legs["lexical"], 1)
             ]
-            return [h.key for h in fuse(dense, lex, settings, chunks=chunks)]
+            return [h.key for h in fuse(dense, lex, settings, chunks=chunks, cosines=cos)]
 
         return run
 
@@ -382,6 +384,9 @@ def fusions(chunks: int) -> dict[str, Any]:
     for none, full in EVIDENCE_RAMPS:
         ramp = RankingSettings(lexical_evidence_none=none, lexical_evidence_ramp=full - none)
         out[f"service, evidence ramp ({none}, {full})"] = service(ramp)
+    for gap, width in COSINE_RAMPS:
+        agree = RankingSettings(lexical_cosine_gap=gap, lexical_cosine_ramp=width)
+        out[f"service, cosine gap {gap} ramp {width}"] = service(agree)
     return out
 
 
@@ -481,8 +486,8 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
     # the chunk count the service would read (older dumps: every chunk of the tenant)
     chunks = int(data.get("index_chunks") or len(doc_of))
     runs: dict[str, Any] = {
-        "lexical": lambda legs: [i for i, _ in legs["lexical"]],
-        "dense": lambda legs: [i for i, _ in legs["dense"]],
+        "lexical": lambda legs, _cos: [i for i, _ in legs["lexical"]],
+        "dense": lambda legs, _cos: [i for i, _ in legs["dense"]],
         **fusions(chunks),
     }
     table: dict[str, dict[str, dict[str, float]]] = {}
@@ -494,7 +499,8 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
                 legs = {
                     k: [(str(x[0]), float(x[1])) for x in legs_raw[k]] for k in ("dense", "lexical")
                 }
-                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(relevant))
+                cos = legs_raw.get("lexical_cosine") or {}
+                r, n = _metrics(_docs_ranked(run(legs, cos), doc_of), set(relevant))
                 rs.append(r)
                 ns.append(n)
             res[name] = {
