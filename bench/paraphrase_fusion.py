@@ -33,8 +33,9 @@ chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
 defaults, the evidence ramps of ``EVIDENCE_RAMPS`` and the agreement ramps of
 ``COSINE_RAMPS``, over each BM25 hit's cosine to the query, dumped as
 ``lexical_cosine``) and prints document-level recall@10 and nDCG@10 per leg and per
-fusion: each paraphrase set's two seeded halves (even / odd positions of the seeded order; fit on "fit", report "held") and the
-original claims, all and per half (hybrid must not drop). ``--test`` adds the SciFact
+fusion: each paraphrase set's two seeded halves (even / odd positions of the seeded
+order; fit on "fit", report "held") and the original claims, all and per half (hybrid
+must not drop). ``--test`` adds the SciFact
 test claims when the archive's ``qrels/test.tsv`` is there. ``--reuse`` fuses a cached
 dump again; one from before the two sets reports its paraphrases as ``deleted``.
 
