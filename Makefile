@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact eval-answerability answerability-fit clean
+.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact eval-paraphrase eval-answerability answerability-fit clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -140,6 +140,9 @@ eval: install ## both committed-baseline golden sets through a private stack + e
 
 eval-scifact: install ## SciFact (train) through the pipeline, every mode, before/after its baseline
 	$(BIN)/python bench/eval_scifact.py --baseline $(EVAL_BASELINES)/beir-scifact-train.json $(EVAL_SAVE)
+
+eval-paraphrase: install ## fusion on paraphrases (issue 37): SciFact through a private stack, hybrid, then both generated paraphrase sets (length-preserving and deletion) through both legs and every fusion: bench/out/scifact/paraphrase/report.txt
+	$(BIN)/python bench/eval_scifact.py --modes hybrid --paraphrase
 
 ANSWERABILITY_OUT ?= bench/out/answerability/run
 eval-answerability: install ## the answerability benchmark (SciFact by construction, docs/evaluation.md) through a private stack: held-out abstention figures

@@ -80,6 +80,12 @@ def _args(argv: list[str]) -> argparse.Namespace:
         "OUT/requests.jsonl ({name, env, modes} a line; the query service restarts with the "
         "code on disk) until OUT/stop exists: an after-run without re-ingesting",
     )
+    p.add_argument(
+        "--paraphrase",
+        action="store_true",
+        help="after the run, the paraphrase fusion report on the same stack "
+        "(bench/paraphrase_fusion.py, defaults) in OUT/paraphrase: `make eval-paraphrase`",
+    )
     return p.parse_args(argv)
 
 
@@ -206,6 +212,11 @@ async def _run(args: argparse.Namespace) -> int:
         if args.save_baseline is not None:
             args.save_baseline.mkdir(parents=True, exist_ok=True)
             print(f"baseline saved: {save_baseline(report, args.save_baseline)}")
+        if args.paraphrase:
+            import paraphrase_fusion
+
+            pa = paraphrase_fusion.parse_args(["--out", str(args.out / "paraphrase")])
+            print(await paraphrase_fusion.run(pa))
         if args.hold:
             await _hold(plat, es, dataset, args.out, report, progress)
         if not args.tune:

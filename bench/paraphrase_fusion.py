@@ -1,13 +1,26 @@
 """Fusion on paraphrases (issue 37 item 3): does hybrid keep up with its better leg when
 the question shares no content word with the answer?
 
-The paraphrase set is GENERATED, seeded, from SciFact train (no case written or picked
-by hand): each claim loses every content word whose stem (the lexical index's own
-``english`` analyzer, ``_analyze`` on the node) occurs in one of its relevant abstracts;
-the rest of the claim, stop words included, is the question. A claim keeps its place
-when at least ``--min-words`` content words are left (so the question still says
-something) and all its relevant abstracts are indexed. By construction the lexical leg
-can only match noise; the dense leg still reads what is left of the meaning.
+Two paraphrase sets are GENERATED, seeded, from SciFact train (no case written or
+picked by hand; ``ragline.evaluation.paraphrase``): a claim's content words whose stem
+(the lexical index's own ``english`` analyzer, ``_analyze`` on the node) occurs in one of
+its relevant abstracts are
+
+- ``replaced`` (the default set, length-preserving): each by the nearest word of the
+  corpus's vocabulary (words in >= ``--min-df`` abstracts) by the service's own
+  embedding model, among words whose stem is in no relevant abstract and not in the
+  claim; a claim is in the set when every shared word found a substitute (its number of
+  content words is kept) and at least ``--min-words`` content words remain;
+- ``deleted`` (the first set, kept for comparison): deleted; in the set when at least
+  ``--min-words`` content words are left. Its questions are short, and query length
+  alone separates them from the claims (AUC 0.88), so a rule fitted on it can learn
+  "short question".
+
+Either way the rest of the claim (stop words, punctuation) stays, the result is
+re-analysed on the node and a case with any content word of its answer left out, and
+all its relevant abstracts must be indexed. The lexical leg can only match noise; the
+dense leg still reads the meaning. The report prints the query lengths of both sets
+beside the claims' (content and whitespace words, AUC by length).
 
 Over a stack where SciFact was ingested by the pipeline (``make eval-scifact``, or
 ``bench/eval_scifact.py --hold``; pass its ``RAGLINE_STATE_DIR`` and
@@ -17,15 +30,18 @@ library's ``LexicalSearcher.search`` and ``dense_search`` under the tenant's sco
 the original claims (with each query's term statistics, ``term_stats``, and the index's
 chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
 ``RankingSettings.score_norm``, RRF, and the service's own ``candidates.fuse`` (its
-defaults and the evidence ramps of ``EVIDENCE_RAMPS``) and prints document-level
-recall@10 and nDCG@10 per leg and per fusion: the paraphrase set's two seeded halves
-(even / odd positions of the seeded order; fit on "fit", report "held") and the
-original claims, all and per half (hybrid must not drop). ``--test`` adds the SciFact
-test claims when the archive's ``qrels/test.tsv`` is there.
+defaults, the evidence ramps of ``EVIDENCE_RAMPS`` and the agreement ramps of
+``COSINE_RAMPS``, over each BM25 hit's cosine to the query, dumped as
+``lexical_cosine``) and prints document-level recall@10 and nDCG@10 per leg and per
+fusion: each paraphrase set's two seeded halves (even / odd positions of the seeded
+order; fit on "fit", report "held") and the original claims, all and per half (hybrid
+must not drop). ``--test`` adds the SciFact
+test claims when the archive's ``qrels/test.tsv`` is there. ``--reuse`` fuses a cached
+dump again; one from before the two sets reports its paraphrases as ``deleted``.
 
     RAGLINE_STATE_DIR=... RAGLINE_OPENSEARCH_URL=... \\
         .venv/bin/python bench/paraphrase_fusion.py [--limit N] [--min-words 2] [--seed 37]
-        [--test] [--reuse]
+        [--sets replaced,deleted] [--min-df 3] [--min-similarity 0] [--test] [--reuse]
 """
 
 from __future__ import annotations
@@ -43,18 +59,32 @@ from typing import Any
 
 from _paths import OUT, SCIFACT
 
+from ragline.evaluation.paraphrase import Paraphrase, Term, rewrite
+
 TENANT, GROUP = "scifact", "eval"
 _DOC = "scifact:"  # the evaluation harness's document ids (evaluation/datasets.py)
 LIMIT = 100
 # the opt-in evidence weighting (RAGLINE_QUERY_LEXICAL_EVIDENCE_NONE / _RAMP): (none, full) shown
 EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4, 2.2))
+# the opt-in agreement weighting (RAGLINE_QUERY_LEXICAL_COSINE_GAP / _RAMP): (gap, ramp)
+COSINE_RAMPS: tuple[tuple[float, float], ...] = ((0.05, 0.1), (0.1, 0.1))
 _TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
-def _args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seed", type=int, default=37)
     p.add_argument("--min-words", type=int, default=2)
+    p.add_argument(
+        "--sets",
+        default="replaced,deleted",
+        help="paraphrase sets to run: replaced (length-preserving), deleted (the first set)",
+    )
+    p.add_argument("--concurrency", type=int, default=2, help="cases in flight")
+    p.add_argument("--min-df", type=int, default=3, help="vocabulary: words in >= N abstracts")
+    p.add_argument(
+        "--min-similarity", type=float, default=0.0, help="a substitute's cosine at least"
+    )
     p.add_argument("--limit", type=int, help="at most N claims (seeded sample)")
     p.add_argument("--out", type=Path, default=OUT / "paraphrase")
     p.add_argument("--reuse", action="store_true", help="fuse the cached legs.json only")
@@ -87,23 +117,73 @@ async def _stems(client: Any, text: str) -> list[tuple[int, int, str]]:
     return [(t["start_offset"], t["end_offset"], t["token"]) for t in resp.get("tokens", ())]
 
 
-async def paraphrase(client: Any, claim: str, answers: list[str]) -> tuple[str, int, int]:
-    """The claim without the words whose stem is in an answer: (question, content words
-    kept, content words dropped)."""
+async def _terms(client: Any, text: str) -> list[Term]:
+    return [Term(s, e, stem) for s, e, stem in await _stems(client, text)]
+
+
+async def neighbours(
+    client: Any, embedder: Any, docs: dict[str, str], claims: list[str], a: argparse.Namespace
+) -> Any:
+    """The substitute source of the length-preserving set: the corpus's words (found in
+    >= ``--min-df`` abstracts), each with its stem by the index's analyzer and its vector
+    by the service's model (cached in ``--out``/vocab-df<N>.npz), nearest by cosine; the
+    ``claims``' own words outside that vocabulary are embedded up front."""
+    import numpy as np
+
+    from ragline.evaluation.paraphrase import Neighbours, vocabulary
+
+    cache = a.out / f"vocab-df{a.min_df}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        words, stems, vecs = list(z["words"]), list(z["stems"]), z["vectors"]
+    else:
+        candidates = vocabulary(docs.values(), min_df=a.min_df)
+        words, stems = [], []
+        for i in range(0, len(candidates), 2000):  # one _analyze per 2,000 words
+            batch = candidates[i : i + 2000]
+            text = " ".join(batch)
+            starts = {}
+            pos = 0
+            for w in batch:
+                starts[pos] = w
+                pos += len(w) + 1
+            for start, _, stem in await _stems(client, text):
+                if start in starts:  # a stop word yields no token: not a content word
+                    words.append(starts[start])
+                    stems.append(stem)
+        rows = []
+        for i in range(0, len(words), 512):
+            rows.extend(await embedder.embed(words[i : i + 512]))
+        vecs = np.stack(rows).astype(np.float32)
+        np.savez(cache, words=np.array(words), stems=np.array(stems), vectors=vecs)
+    words = [str(w) for w in words]
+    known = set(words)
+    extra = sorted(
+        {
+            c[s:e].lower()
+            for c in claims
+            for s, e, _ in await _stems(client, c)
+            if c[s:e].lower() not in known
+        }
+    )
+    own = dict(zip(extra, await embedder.embed(extra), strict=True)) if extra else {}
+    return Neighbours(
+        words, [str(s) for s in stems], vecs, own.__getitem__, min_similarity=a.min_similarity
+    )
+
+
+async def paraphrase(
+    client: Any, claim: str, answers: list[str], substitute: Any = None
+) -> tuple[Paraphrase, int]:
+    """The claim with every word whose stem is in an answer replaced (``substitute``) or
+    deleted (None), and how many content words of the result the index's analyzer still
+    finds in an answer (0 by construction; checked on the node)."""
     answer_stems: set[str] = set()
     for a in answers:
         answer_stems |= {s for _, _, s in await _stems(client, a)}
-    out, pos, kept, dropped = [], 0, 0, 0
-    for start, end, stem in await _stems(client, claim):
-        if stem in answer_stems:
-            out.append(claim[pos:start])
-            pos = end
-            dropped += 1
-        else:
-            kept += 1
-    out.append(claim[pos:])
-    question = " ".join("".join(out).split())
-    return question, kept, dropped
+    p = rewrite(claim, await _terms(client, claim), answer_stems, substitute)
+    leaks = sum(t.stem in answer_stems for t in await _terms(client, p.text))
+    return p, leaks
 
 
 async def collect(a: argparse.Namespace) -> dict[str, Any]:
@@ -112,6 +192,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
     from ragline.retrieval.dense import dense_search
     from ragline.retrieval.embed import ModelQueryEmbedder
     from ragline.retrieval.filters import compile_predicates
+    from ragline.retrieval.hydrate import hydrate
     from ragline.retrieval.lexical import LexicalSearcher
     from ragline.retrieval.scope import rls_transaction
     from ragline.store.os_client import make_client
@@ -143,25 +224,47 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
         random.Random(a.seed).shuffle(ids)
         if a.limit:
             ids = ids[: a.limit]
+        sets = [x.strip() for x in a.sets.split(",") if x.strip()]
+        if not set(sets) <= {"replaced", "deleted"}:
+            raise SystemExit(f"--sets: replaced and/or deleted, not {a.sets!r}")
+        near = (
+            await neighbours(client, embedder, docs, [queries[q] for q in ids], a)
+            if "replaced" in sets
+            else None
+        )
         cases = []
         for pos, qid in enumerate(ids):
-            q, kept, dropped = await paraphrase(
-                client, queries[qid], [docs[d] for d in sorted(qrels[qid])]
-            )
-            cases.append(
-                {
-                    "id": qid,
-                    "claim": queries[qid],
-                    "paraphrase": q,
-                    "kept": kept,
-                    "dropped": dropped,
-                    "relevant": sorted(qrels[qid]),
-                    "in_set": kept >= a.min_words,
-                    "split": "train",
-                    # the seeded halves: fusion is fitted on "fit", reported on "held"
-                    "half": "fit" if pos % 2 == 0 else "held",
+            answers = [docs[d] for d in sorted(qrels[qid])]
+            case: dict[str, Any] = {
+                "id": qid,
+                "claim": queries[qid],
+                "relevant": sorted(qrels[qid]),
+                "split": "train",
+                # the seeded halves: fusion is fitted on "fit", reported on "held"
+                "half": "fit" if pos % 2 == 0 else "held",
+                "sets": {},
+            }
+            for which in sets:
+                p, leaks = await paraphrase(
+                    client, queries[qid], answers, near if which == "replaced" else None
+                )
+                # deleted: >= min-words content words left; replaced: every shared word
+                # replaced (the length kept) and >= min-words content words in all
+                ok = (
+                    p.kept >= a.min_words
+                    if which == "deleted"
+                    else p.dropped == 0 and p.replaced > 0 and p.kept + p.replaced >= a.min_words
+                )
+                case["sets"][which] = {
+                    "text": p.text,
+                    "kept": p.kept,
+                    "replaced": p.replaced,
+                    "dropped": p.dropped,
+                    "swaps": p.swaps,
+                    "leaks": leaks,
+                    "in_set": ok and leaks == 0,
                 }
-            )
+            cases.append(case)
         if a.test:  # SciFact test claims over the same corpus: out of sample, claims only
             _, _, test_qrels = _load("test")
             for qid in sorted(q for q in test_qrels if test_qrels[q] <= indexed):
@@ -175,11 +278,13 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
 
-        async def legs(text: str) -> dict[str, list[tuple[str, float]]]:
+        async def legs(text: str) -> dict[str, Any]:
             (vec,) = await embedder.embed([text])
+            lex = await lexical.search(who, text, preds, limit=LIMIT, timeout_s=_TIMEOUT_S)
             async with rls_transaction(pool, who) as conn:
                 dense = await dense_search(conn, who, vec, preds, limit=LIMIT)
-            lex = await lexical.search(who, text, preds, limit=LIMIT, timeout_s=_TIMEOUT_S)
+                # the query's cosine to every BM25 hit (what hydrate reads for the service)
+                rows = await hydrate(conn, who, [h.chunk_id for h in lex], preds, vector=vec)
             stats = await lexical.term_stats(
                 who,
                 text,
@@ -190,16 +295,25 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
             return {
                 "dense": [(h.chunk_id, h.similarity) for h in dense],
                 "lexical": [(h.chunk_id, h.score) for h in lex],
+                "lexical_cosine": {
+                    k: r.similarity for k, r in rows.items() if r.similarity is not None
+                },
                 "terms": None
                 if stats is None
                 else {"chunks": stats.chunks, "df": stats.df, "top": sorted(stats.top)},
             }
 
         chunks = await lexical.chunk_count(who, timeout_s=_TIMEOUT_S)
-        for c in cases:
-            c["legs"] = {"claim": await legs(c["claim"])}
-            if c.get("in_set"):
-                c["legs"]["paraphrase"] = await legs(c["paraphrase"])
+        gate = asyncio.Semaphore(a.concurrency)
+
+        async def case_legs(c: dict[str, Any]) -> None:
+            async with gate:
+                c["legs"] = {"claim": await legs(c["claim"])}
+                for which, p in c.get("sets", {}).items():
+                    if p["in_set"]:
+                        c["legs"][which] = await legs(p["text"])
+
+        await asyncio.gather(*(case_legs(c) for c in cases))
     finally:
         await client.close()
         await pool.close()
@@ -246,13 +360,13 @@ def fusions(chunks: int) -> dict[str, Any]:
     from ragline.retrieval.settings import RankingSettings
 
     def by_norm(norm: str) -> Any:
-        return lambda legs: [h.key for h in score_fusion(legs, norm=norm)]
+        return lambda legs, _cos: [h.key for h in score_fusion(legs, norm=norm)]
 
-    def by_rank(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+    def by_rank(legs: dict[str, list[tuple[str, float]]], _cos: Any) -> list[str]:
         return [h.key for h in rrf({k: [i for i, _ in v] for k, v in legs.items()})]
 
     def service(settings: RankingSettings) -> Any:
-        def run(legs: dict[str, list[tuple[str, float]]]) -> list[str]:
+        def run(legs: dict[str, list[tuple[str, float]]], cos: dict[str, float]) -> list[str]:
             dense = [
                 DenseHit(chunk_id=i, similarity=s, rank=r)
                 for r, (i, s) in enumerate(legs["dense"], 1)
@@ -261,7 +375,7 @@ def fusions(chunks: int) -> dict[str, Any]:
                 LexicalHit(chunk_id=i, score=s, rank=r)
                 for r, (i, s) in enumerate(legs["lexical"], 1)
             ]
-            return [h.key for h in fuse(dense, lex, settings, chunks=chunks)]
+            return [h.key for h in fuse(dense, lex, settings, chunks=chunks, cosines=cos)]
 
         return run
 
@@ -272,11 +386,33 @@ def fusions(chunks: int) -> dict[str, Any]:
     for none, full in EVIDENCE_RAMPS:
         ramp = RankingSettings(lexical_evidence_none=none, lexical_evidence_ramp=full - none)
         out[f"service, evidence ramp ({none}, {full})"] = service(ramp)
+    for gap, width in COSINE_RAMPS:
+        agree = RankingSettings(lexical_cosine_gap=gap, lexical_cosine_ramp=width)
+        out[f"service, cosine gap {gap} ramp {width}"] = service(agree)
     return out
 
 
+def paraphrase_sets(case: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A case's paraphrases by set ("replaced", "deleted"), each with its ``legs`` key;
+    a dump from before the length-preserving set holds one deletion set."""
+    if "sets" in case:
+        return {k: {**v, "legs": k} for k, v in case["sets"].items()}
+    if "paraphrase" not in case:
+        return {}
+    return {
+        "deleted": {
+            "text": case["paraphrase"],
+            "kept": case["kept"],
+            "replaced": 0,
+            "dropped": case["dropped"],
+            "in_set": case["in_set"],
+            "legs": "paraphrase",
+        }
+    }
+
+
 def groups(data: dict[str, Any]) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
-    """(legs, relevant) per reported set: the paraphrase set's two seeded halves (fusion
+    """(legs, relevant) per reported set: each paraphrase set's two seeded halves (fusion
     fitted on "fit"), the original train claims, and the test claims when collected."""
     out: dict[str, list[tuple[dict[str, Any], list[str]]]] = defaultdict(list)
     for i, c in enumerate(data["cases"]):
@@ -287,10 +423,64 @@ def groups(data: dict[str, Any]) -> dict[str, list[tuple[dict[str, Any], list[st
         out["claims, train"].append((c["legs"]["claim"], c["relevant"]))
         half = c.get("half", "fit" if i % 2 == 0 else "held")
         out[f"claims, {half} half"].append((c["legs"]["claim"], c["relevant"]))
-        if c["in_set"] and "paraphrase" in c["legs"]:
-            out[f"paraphrases, {half} half"].append((c["legs"]["paraphrase"], c["relevant"]))
-            out["paraphrases, all"].append((c["legs"]["paraphrase"], c["relevant"]))
+        for which, p in paraphrase_sets(c).items():
+            if p["in_set"] and p["legs"] in c["legs"]:
+                legs = c["legs"][p["legs"]]
+                out[f"{which}, {half} half"].append((legs, c["relevant"]))
+                out[f"{which}, all"].append((legs, c["relevant"]))
     return dict(out)
+
+
+def _quantiles(xs: list[int]) -> str:
+    ys = sorted(xs)
+    q = [ys[min(len(ys) - 1, int(f * len(ys)))] for f in (0.1, 0.25, 0.5, 0.75, 0.9)]
+    return f"mean {sum(ys) / len(ys):.1f}, p10/p25/p50/p75/p90 " + "/".join(map(str, q))
+
+
+def auc(pos: list[float], neg: list[float]) -> float:
+    """P(a ``pos`` value > a ``neg`` value), ties half (Mann-Whitney): 0.5 = no separation."""
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def lengths(data: dict[str, Any]) -> list[str]:
+    """Query lengths of the claims and of each paraphrase set (content words by the
+    index's analyzer, and whitespace words), with the AUC of "claim vs paraphrase" by
+    content-word count: a set that keeps the length sits near 0.5."""
+    lines = []
+    train = [c for c in data["cases"] if c.get("split", "train") == "train"]
+    claims_terms: list[int] = []
+    claims_words = [len(c["claim"].split()) for c in train]
+    for c in train:
+        sets = paraphrase_sets(c)
+        if sets:
+            p = next(iter(sets.values()))
+            claims_terms.append(p["kept"] + p["replaced"] + p["dropped"])
+    if claims_terms:
+        lines.append(f"claims ({len(train)}): content words {_quantiles(claims_terms)}")
+    lines.append(f"claims: whitespace words {_quantiles(claims_words)}")
+    names = sorted({k for c in train for k in paraphrase_sets(c)})
+    for which in names:
+        ps = [paraphrase_sets(c)[which] for c in train if which in paraphrase_sets(c)]
+        ps = [p for p in ps if p["in_set"]]
+        if not ps:
+            continue
+        terms = [p["kept"] + p["replaced"] for p in ps]
+        words = [len(p["text"].split()) for p in ps]
+        lines.append(
+            f"{which} ({len(ps)}): content words {_quantiles(terms)}; whitespace words "
+            f"{_quantiles(words)}; AUC claim vs paraphrase by content words "
+            f"{auc([float(x) for x in claims_terms], [float(x) for x in terms]):.2f}"
+        )
+        sims = [s[2] for p in ps for s in p.get("swaps", ())]
+        if sims:
+            lines.append(
+                f"{which}: {len(sims)} words replaced, cosine to the replaced word "
+                f"median {sorted(sims)[len(sims) // 2]:.2f}"
+            )
+    return lines
 
 
 def report(data: dict[str, Any]) -> dict[str, Any]:
@@ -298,8 +488,8 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
     # the chunk count the service would read (older dumps: every chunk of the tenant)
     chunks = int(data.get("index_chunks") or len(doc_of))
     runs: dict[str, Any] = {
-        "lexical": lambda legs: [i for i, _ in legs["lexical"]],
-        "dense": lambda legs: [i for i, _ in legs["dense"]],
+        "lexical": lambda legs, _cos: [i for i, _ in legs["lexical"]],
+        "dense": lambda legs, _cos: [i for i, _ in legs["dense"]],
         **fusions(chunks),
     }
     table: dict[str, dict[str, dict[str, float]]] = {}
@@ -311,7 +501,8 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
                 legs = {
                     k: [(str(x[0]), float(x[1])) for x in legs_raw[k]] for k in ("dense", "lexical")
                 }
-                r, n = _metrics(_docs_ranked(run(legs), doc_of), set(relevant))
+                cos = legs_raw.get("lexical_cosine") or {}
+                r, n = _metrics(_docs_ranked(run(legs, cos), doc_of), set(relevant))
                 rs.append(r)
                 ns.append(n)
             res[name] = {
@@ -323,8 +514,10 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
     return table
 
 
-async def main(argv: list[str]) -> int:
-    a = _args(argv)
+async def run(a: argparse.Namespace) -> str:
+    """Collect the legs (or ``--reuse`` them), fuse, write ``--out``/report.{json,txt} and
+    return the text report. Inside ``eval_scifact.py --paraphrase`` the environment is
+    the private stack's (``make eval-paraphrase``)."""
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "legs.json"
     if a.reuse:
@@ -334,20 +527,29 @@ async def main(argv: list[str]) -> int:
         path.write_text(json.dumps(data))
     table = report(data)
     (a.out / "report.json").write_text(json.dumps(table, indent=2))
-    kept = [c for c in data["cases"] if c["in_set"]]
-    print(
-        f"SciFact train, {data['indexed_documents']} abstracts indexed; paraphrase set: "
-        f"{len(kept)} of {len(data['cases'])} claims (seed {data['seed']}, >= "
-        f"{data['min_words']} content words left)"
+    train = [c for c in data["cases"] if c.get("split", "train") == "train"]
+    sizes = ", ".join(
+        f"{which} {sum(paraphrase_sets(c).get(which, {}).get('in_set', False) for c in train)}"
+        for which in ("replaced", "deleted")
     )
-    print(
-        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}"
-    )
+    lines = [
+        f"SciFact train, {data['indexed_documents']} abstracts indexed; {len(train)} claims; "
+        f"paraphrase sets: {sizes} (seed {data['seed']}, >= {data['min_words']} content words)",
+        *lengths(data),
+        f"index chunks (the evidence unit's N): {data.get('index_chunks') or len(data['doc_of'])}",
+    ]
     for which, res in table.items():
         n = next(iter(res.values()))["n"]
-        print(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
+        lines.append(f"\n{which} ({n}):\n| run | recall@10 | nDCG@10 |\n|---|---|---|")
         for name, m in res.items():
-            print(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
+            lines.append(f"| {name} | {m['recall@10']:.3f} | {m['ndcg@10']:.3f} |")
+    text = "\n".join(lines) + "\n"
+    (a.out / "report.txt").write_text(text)
+    return text
+
+
+async def main(argv: list[str]) -> int:
+    print(await run(parse_args(argv)), end="")
     return 0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
@@ -24,6 +24,7 @@ from ragline.retrieval.dense import DenseHit, dense_search
 from ragline.retrieval.filters import Predicate
 from ragline.retrieval.fusion import (
     FusedHit,
+    cosine_weight,
     evidence_weight,
     lexical_evidence,
     rrf,
@@ -175,6 +176,11 @@ async def retrieve(
                 with_embeddings=with_embeddings,
                 space=space,
             )
+        if settings.ranking.lexical_cosine_ramp > 0 and dense_hits and lex_hits:
+            # agreement weighting reads the query's cosine to every BM25 hit: hydration's
+            with timings.stage("fusion"):
+                cosines = {k: r.similarity for k, r in rows.items() if r.similarity is not None}
+                fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks, cosines=cosines)
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:
         fused = _exact_refuse(fused, rows, idents, settings.ranking)
@@ -198,10 +204,13 @@ def fuse(
     settings: RankingSettings,
     *,
     chunks: int | None = None,
+    cosines: Mapping[str, float] | None = None,
 ) -> list[FusedHit]:
     """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores).
     Score fusion weighs each BM25 hit by its evidence (``fusion.lexical_evidence`` over
-    ``chunks``, the index's chunk count; unweighted when that is unknown)."""
+    ``chunks``, the index's chunk count; unweighted when that is unknown) and, with
+    ``lexical_cosine_ramp`` on, by the query's cosine to it (``cosines``, by chunk id, as
+    hydration reads them) against the dense leg's best (``fusion.cosine_weight``)."""
     weights = {"dense": settings.weight_dense, "lexical": settings.weight_lexical}
     if settings.fusion == "score":
         hit_weights = None
@@ -213,6 +222,20 @@ def fuse(
                 return evidence_weight(lexical_evidence(score, chunks), none=none, full=full)
 
             hit_weights = {"lexical": by_evidence}
+        key_weights = None
+        if cosines is not None and dense_hits and settings.lexical_cosine_ramp > 0:
+            best = max(h.similarity for h in dense_hits)
+            key_weights = {
+                "lexical": {
+                    h.chunk_id: cosine_weight(
+                        cosines.get(h.chunk_id),
+                        best,
+                        gap=settings.lexical_cosine_gap,
+                        ramp=settings.lexical_cosine_ramp,
+                    )
+                    for h in lex_hits
+                }
+            }
         return score_fusion(
             {
                 "dense": [(h.chunk_id, h.similarity) for h in dense_hits],
@@ -221,6 +244,7 @@ def fuse(
             weights=weights,
             norm=settings.score_norm,
             hit_weights=hit_weights,
+            key_weights=key_weights,
         )
     return rrf(
         {"dense": [h.chunk_id for h in dense_hits], "lexical": [h.chunk_id for h in lex_hits]},

@@ -24,6 +24,13 @@ linear between. ``score_fusion(..., hit_weights=...)`` scales each hit's normali
 by the weight of its own raw score: with no evidence anywhere the lexical leg adds
 nothing (pure dense order), with full evidence on every hit it is the unweighted fusion.
 
+Agreement weighting (issue 37, the length-preserving paraphrase set): ``cosine_weight``
+weighs a BM25 hit by the query's cosine to it (what hydration reads for every candidate)
+measured from the dense leg's best cosine: within ``gap`` of it the hit counts in full,
+``gap + ramp`` or further below it adds nothing, linear between; a hit the meaning model
+finds off-topic is the lexical leg's noise. ``score_fusion(..., key_weights=...)`` applies
+such per-hit factors by id.
+
 Ties break by the best single rank, then by id, so the order is deterministic.
 """
 
@@ -38,6 +45,7 @@ __all__ = [
     "NORMS",
     "FusedHit",
     "Norm",
+    "cosine_weight",
     "evidence_weight",
     "idf_one",
     "lexical_evidence",
@@ -152,16 +160,31 @@ def evidence_weight(evidence: float, *, none: float, full: float) -> float:
     return (evidence - none) / (full - none)
 
 
+def cosine_weight(similarity: float | None, best: float, *, gap: float, ramp: float) -> float:
+    """1 when ``similarity`` is at most ``gap`` below ``best``, 0 from ``gap + ramp``
+    below, linear between (monotone in ``similarity``); an unknown similarity weighs 1."""
+    if similarity is None or not math.isfinite(similarity):
+        return 1.0
+    below = best - similarity
+    if below <= gap:
+        return 1.0
+    if ramp <= 0 or below >= gap + ramp:
+        return 0.0
+    return 1.0 - (below - gap) / ramp
+
+
 def score_fusion(
     scored: Mapping[str, Sequence[tuple[str, float]]],
     *,
     weights: Mapping[str, float] | None = None,
     norm: Norm = "minmax",
     hit_weights: Mapping[str, Callable[[float], float]] | None = None,
+    key_weights: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[FusedHit]:
     """Fuse ``(id, score)`` lists (best first, higher score = better) by a weighted sum of
     normalised scores (module docstring). ``hit_weights[name]`` maps a hit's raw score to
-    a factor on its normalised score (evidence weighting); a hit whose factor is 0 adds
+    a factor on its normalised score (evidence weighting), ``key_weights[name][id]`` is a
+    further factor by id (agreement weighting; absent = 1); a hit whose factor is 0 adds
     nothing but keeps its rank. A duplicate id inside one list keeps its first entry."""
     normalise = _NORMS[norm]
     scores: dict[str, float] = {}
@@ -170,6 +193,7 @@ def score_fusion(
     for name, items in scored.items():
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
         per_hit = None if hit_weights is None else hit_weights.get(name)
+        by_key = None if key_weights is None else key_weights.get(name)
         first: dict[str, float] = {}
         for key, s in items:
             first.setdefault(key, float(s))
@@ -178,6 +202,8 @@ def score_fusion(
             zip(first, first.values(), normed, strict=True), start=1
         ):
             factor = 1.0 if per_hit is None else per_hit(raw)
+            if by_key is not None:
+                factor *= by_key.get(key, 1.0)
             scores[key] = scores.get(key, 0.0) + w * factor * value
             ranks.setdefault(key, {})[name] = pos
             if w * factor > 0:

@@ -108,6 +108,19 @@ class RankingSettings(BaseSettings):
         ge=0,
         description="... and a hit counts in full from lexical_evidence_none + this many",
     )
+    lexical_cosine_gap: float = Field(
+        default=0.0,
+        ge=0,
+        description="score fusion, opt-in agreement weighting: a BM25 hit whose cosine to "
+        "the query is at most this far below the dense leg's best counts in full "
+        "(retrieval/fusion.py cosine_weight; docs/evaluation.md 'length-preserving')",
+    )
+    lexical_cosine_ramp: float = Field(
+        default=0.0,
+        ge=0,
+        description="... and adds nothing from lexical_cosine_gap + this far below, linear "
+        "between; 0 = off (default)",
+    )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)
     weight_exact: float = Field(

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.retrieval.fusion import (
+    cosine_weight,
     evidence_weight,
     idf_one,
     lexical_evidence,
@@ -316,3 +317,87 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
     off = RankingSettings()  # the default: off
     assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
+
+
+def test_the_service_fusion_ramps_between_none_and_full() -> None:
+    """Inside the ramp a BM25 hit counts in part, linearly in its evidence: at evidence
+    e (units) it adds (e - 1.2) / 0.8 of its z-score. A step anywhere (at none, at full,
+    at the middle) instead of the ramp fails this; the other service test does not see
+    one (its hits are all below none or far above full)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
+    unit = idf_one(chunks)
+    evidence = {"n1": 2.4, "n2": 1.9, "x": 1.6, "d5": 1.3, "n3": 0.5}  # units, best first
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+    lex = [
+        LexicalHit(chunk_id=k, score=e * unit, rank=i)
+        for i, (k, e) in enumerate(evidence.items(), 1)
+    ]
+    fused = {h.key: h.score for h in fuse(dense, lex, s, chunks=chunks)}
+    dense_z = {h.key: h.score for h in score_fusion({"dense": _DENSE}, norm="zscore")}
+    lex_z = {
+        h.key: h.score
+        for h in score_fusion({"lexical": [(h.chunk_id, h.score) for h in lex]}, norm="zscore")
+    }
+    for key, score in fused.items():
+        w = min(1.0, max(0.0, (evidence.get(key, 0.0) - 1.2) / 0.8))
+        assert score == pytest.approx(dense_z.get(key, 0.0) + w * lex_z.get(key, 0.0)), key
+    assert 0 < (evidence["x"] - 1.2) / 0.8 < 1  # a hit inside the ramp is in the test
+
+
+# ---- agreement weighting (issue 37, length-preserving paraphrases): each BM25 hit
+# weighed by the query's cosine to it, measured from the dense leg's best
+
+
+@given(st.floats(0, 0.3), st.floats(0, 0.3), st.floats(0.2, 0.9))
+def test_cosine_weight_is_a_monotone_ramp_below_the_best(
+    gap: float, width: float, best: float
+) -> None:
+    sims = [best - 0.8 + 0.9 * i / 90 for i in range(91)]  # far below the best to above it
+    ws = [cosine_weight(x, best, gap=gap, ramp=width) for x in sims]
+    assert all(0.0 <= w <= 1.0 for w in ws)
+    assert ws == sorted(ws)  # a hit closer to the query never weighs less
+    assert cosine_weight(best - gap + 1e-9, best, gap=gap, ramp=width) == 1.0
+    assert cosine_weight(best - gap - width - 1e-6, best, gap=gap, ramp=width) == 0.0
+    if width > 1e-6:
+        mid = cosine_weight(best - gap - width / 4, best, gap=gap, ramp=width)
+        assert mid == pytest.approx(0.75)
+    assert cosine_weight(None, best, gap=gap, ramp=width) == 1.0  # unknown: unweighted
+
+
+def test_the_service_fusion_weighs_bm25_by_agreement() -> None:
+    """``candidates.fuse`` with the cosine ramp (gap 0.05, ramp 0.10): each BM25 hit adds
+    its z-score times its weight by the query's cosine to it (1 within 0.05 of the dense
+    leg's best, 0 from 0.15 below, linear between); off (the default, or no cosines) it
+    is the unweighted fusion. A step instead of the ramp fails the middle hit."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    s = RankingSettings(lexical_cosine_gap=0.05, lexical_cosine_ramp=0.10)
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+    lex = [LexicalHit(chunk_id=k, score=v, rank=i) for i, (k, v) in enumerate(_LEXICAL, 1)]
+    best = _DENSE[0][1]
+    # n1 on-topic, n2 in the ramp (weight 0.5), n3 off-topic; x and d5 as dense has them
+    cosines = {"n1": best - 0.02, "n2": best - 0.10, "n3": best - 0.40, "x": 0.40, "d5": 0.35}
+    weight = {"n1": 1.0, "n2": 0.5, "n3": 0.0, "x": 0.0, "d5": 0.0}
+    fused = {h.key: h.score for h in fuse(dense, lex, s, cosines=cosines)}
+    dense_z = {h.key: h.score for h in score_fusion({"dense": _DENSE}, norm="zscore")}
+    lex_z = {h.key: h.score for h in score_fusion({"lexical": _LEXICAL}, norm="zscore")}
+    for key, score in fused.items():
+        expected = (
+            dense_z.get(key, 0.0) + weight[key] * lex_z.get(key, 0.0)
+            if key in weight
+            else dense_z[key]
+        )
+        assert score == pytest.approx(expected), key
+    plain = [h.key for h in fuse(dense, lex, s)]  # no cosines: unweighted
+    assert plain == _with_factor(1.0)
+    off = [h.key for h in fuse(dense, lex, RankingSettings(), cosines=cosines)]
+    assert off == plain
+    assert list(fused)[: len(_DENSE)] != plain[: len(_DENSE)]  # the weighting moved the order
