@@ -237,13 +237,14 @@ def _add(d: date, months: int) -> tuple[int, int]:
 
 
 def _standalone(text: str, m: re.Match[str]) -> bool:
-    """Not part of a longer token: ``GW-2024``, ``2024-units``, ``$2024``, ``2,024``."""
+    """Not part of a longer token: ``GW-2024``, ``2024-units``, ``$2024``, ``2,024``,
+    ``1900.x`` / ``2024.1`` (a version: a dot followed by a word character)."""
     before = text[m.start() - 1] if m.start() else " "
     after = text[m.end() : m.end() + 2]
     if before.isalnum() or before in "_/.#$€£:,+@" or (before == "-" and not _prefix_cue(text, m)):
         return False
     nxt = after[:1]
-    return not (nxt.isalnum() or (nxt and nxt in "_/%@+") or re.match(r"[.,:]\d|-\w", after))
+    return not (nxt.isalnum() or (nxt and nxt in "_/%@+") or re.match(r"\.\w|[,:]\d|-\w", after))
 
 
 def _prefix_cue(text: str, m: re.Match[str]) -> bool:
@@ -315,7 +316,7 @@ _WHOLE_RANGE = frozenset(
 
 
 _YEAR_TOKEN_RE = re.compile(
-    r"(?<![\w\-/.#$\u20ac\u00a3:,+@])(?:19|20)\d{2}(?![\w%/@+]|[.,:]\d|-\w)"
+    r"(?<![\w\-/.#$\u20ac\u00a3:,+@])(?:19|20)\d{2}(?![\w%/@+]|\.\w|[,:]\d|-\w)"
 )
 
 

@@ -189,6 +189,8 @@ NOT_YEARS = [
     "{Y},000 requests", "model TN-{Y}", "{Y}-units", "for {Y} customers", "x{Y}",
     # a temporal cue before a token that is not a year: the token rule alone decides
     "in {Y}-units", "for ${Y}", "in {Y}.5 seconds", "during {Y}ms", "on #{Y}", "in {Y}%",
+    # a version written like a year ("1900.x", "2024.1"): a dot then a word character
+    "the default timeout in {Y}.x", "what changed in {Y}.1?", "in release {Y}.x",
 ]  # fmt: skip
 
 
