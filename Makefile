@@ -73,7 +73,7 @@ test: system-deps install-torch lint ## lint + the whole suite (unit, integratio
 	@# must not consume other tests' events. Both runs always run; either failing fails.
 	@rc=0; export RAGLINE_REQUIRE_TORCH=1; \
 	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 -n $(UNIT_WORKERS) tests/unit || rc=1; \
-	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 tests/integration tests/e2e || rc=1; \
+	$(BIN)/pytest -q -p no:cacheprovider --timeout=600 --durations=25 tests/integration tests/e2e || rc=1; \
 	exit $$rc
 
 test-unit: install
