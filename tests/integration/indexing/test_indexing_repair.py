@@ -34,9 +34,12 @@ async def lag(admin, tenant: str) -> list[tuple[str, int, int]]:
 
 @pytest.fixture
 async def broken_indexer(stack):
-    """An indexer whose OpenSearch is unreachable (a closed port)."""
+    """An indexer whose OpenSearch is unreachable (a closed port). It gives up on the
+    outage at once (``os_outage_wait_s=0``): these tests are about what the failure leaves
+    behind and how repair fixes it, not the wait (test_opensearch_faults covers that),
+    and the default 180 s wait made each of them take 3 minutes of the suite."""
     bad = stack.model_copy(update={"opensearch_url": "http://127.0.0.1:9"})
-    stage = IndexerStage(bad, IndexerSettings(os_timeout_s=2))
+    stage = IndexerStage(bad, IndexerSettings(os_timeout_s=2, os_outage_wait_s=0))
     await stage.start()
     yield stage
     await stage.stop()
