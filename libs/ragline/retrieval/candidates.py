@@ -177,7 +177,8 @@ async def retrieve(
                 space=space,
             )
         if settings.ranking.lexical_cosine_ramp > 0 and dense_hits and lex_hits:
-            # agreement weighting reads the query's cosine to every BM25 hit: hydration's
+            # agreement weighting reads the query's cosine to every BM25 hit, which only
+            # hydration computes: fuse again with those cosines (off by default)
             with timings.stage("fusion"):
                 cosines = {k: r.similarity for k, r in rows.items() if r.similarity is not None}
                 fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks, cosines=cosines)
