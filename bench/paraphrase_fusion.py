@@ -68,6 +68,8 @@ LIMIT = 100
 EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4, 2.2))
 # the opt-in agreement weighting (RAGLINE_QUERY_LEXICAL_COSINE_GAP / _RAMP): (gap, ramp)
 COSINE_RAMPS: tuple[tuple[float, float], ...] = ((0.05, 0.1), (0.1, 0.1))
+# the coverage weighting alone (RAGLINE_QUERY_LEXICAL_COVERAGE_NONE / _RAMP): (none, full)
+COVERAGE_RAMPS: tuple[tuple[float, float], ...] = ((0.35, 0.65),)
 _TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
@@ -360,13 +362,15 @@ def fusions(chunks: int) -> dict[str, Any]:
     from ragline.retrieval.settings import RankingSettings
 
     def by_norm(norm: str) -> Any:
-        return lambda legs, _cos: [h.key for h in score_fusion(legs, norm=norm)]
+        return lambda legs, _cos, _cover: [h.key for h in score_fusion(legs, norm=norm)]
 
-    def by_rank(legs: dict[str, list[tuple[str, float]]], _cos: Any) -> list[str]:
+    def by_rank(legs: dict[str, list[tuple[str, float]]], _cos: Any, _cover: Any) -> list[str]:
         return [h.key for h in rrf({k: [i for i, _ in v] for k, v in legs.items()})]
 
     def service(settings: RankingSettings) -> Any:
-        def run(legs: dict[str, list[tuple[str, float]]], cos: dict[str, float]) -> list[str]:
+        def run(
+            legs: dict[str, list[tuple[str, float]]], cos: dict[str, float], cover: float | None
+        ) -> list[str]:
             dense = [
                 DenseHit(chunk_id=i, similarity=s, rank=r)
                 for r, (i, s) in enumerate(legs["dense"], 1)
@@ -375,19 +379,41 @@ def fusions(chunks: int) -> dict[str, Any]:
                 LexicalHit(chunk_id=i, score=s, rank=r)
                 for r, (i, s) in enumerate(legs["lexical"], 1)
             ]
-            return [h.key for h in fuse(dense, lex, settings, chunks=chunks, cosines=cos)]
+            return [
+                h.key
+                for h in fuse(dense, lex, settings, chunks=chunks, cosines=cos, coverage=cover)
+            ]
 
         return run
 
     out: dict[str, Any] = {"rrf k60": by_rank}
     for norm in NORMS:
         out[f"score {norm}"] = by_norm(norm)
-    out["service, defaults"] = service(RankingSettings())
+    d = RankingSettings()
+    out[
+        f"service, defaults: coverage ({d.lexical_coverage_none}, "
+        f"{d.lexical_coverage_none + d.lexical_coverage_ramp:g}) or evidence "
+        f"({d.lexical_evidence_none}, {d.lexical_evidence_none + d.lexical_evidence_ramp})"
+    ] = service(d)
+    plain = {
+        "lexical_evidence_none": 0.0,
+        "lexical_evidence_ramp": 0.0,
+        "lexical_coverage_none": 0.0,
+        "lexical_coverage_ramp": 0.0,
+    }
+    out["service, unweighted (the default before coverage)"] = service(RankingSettings(**plain))
     for none, full in EVIDENCE_RAMPS:
-        ramp = RankingSettings(lexical_evidence_none=none, lexical_evidence_ramp=full - none)
-        out[f"service, evidence ramp ({none}, {full})"] = service(ramp)
+        ramp = RankingSettings(
+            **{**plain, "lexical_evidence_none": none, "lexical_evidence_ramp": full - none}
+        )
+        out[f"service, evidence ramp ({none}, {full}) alone"] = service(ramp)
+    for none, full in COVERAGE_RAMPS:
+        cover = RankingSettings(
+            **{**plain, "lexical_coverage_none": none, "lexical_coverage_ramp": full - none}
+        )
+        out[f"service, coverage ramp ({none}, {full}) alone"] = service(cover)
     for gap, width in COSINE_RAMPS:
-        agree = RankingSettings(lexical_cosine_gap=gap, lexical_cosine_ramp=width)
+        agree = RankingSettings(**plain, lexical_cosine_gap=gap, lexical_cosine_ramp=width)
         out[f"service, cosine gap {gap} ramp {width}"] = service(agree)
     return out
 
@@ -483,13 +509,27 @@ def lengths(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def coverage(legs: dict[str, Any]) -> float | None:
+    """The IDF share of the query's words (those the corpus has) that the best BM25 hit
+    holds, from the cached term statistics: what the service reads before fusion
+    (``TermStats.top_coverage_present``); None for a dump without them."""
+    from ragline.retrieval.term_evidence import TermStats
+
+    t = legs.get("terms")
+    if not t:
+        return None
+    return TermStats(
+        chunks=int(t["chunks"]), df=dict(t["df"]), top=frozenset(t["top"])
+    ).top_coverage_present
+
+
 def report(data: dict[str, Any]) -> dict[str, Any]:
     doc_of = data["doc_of"]
     # the chunk count the service would read (older dumps: every chunk of the tenant)
     chunks = int(data.get("index_chunks") or len(doc_of))
     runs: dict[str, Any] = {
-        "lexical": lambda legs, _cos: [i for i, _ in legs["lexical"]],
-        "dense": lambda legs, _cos: [i for i, _ in legs["dense"]],
+        "lexical": lambda legs, _cos, _cover: [i for i, _ in legs["lexical"]],
+        "dense": lambda legs, _cos, _cover: [i for i, _ in legs["dense"]],
         **fusions(chunks),
     }
     table: dict[str, dict[str, dict[str, float]]] = {}
@@ -502,7 +542,9 @@ def report(data: dict[str, Any]) -> dict[str, Any]:
                     k: [(str(x[0]), float(x[1])) for x in legs_raw[k]] for k in ("dense", "lexical")
                 }
                 cos = legs_raw.get("lexical_cosine") or {}
-                r, n = _metrics(_docs_ranked(run(legs, cos), doc_of), set(relevant))
+                r, n = _metrics(
+                    _docs_ranked(run(legs, cos, coverage(legs_raw)), doc_of), set(relevant)
+                )
                 rs.append(r)
                 ns.append(n)
             res[name] = {

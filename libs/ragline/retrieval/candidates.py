@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
@@ -25,6 +25,7 @@ from ragline.retrieval.filters import Predicate
 from ragline.retrieval.fusion import (
     FusedHit,
     cosine_weight,
+    coverage_weight,
     evidence_weight,
     lexical_evidence,
     rrf,
@@ -36,6 +37,7 @@ from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings, RankingSettings
+from ragline.retrieval.term_evidence import TermStats
 from ragline.retrieval.timing import Timings
 from ragline.store.space_model import Space
 
@@ -63,6 +65,11 @@ class Candidate:
     label: str | None = None
 
 
+# the query's words in the caller's corpus (term_stats.QueryTermFrequency.get without the
+# principal): (query text, the leg's predicates, the best BM25 hit's chunk id)
+TermReader = Callable[[str, Sequence[Predicate], str], Awaitable[TermStats | None]]
+
+
 @dataclass(kw_only=True)
 class SubSearchResult:
     candidates: list[Candidate]
@@ -79,12 +86,15 @@ async def _lexical(
     timeout_s: float,
     timings: Timings,
     with_count: bool,
-) -> tuple[list[LexicalHit] | None, int | None]:
-    """BM25 hits (None when OpenSearch is unavailable) and, ``with_count``, the index's
-    chunk count (the unit of the fusion's lexical evidence; None when unknown or not
-    asked), read concurrently."""
+    terms: TermReader | None = None,
+) -> tuple[list[LexicalHit] | None, int | None, float | None]:
+    """BM25 hits (None when OpenSearch is unavailable), ``with_count`` the index's chunk
+    count (the unit of the fusion's lexical evidence; None when unknown or not asked),
+    read concurrently, and with ``terms`` the best hit's coverage of the query
+    (``TermStats.top_coverage_present``, read after the hits: None when unknown), the
+    fusion's coverage weighting."""
     if searcher is None:
-        return None, None
+        return None, None, None
     with timings.stage("lexical"):
         count = (
             asyncio.create_task(searcher.chunk_count(principal, timeout_s=timeout_s))
@@ -97,8 +107,12 @@ async def _lexical(
             _log.warning("lexical search failed", extra={"fields": {"error": type(exc).__name__}})
             if count is not None:
                 count.cancel()
-            return None, None
-        return hits, (await count if count is not None else None)
+            return None, None, None
+        coverage = None
+        if terms is not None and hits:
+            stats = await terms(text, preds, hits[0].chunk_id)  # None when it fails
+            coverage = stats.top_coverage_present if stats is not None else None
+        return hits, (await count if count is not None else None), coverage
 
 
 async def retrieve(
@@ -115,7 +129,10 @@ async def retrieve(
     limit: int,
     with_embeddings: bool,
     space: Space | None = None,
+    terms: TermReader | None = None,
 ) -> SubSearchResult:
+    """``terms`` reads the query's words in the caller's corpus for the coverage
+    weighting (``RankingSettings.lexical_coverage_ramp`` > 0 in a hybrid score fusion)."""
     degraded: list[str] = []
     timeout_ms = int(settings.backend_timeout_s * 1000)
     async with rls_transaction(pool, principal, statement_timeout_ms=timeout_ms) as conn:
@@ -135,6 +152,11 @@ async def retrieve(
                     and settings.ranking.lexical_evidence_none
                     + settings.ranking.lexical_evidence_ramp
                     > 0,
+                    terms=terms
+                    if mode == "hybrid"
+                    and settings.ranking.fusion == "score"
+                    and settings.ranking.lexical_coverage_ramp > 0
+                    else None,
                 )
             )
             if mode != "dense"
@@ -153,7 +175,9 @@ async def retrieve(
                         max_scan_tuples=settings.ranking.hnsw_max_scan_tuples,
                         space=space,
                     )
-            lex_hits, chunks = await lex_task if lex_task is not None else ([], None)
+            lex_hits, chunks, coverage = (
+                await lex_task if lex_task is not None else ([], None, None)
+            )
         finally:
             if lex_task is not None and not lex_task.done():
                 lex_task.cancel()
@@ -164,7 +188,7 @@ async def retrieve(
             degraded.append("lexical_unavailable")
             lex_hits = []
         with timings.stage("fusion"):
-            fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks)
+            fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks, coverage=coverage)
         bm25 = {h.chunk_id: h.score for h in lex_hits}
         with timings.stage("hydrate"):
             rows = await hydrate(
@@ -181,7 +205,14 @@ async def retrieve(
             # hydration computes: fuse again with those cosines (off by default)
             with timings.stage("fusion"):
                 cosines = {k: r.similarity for k, r in rows.items() if r.similarity is not None}
-                fused = fuse(dense_hits, lex_hits, settings.ranking, chunks=chunks, cosines=cosines)
+                fused = fuse(
+                    dense_hits,
+                    lex_hits,
+                    settings.ranking,
+                    chunks=chunks,
+                    cosines=cosines,
+                    coverage=coverage,
+                )
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:
         fused = _exact_refuse(fused, rows, idents, settings.ranking)
@@ -206,23 +237,44 @@ def fuse(
     *,
     chunks: int | None = None,
     cosines: Mapping[str, float] | None = None,
+    coverage: float | None = None,
 ) -> list[FusedHit]:
     """The two legs into one order, by ``settings.fusion`` (rrf or normalised scores).
     Score fusion weighs each BM25 hit by its evidence (``fusion.lexical_evidence`` over
     ``chunks``, the index's chunk count; unweighted when that is unknown) and, with
     ``lexical_cosine_ramp`` on, by the query's cosine to it (``cosines``, by chunk id, as
-    hydration reads them) against the dense leg's best (``fusion.cosine_weight``)."""
+    hydration reads them) against the dense leg's best (``fusion.cosine_weight``), and,
+    with ``lexical_coverage_ramp`` on, every BM25 hit by the query's ``coverage`` (the IDF
+    share of the query the best BM25 hit holds; ``fusion.coverage_weight``): a hit counts
+    by the larger of its evidence weight and the query's coverage weight (unknown
+    coverage: weight 1)."""
     weights = {"dense": settings.weight_dense, "lexical": settings.weight_lexical}
     if settings.fusion == "score":
-        hit_weights = None
-        if chunks is not None:
+        hit_weights: dict[str, Callable[[float], float]] | None = None
+        floor = (
+            coverage_weight(
+                coverage,
+                none=settings.lexical_coverage_none,
+                full=settings.lexical_coverage_none + settings.lexical_coverage_ramp,
+            )
+            if settings.lexical_coverage_ramp > 0
+            else None
+        )
+        if (
+            chunks is not None
+            and settings.lexical_evidence_none + settings.lexical_evidence_ramp > 0
+        ):
             none = settings.lexical_evidence_none
             full = none + settings.lexical_evidence_ramp
 
             def by_evidence(score: float) -> float:
-                return evidence_weight(lexical_evidence(score, chunks), none=none, full=full)
+                w = evidence_weight(lexical_evidence(score, chunks), none=none, full=full)
+                return w if floor is None else max(w, floor)
 
             hit_weights = {"lexical": by_evidence}
+        elif floor is not None:
+            query_weight = floor
+            hit_weights = {"lexical": lambda _score: query_weight}
         key_weights = None
         if cosines is not None and dense_hits and settings.lexical_cosine_ramp > 0:
             best = max(h.similarity for h in dense_hits)

@@ -30,6 +30,12 @@ measured from the dense leg's best cosine: within ``gap`` of it the hit counts i
 ``gap + ramp`` or further below it adds nothing, linear between; a hit the meaning model
 finds off-topic is the lexical leg's noise. ``score_fusion(..., key_weights=...)`` applies
 such per-hit factors by id.
+Coverage weighting (issue 37): the share of the query's IDF (over the words the caller's
+corpus holds) that the best BM25 hit holds. A claim's best hit holds most of its rare
+words; a question that shares no word with its answer gets a best hit holding one or two
+of its words, whatever their scores. ``coverage_weight`` ramps it into one weight for
+every BM25 hit of the query (the larger of it and the hit's evidence weight when both
+are on: candidates.fuse).
 
 Ties break by the best single rank, then by id, so the order is deterministic.
 """
@@ -46,6 +52,7 @@ __all__ = [
     "FusedHit",
     "Norm",
     "cosine_weight",
+    "coverage_weight",
     "evidence_weight",
     "idf_one",
     "lexical_evidence",
@@ -171,6 +178,15 @@ def cosine_weight(similarity: float | None, best: float, *, gap: float, ramp: fl
     if ramp <= 0 or below >= gap + ramp:
         return 0.0
     return 1.0 - (below - gap) / ramp
+
+
+def coverage_weight(coverage: float | None, *, none: float, full: float) -> float:
+    """The lexical leg's weight for one query by its best hit's ``coverage`` of the query
+    (the IDF share of the query's words it holds): ``evidence_weight``'s ramp over it; an
+    unknown coverage (no statistics) weighs 1, as without the rule."""
+    if coverage is None or not math.isfinite(coverage):
+        return 1.0
+    return evidence_weight(coverage, none=none, full=full)
 
 
 def score_fusion(

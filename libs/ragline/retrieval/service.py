@@ -439,10 +439,13 @@ class SearchService:
             probe.queries.append(sub.query)
             probe.preds.append(preds)
         lexical = self._b.lexical
+        term_df = self._term_df
         if lexical is not None and space is not None and space.state == "shadow":
             # a gate of a shadow space (an admin named it) reads the tenant's shadow
-            # lexical index too, when one is being built (blue-green, os_index.py)
+            # lexical index too, when one is being built (blue-green, os_index.py), and
+            # its statistics from there (uncached: a gate's searches are few)
             lexical = lexical.reading_shadow()
+            term_df = QueryTermFrequency(lexical)
         res = await retrieve(
             pool=self._b.pool,
             lexical=lexical,
@@ -456,6 +459,7 @@ class SearchService:
             limit=max(self._s.ranking.overfetch, req.top_k),
             with_embeddings=req.mmr_lambda is not None,
             space=space,
+            terms=lambda text, preds, top: term_df.get(principal, text, preds, top),
         )
         cands = res.candidates
         if probe is not None:

@@ -95,16 +95,17 @@ class RankingSettings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1)
     lexical_evidence_none: float = Field(
-        default=0.0,
+        default=2.0,
         ge=0,
-        description="score fusion, opt-in evidence weighting: a BM25 hit whose score is at "
-        "most this many times the idf of a term found in one chunk adds nothing "
-        "(retrieval/fusion.py; none 1.2 with ramp 0.8 brings hybrid up to the dense leg on "
-        "paraphrases but costs SciFact and the golden sets nDCG, docs/evaluation.md "
-        "'Fusion weighted by evidence'); 0 with lexical_evidence_ramp 0 = off (default)",
+        description="score fusion, evidence weighting: a BM25 hit whose score is at most "
+        "this many times the idf of a term found in one chunk adds nothing "
+        "(retrieval/fusion.py), unless the query's coverage (lexical_coverage_*) says the "
+        "lexical leg found the question's words; 0 with lexical_evidence_ramp 0 = off. "
+        "Fitted with the coverage ramp on the paraphrase set's fit half (docs/evaluation.md "
+        "'Fusion weighted by coverage')",
     )
     lexical_evidence_ramp: float = Field(
-        default=0.0,
+        default=1.0,
         ge=0,
         description="... and a hit counts in full from lexical_evidence_none + this many",
     )
@@ -120,6 +121,25 @@ class RankingSettings(BaseSettings):
         ge=0,
         description="... and adds nothing from lexical_cosine_gap + this far below, linear "
         "between; 0 = off (default)",
+    )
+    lexical_coverage_none: float = Field(
+        default=0.35,
+        ge=0,
+        le=1,
+        description="score fusion, coverage weighting (issue 37): a query whose best BM25 "
+        "hit holds at most this share of the query's IDF (over the words the caller's "
+        "corpus has; term_evidence.TermStats.top_coverage_present) gets no floor under its "
+        "BM25 hits' evidence weights; a claim's best hit holds most of its rare words, a "
+        "question sharing no word with its answer one or two (retrieval/fusion.py "
+        "coverage_weight, docs/evaluation.md 'Fusion weighted by coverage'). Costs one term "
+        "statistics lookup per hybrid search, before fusion",
+    )
+    lexical_coverage_ramp: float = Field(
+        default=0.30,
+        ge=0,
+        le=1,
+        description="... and every BM25 hit counts in full from lexical_coverage_none + this "
+        "share, linear between; 0 = off",
     )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)

@@ -88,6 +88,18 @@ class TermStats:
         """IDF share of the query's words that the best lexical hit holds."""
         return self._share([t for t in self.df if t in self.top])
 
+    @property
+    def top_coverage_present(self) -> float | None:
+        """IDF share of the query's words found in the caller's corpus that the best
+        lexical hit holds (None: no such word). Unlike ``top_coverage`` a word the corpus
+        lacks does not count against it: in a small corpus plain words occur nowhere and
+        get the highest IDF (the fusion's coverage weighting)."""
+        present = [t for t, d in self.df.items() if d > 0]
+        total = sum(self.idf(t) for t in present)
+        if total <= 0:
+            return None
+        return sum(self.idf(t) for t in present if t in self.top) / total
+
 
 class Ranked(Protocol):
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragline.retrieval.fusion import (
     cosine_weight,
+    coverage_weight,
     evidence_weight,
     idf_one,
     lexical_evidence,
@@ -292,13 +294,17 @@ def test_more_lexical_weight_never_lowers_a_lexical_hit(
 def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     """``candidates.fuse`` with the ramp (1.2, 2.0): a BM25 list of weak hits (a
     paraphrase: no real word matched) leaves the dense order; strong hits, or an unknown
-    chunk count, give the unweighted z-score fusion; so do the default settings (off)."""
+    chunk count, give the unweighted z-score fusion; so do the default settings when
+    the query's coverage is unknown."""
     from ragline.retrieval.candidates import fuse
     from ragline.retrieval.dense import DenseHit
     from ragline.retrieval.lexical import LexicalHit
     from ragline.retrieval.settings import RankingSettings
 
-    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
+    chunks = 50_000
+    s = RankingSettings(  # evidence alone: no coverage floor
+        lexical_evidence_none=1.2, lexical_evidence_ramp=0.8, lexical_coverage_ramp=0.0
+    )
     unit = idf_one(chunks)
     dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
 
@@ -315,7 +321,9 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     assert plain == _with_factor(1.0)
     strong = [h.key for h in fuse(dense, lexical(20.0), s, chunks=chunks)]
     assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
-    off = RankingSettings()  # the default: off
+    # the defaults weigh by evidence only with the query's coverage known (none here:
+    # the lookup failed, so unweighted)
+    off = RankingSettings()
     assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
 
 
@@ -329,7 +337,10 @@ def test_the_service_fusion_ramps_between_none_and_full() -> None:
     from ragline.retrieval.lexical import LexicalHit
     from ragline.retrieval.settings import RankingSettings
 
-    chunks, s = 50_000, RankingSettings(lexical_evidence_none=1.2, lexical_evidence_ramp=0.8)
+    chunks = 50_000
+    s = RankingSettings(  # evidence alone: no coverage floor
+        lexical_evidence_none=1.2, lexical_evidence_ramp=0.8, lexical_coverage_ramp=0.0
+    )
     unit = idf_one(chunks)
     evidence = {"n1": 2.4, "n2": 1.9, "x": 1.6, "d5": 1.3, "n3": 0.5}  # units, best first
     dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
@@ -401,3 +412,128 @@ def test_the_service_fusion_weighs_bm25_by_agreement() -> None:
     off = [h.key for h in fuse(dense, lex, RankingSettings(), cosines=cosines)]
     assert off == plain
     assert list(fused)[: len(_DENSE)] != plain[: len(_DENSE)]  # the weighting moved the order
+
+
+# ---- coverage weighting (issue 37): the IDF share of the query the best BM25 hit holds
+# is a floor under every BM25 hit's evidence weight
+
+
+@given(st.floats(0, 0.9), st.floats(0.01, 0.5))
+def test_coverage_weight_is_a_monotone_ramp(none: float, width: float) -> None:
+    covs = [i / 100 for i in range(101)]
+    ws = [coverage_weight(c, none=none, full=none + width) for c in covs]
+    assert all(0.0 <= w <= 1.0 for w in ws)
+    assert ws == sorted(ws)  # a best hit holding more of the query never weighs less
+    assert coverage_weight(none, none=none, full=none + width) == 0.0
+    assert coverage_weight(none + width, none=none, full=none + width) == 1.0
+    assert coverage_weight(none + width / 4, none=none, full=none + width) == pytest.approx(0.25)
+    assert coverage_weight(None, none=none, full=none + width) == 1.0  # unknown: unweighted
+    assert coverage_weight(math.nan, none=none, full=none + width) == 1.0
+
+
+def test_top_coverage_present_leaves_out_words_the_corpus_lacks() -> None:
+    """A word in no chunk counts neither way (in a small corpus plain words occur nowhere
+    and get the highest IDF); the share is over the words the corpus has."""
+    from ragline.retrieval.term_evidence import TermStats
+
+    df = {"pcsk9": 7, "plasma": 400, "level": 1600, "decreas": 800}
+    s = TermStats(chunks=12_000, df=df, top=frozenset({"pcsk9", "plasma"}))
+    idf = {t: s.idf(t) for t in df}
+    expected = (idf["pcsk9"] + idf["plasma"]) / sum(idf.values())
+    assert s.top_coverage_present == pytest.approx(expected)
+    assert s.top_coverage == pytest.approx(expected)  # every word present: the same share
+    lacking = TermStats(chunks=12_000, df={**df, "zyx": 0}, top=s.top)
+    assert lacking.top_coverage_present == pytest.approx(expected)
+    assert lacking.top_coverage is not None and lacking.top_coverage < expected
+    assert TermStats(chunks=10, df={"zyx": 0}, top=frozenset()).top_coverage_present is None
+
+
+def _fuse_cov(coverage: float | None, *, evidence: dict[str, float], chunks: int | None) -> Any:
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    s = RankingSettings(
+        lexical_evidence_none=2.0,
+        lexical_evidence_ramp=1.0,
+        lexical_coverage_none=0.35,
+        lexical_coverage_ramp=0.30,
+    )
+    unit = idf_one(chunks or 50_000)
+    dense = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(_DENSE, 1)]
+    lex = [
+        LexicalHit(chunk_id=k, score=e * unit, rank=i)
+        for i, (k, e) in enumerate(evidence.items(), 1)
+    ]
+    return {h.key: h.score for h in fuse(dense, lex, s, chunks=chunks, coverage=coverage)}, lex
+
+
+def test_the_service_fusion_weighs_bm25_by_the_larger_of_evidence_and_coverage() -> None:
+    """Each BM25 hit adds its z-score times max(its evidence weight (ramp 2.0 -> 3.0),
+    the query's coverage weight (ramp 0.35 -> 0.65)). Coverage 0.5 is a floor of 0.5:
+    weak hits count half, a strong one in full; coverage at or above 0.65 is the
+    unweighted fusion, at or below 0.35 evidence alone decides; an unknown coverage
+    (the lookup failed) is the unweighted fusion. Taking the smaller instead of the
+    larger, ignoring the coverage, or a step instead of its ramp fails this."""
+    chunks = 50_000
+    evidence = {"n1": 3.5, "n2": 2.5, "x": 1.0, "d5": 0.8, "n3": 0.5}  # units, best first
+    dense_z = {h.key: h.score for h in score_fusion({"dense": _DENSE}, norm="zscore")}
+
+    def expected(cov: float | None, lex: Any) -> dict[str, float]:
+        lex_z = {
+            h.key: h.score
+            for h in score_fusion({"lexical": [(h.chunk_id, h.score) for h in lex]}, norm="zscore")
+        }
+        floor = 1.0 if cov is None else min(1.0, max(0.0, (cov - 0.35) / 0.30))
+        out = {}
+        for key in set(dense_z) | set(lex_z):
+            w = max(min(1.0, max(0.0, evidence.get(key, 0.0) - 2.0)), floor)
+            out[key] = dense_z.get(key, 0.0) + w * lex_z.get(key, 0.0)
+        return out
+
+    for cov in (None, 0.1, 0.35, 0.5, 0.6, 0.65, 0.9):
+        fused, lex = _fuse_cov(cov, evidence=evidence, chunks=chunks)
+        want = expected(cov, lex)
+        for key, score in fused.items():
+            assert score == pytest.approx(want[key]), (cov, key)
+    low, _ = _fuse_cov(0.1, evidence=evidence, chunks=chunks)
+    high, _ = _fuse_cov(0.9, evidence=evidence, chunks=chunks)
+    assert list(low)[: len(_DENSE)] != list(high)[: len(_DENSE)]  # coverage moves the order
+
+
+def test_the_coverage_floor_applies_without_the_chunk_count() -> None:
+    """With the chunk count unknown (no evidence weights) the coverage weight alone
+    scales every BM25 hit: coverage at or below 0.35 is the dense order."""
+    evidence = {"n1": 3.5, "n2": 2.5, "x": 1.0, "d5": 0.8, "n3": 0.5}
+    low, _ = _fuse_cov(0.2, evidence=evidence, chunks=None)
+    assert list(low)[: len(_DENSE)] == [k for k, _ in _DENSE]
+    plain, _ = _fuse_cov(None, evidence=evidence, chunks=None)
+    assert next(iter(plain)) != "d1"  # unweighted, BM25 moves the order
+
+
+@given(
+    _scored, _scored, st.floats(0, 1), st.floats(0, 1), st.one_of(st.none(), st.integers(1, 10**7))
+)
+def test_more_coverage_never_lowers_a_fused_score(
+    dense: list[tuple[str, float]],
+    lexical: list[tuple[str, float]],
+    lo: float,
+    hi: float,
+    chunks: int | None,
+) -> None:
+    """Monotone in the evidence: a query whose best BM25 hit holds more of it never
+    lowers any candidate's fused score (the fusion's side of issue 32's monotone
+    probability)."""
+    from ragline.retrieval.candidates import fuse
+    from ragline.retrieval.dense import DenseHit
+    from ragline.retrieval.lexical import LexicalHit
+    from ragline.retrieval.settings import RankingSettings
+
+    lo, hi = min(lo, hi), max(lo, hi)
+    s = RankingSettings(lexical_coverage_none=0.35, lexical_coverage_ramp=0.30)
+    d = [DenseHit(chunk_id=k, similarity=v, rank=i) for i, (k, v) in enumerate(dense, 1)]
+    lx = [LexicalHit(chunk_id=k, score=v, rank=i) for i, (k, v) in enumerate(lexical, 1)]
+    a = {h.key: h.score for h in fuse(d, lx, s, chunks=chunks, coverage=lo)}
+    b = {h.key: h.score for h in fuse(d, lx, s, chunks=chunks, coverage=hi)}
+    assert all(b[k] >= a[k] - 1e-9 for k in a)
