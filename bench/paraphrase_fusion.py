@@ -30,8 +30,9 @@ library's ``LexicalSearcher.search`` and ``dense_search`` under the tenant's sco
 the original claims (with each query's term statistics, ``term_stats``, and the index's
 chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
 ``RankingSettings.score_norm``, RRF, and the service's own ``candidates.fuse`` (its
-defaults, the evidence ramps of ``EVIDENCE_RAMPS`` and the agreement ramps of
-``COSINE_RAMPS``, over each BM25 hit's cosine to the query, dumped as
+defaults: coverage or evidence, each query's coverage from its cached term statistics;
+every weighting off; the ramps of ``EVIDENCE_RAMPS`` and ``COVERAGE_RAMPS`` alone; the
+agreement ramps of ``COSINE_RAMPS``, over each BM25 hit's cosine to the query, dumped as
 ``lexical_cosine``) and prints document-level recall@10 and nDCG@10 per leg and per
 fusion: each paraphrase set's two seeded halves (even / odd positions of the seeded
 order; fit on "fit", report "held") and the original claims, all and per half (hybrid
