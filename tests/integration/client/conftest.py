@@ -17,14 +17,12 @@ import pytest_asyncio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "query"))
 
 from client_helpers import REPO, Seeded, child_env
-from query_corpus import main_corpus, seed
+from query_corpus import main_corpus, seed_tenant
 from query_helpers import GROUP_A, GROUP_B, SECRET
 
 from ragline.config import EmbeddingModelSettings, Settings
 from ragline.platform.stack.testing import ServiceProcess, free_port, unique_tenant
 from ragline.retrieval.embed import CachedEmbedder, ModelQueryEmbedder
-from ragline.store.os_client import make_client
-from ragline.store.pool import open_pool
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -33,13 +31,9 @@ async def seeded(stack: Settings) -> Seeded:
     embedder = CachedEmbedder(inner, size=1024)
     tenant = unique_tenant("cl")
     docs = main_corpus(GROUP_A, GROUP_B)
-    pool = await open_pool(stack.admin_dsn(), name="client-seed")
-    client = make_client(stack)
     try:
-        await seed(pool, client, stack.opensearch_index_prefix, tenant, docs, embedder)
+        await seed_tenant(stack, tenant, docs, embedder, name="client-seed")
     finally:
-        await client.close()
-        await pool.close()
         inner.close()
     return Seeded(
         tenant=tenant,

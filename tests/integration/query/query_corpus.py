@@ -13,6 +13,7 @@ import numpy as np
 from opensearchpy import AsyncOpenSearch
 from psycopg_pool import AsyncConnectionPool
 
+from ragline.config import Settings
 from ragline.embedding.texts import embed_text
 from ragline.events import (
     BlockFlags,
@@ -28,6 +29,8 @@ from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.writer import IndexWriter
 from ragline.retrieval.embed import QueryEmbedder
 from ragline.scanning.seal import as_scanned
+from ragline.store.os_client import make_client
+from ragline.store.pool import open_pool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -277,6 +280,19 @@ async def seed(
         for doc in docs:
             await writer.apply(conn, await doc_event(tenant, doc, embedder, seq=1))
         await syncer.sync(conn, tenant, [d.document_id for d in docs], force=True)
+
+
+async def seed_tenant(
+    stack: Settings, tenant: str, docs: Sequence[Doc], embedder: QueryEmbedder, *, name: str
+) -> None:
+    """``seed`` with a pool and an OpenSearch client of its own, closed after."""
+    pool = await open_pool(stack.admin_dsn(), name=name)
+    client = make_client(stack)
+    try:
+        await seed(pool, client, stack.opensearch_index_prefix, tenant, docs, embedder)
+    finally:
+        await client.close()
+        await pool.close()
 
 
 async def delete(

@@ -17,14 +17,12 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from query_corpus import Doc, seed
+from query_corpus import Doc, seed_tenant
 from query_helpers import GROUP_A, auth, query_settings, running_app
 
 from ragline.config import Settings
 from ragline.platform.stack.testing import unique_tenant
 from ragline.retrieval.embed import QueryEmbedder
-from ragline.store.os_client import make_client
-from ragline.store.pool import open_pool
 
 pytestmark = pytest.mark.integration
 
@@ -44,13 +42,7 @@ DOCS = [
 async def tenant(stack: Settings, embedder: QueryEmbedder) -> str:
     name = unique_tenant("cov")
     docs = [Doc(document_id=d, title=t, texts=(x,), groups=(GROUP_A,)) for d, t, x in DOCS]
-    pool = await open_pool(stack.admin_dsn(), name="coverage-seed")
-    client = make_client(stack)
-    try:
-        await seed(pool, client, stack.opensearch_index_prefix, name, docs, embedder)
-    finally:
-        await client.close()
-        await pool.close()
+    await seed_tenant(stack, name, docs, embedder, name="coverage-seed")
     return name
 
 
