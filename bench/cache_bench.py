@@ -342,7 +342,13 @@ def run_main(args: argparse.Namespace) -> dict[str, Any]:
     from ragline.catalog import SERVICES
     from ragline.config import Settings
     from ragline.platform.stack import StackManager, StackSettings
-    from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+    from ragline.platform.stack.testing import (
+        ServiceProcess,
+        free_port,
+        patched_environ,
+        stack_env,
+        stop_all,
+    )
 
     base = Path(tempfile.mkdtemp(prefix="ragline-cache-bench-"))
     with patched_environ(stack_env(base / "state")):
@@ -376,8 +382,7 @@ def run_main(args: argparse.Namespace) -> dict[str, Any]:
                 **asyncio.run(run(args, procs["query"].http_url, procs["cache_invalidator"])),
             }
         finally:
-            for p in procs.values():
-                p.cleanup()
+            stop_all(procs.values())
             asyncio.run(manager.down())
             shutil.rmtree(base, ignore_errors=True)
     return report

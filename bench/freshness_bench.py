@@ -57,7 +57,13 @@ from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import BULK, INTERACTIVE, DocumentMeta, Lane, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, free_port, patched_environ, stack_env
+from ragline.platform.stack.testing import (
+    ServiceProcess,
+    free_port,
+    patched_environ,
+    stack_env,
+    stop_all,
+)
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.publisher import EventPublisher
 
@@ -534,8 +540,7 @@ def main() -> int:
             procs = start_services(base)
             report = asyncio.run(run(args, procs))
         finally:
-            for p in procs.values():
-                p.cleanup()
+            stop_all(procs.values())
             asyncio.run(manager.down())
     (OUT / f"{stem}.json").write_text(json.dumps(report, indent=2))
     summary = {k: v for k, v in report.items() if k != "under_backfill"}

@@ -45,7 +45,7 @@ from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env
+from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env, stop_all
 from ragline.runtime.publisher import EventPublisher
 
 REPO = Path(__file__).resolve().parents[1]
@@ -327,8 +327,7 @@ def main() -> int:
                 p.wait_metrics(timeout_s=300)
             report = asyncio.run(run(args, procs))
         finally:
-            for p in procs:
-                p.cleanup()
+            stop_all(procs)
             asyncio.run(manager.down())
     args.json.write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))

@@ -41,7 +41,7 @@ from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
 from ragline.events import DocumentMeta, SourceUpsert, Topics
 from ragline.platform.stack import StackManager, StackSettings
-from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env
+from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env, stop_all
 from ragline.runtime.publisher import EventPublisher
 from ragline.store.os_client import make_client
 from ragline.store.os_index import index_name
@@ -282,8 +282,7 @@ def main() -> int:
                 p.wait_metrics(timeout_s=300)
             report = asyncio.run(run(args, base, emb))
         finally:
-            for p in [*procs, *emb.all]:
-                p.cleanup()
+            stop_all([*procs, *emb.all])
             asyncio.run(manager.down())
     report["logs"] = str(base)
     args.json.write_text(json.dumps(report, indent=2))

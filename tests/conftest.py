@@ -31,6 +31,7 @@ from ragline.platform.stack.testing import (
     patched_environ,
     reap_stale_test_stacks,
     stack_env,
+    stop_all,
     unique_tenant,
 )
 
@@ -122,8 +123,7 @@ def service_process(stack: Settings, tmp_path: Path) -> Iterator[ServiceFactory]
         return proc
 
     yield start
-    for proc in started:
-        proc.cleanup()
+    stop_all(started)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from ragline.config import Settings
 from ragline.errors import BackendUnavailable
 from ragline.evaluation.datasets import beir_document_text
 from ragline.events import DocumentMeta, SourceUpsert, Topics
-from ragline.platform.stack.testing import ServiceProcess, free_port, indexed_count
+from ragline.platform.stack.testing import ServiceProcess, free_port, indexed_count, stop_all
 from ragline.runtime.lag import wait_drained
 from ragline.runtime.publisher import EventPublisher
 from ragline.runtime.topology import TOPOLOGY
@@ -156,10 +156,10 @@ class Fleet:
         return len(dead)
 
     def stop(self) -> None:
-        for p in self.procs.values():
-            try:
-                p.cleanup()
-            except subprocess.TimeoutExpired:  # a loaded machine: wait for the SIGKILL
+        try:
+            stop_all(self.procs.values())
+        except subprocess.TimeoutExpired:  # a loaded machine: wait for the SIGKILLs
+            for p in self.procs.values():
                 p.proc.kill()
                 p.proc.wait(timeout=120)
 

@@ -14,7 +14,7 @@ import pytest
 
 from ragline.catalog import SERVICES
 from ragline.config import Settings
-from ragline.platform.stack.testing import ServiceProcess, free_port
+from ragline.platform.stack.testing import ServiceProcess, free_port, stop_all
 from ragline.runtime.lag import wait_drained
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -111,5 +111,4 @@ def pipeline(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 proc.wait_metrics(timeout_s=180)
         yield pipe
     finally:
-        for proc in pipe.services.values():
-            proc.cleanup()
+        stop_all(pipe.services.values())

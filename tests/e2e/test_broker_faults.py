@@ -93,6 +93,9 @@ async def test_broker_sigkill_mid_ingest_loses_and_doubles_nothing(
         "RAGLINE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "RAGLINE_EMBEDDER_CACHE": "false",  # B's vectors are computed, not looked up
         "RAGLINE_CONNECTOR_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        # the webhook's 503 after 2 s of no acknowledgement, not the deployed 10 s: the
+        # same answer (the producer would wait 40 s), 8 s sooner
+        "RAGLINE_CONNECTOR_WEBHOOK_PUBLISH_TIMEOUT_S": "2",
     }
     fleet = Fleet(logs=tmp_path / "fleet", env=env, replicas=1)
     fleet.start_all()

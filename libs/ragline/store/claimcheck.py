@@ -79,9 +79,12 @@ class ClaimCheckStore:
     that never sees a big message never connects. Postgres errors leave as ragline
     errors (``store.pg_errors``)."""
 
-    def __init__(self, dsn: str, *, name: str = "claim-check") -> None:
+    def __init__(
+        self, dsn: str, *, name: str = "claim-check", connect_timeout_s: float = _CONNECT_TIMEOUT_S
+    ) -> None:
         self._dsn = dsn
         self._name = name
+        self._connect_timeout_s = connect_timeout_s
         self._pool: AsyncConnectionPool | None = None
         self._opening = asyncio.Lock()
 
@@ -89,7 +92,7 @@ class ClaimCheckStore:
         async with self._opening:
             if self._pool is None:
                 self._pool = await open_pool(
-                    self._dsn, name=self._name, max_size=2, timeout_s=_CONNECT_TIMEOUT_S
+                    self._dsn, name=self._name, max_size=2, timeout_s=self._connect_timeout_s
                 )
         return self._pool.connection()
 

@@ -44,7 +44,8 @@ def _ctx(settings: Settings) -> StageContext:
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def stages(stack: Settings) -> AsyncIterator[tuple[ConnectorStage, IndexerStage]]:
     connector = ConnectorStage(stack, ConnectorSettings(max_seq_jump=1000))
-    indexer = IndexerStage(stack, IndexerSettings(os_refresh="wait_for"))
+    # refresh "true": searchable on return without the 1 s wait (indexing/conftest.py)
+    indexer = IndexerStage(stack, IndexerSettings(os_refresh="true"))
     await connector.start()
     await indexer.start()
     yield connector, indexer

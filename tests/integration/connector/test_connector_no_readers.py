@@ -70,7 +70,8 @@ async def _ingest(stack: Settings, src: FilesystemSource) -> None:
     ctx = StageContext(settings=stack, logger=logging.getLogger("test.no_readers"))
     events = [src.upsert_event_for(d, d.path.read_bytes()) for d in src.scan().docs.values()]
     connector = ConnectorStage(stack, ConnectorSettings())
-    indexer = IndexerStage(stack, IndexerSettings(os_refresh="wait_for"))
+    # refresh "true": searchable on return without the 1 s wait (indexing/conftest.py)
+    indexer = IndexerStage(stack, IndexerSettings(os_refresh="true"))
     await connector.start()
     await indexer.start()
     try:

@@ -109,7 +109,8 @@ class World:
         # demotes by budget sets the connector's admission itself)
         cset = ConnectorSettings(max_document_bytes=OVERSIZE_BYTES, tenant_interactive_rate=0)
         sset = ScannerSettings(policy_file=policy)
-        iset = IndexerSettings(os_refresh="wait_for")
+        # refresh "true": searchable on return without the 1 s wait (indexing/conftest.py)
+        iset = IndexerSettings(os_refresh="true")
         self.chunker_refuses: set[tuple[str, str]] = set()  # see FaultyChunker
         factories: dict[str, Any] = {
             "connector": lambda: ConnectorStage(settings, cset),

@@ -75,7 +75,15 @@ async def test_opensearch_killed_during_ingest_and_queries(
             await syncer.sync(conn, corpus.tenant, sorted(corpus.all_docs), force=True)
 
         tenant = unique_tenant("osf")
-        indexer = service_process("indexer", env={"RAGLINE_OPENSEARCH_URL": node.address})
+        # retries at most 1 s apart (deployed: backoff doubling to 10 s), so the node's
+        # return is seen within a second, not up to 10 s later; the same outage wait
+        indexer = service_process(
+            "indexer",
+            env={
+                "RAGLINE_OPENSEARCH_URL": node.address,
+                "RAGLINE_INDEXER_OS_RETRY_BACKOFF_MAX_S": "1",
+            },
+        )
         await indexer.wait_metrics_async(timeout_s=180)
         events = [
             embedded_event(

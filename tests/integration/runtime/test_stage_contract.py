@@ -105,7 +105,8 @@ def _factories(settings: Settings, policy: Path) -> dict[str, Callable[[], AnySt
         "embedder": lambda: EmbedderStage(
             settings, EmbedderSettings(cache=False), embedder=_PseudoEmbedder()
         ),
-        "indexer": lambda: IndexerStage(settings, IndexerSettings(os_refresh="wait_for")),
+        # refresh "true": searchable on return without the 1 s wait (indexing/conftest.py)
+        "indexer": lambda: IndexerStage(settings, IndexerSettings(os_refresh="true")),
         "cache_invalidator": lambda: CacheInvalidatorStage(settings, CacheSettings()),
     }
 

@@ -50,7 +50,9 @@ async def test_concurrent_puts_and_gets_share_a_two_connection_pool(
 
 async def test_an_unreachable_postgres_is_backend_unavailable_without_the_dsn() -> None:
     dsn = f"postgresql://ragline:{SECRET}@127.0.0.1:{free_port()}/ragline"
-    store = ClaimCheckStore(dsn)
+    # a closed port refuses at once; the pool retries it until the timeout (5 s deployed,
+    # twice here: 10 s of the suite): the same error after 0.5 s
+    store = ClaimCheckStore(dsn, connect_timeout_s=0.5)
     try:
         with pytest.raises(BackendUnavailable) as info:
             await store.put(b"body")
