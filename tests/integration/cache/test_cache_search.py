@@ -113,16 +113,19 @@ async def search(
 
 
 async def test_paraphrase_hits_and_other_keys_miss(api: tuple[httpx.AsyncClient, str]) -> None:
-    first, t_miss = await search(api, "how do I reset my password", ["all", "eng"])
+    first, _ = await search(api, "how do I reset my password", ["all", "eng"])
     assert first["cache"] == "miss"
     assert first["results"][0]["document_id"] == "kb:password"
-    again, t_hit = await search(api, "How do I reset my password?", ["eng", "all"])
+    again, _ = await search(api, "How do I reset my password?", ["eng", "all"])
     para, _ = await search(api, "how can I reset my password", ["all", "eng"])
     assert again["cache"] == "hit" and para["cache"] == "hit"
     assert para["results"] == first["results"]
     assert para["trace_id"] != first["trace_id"]
-    assert "cache" in para["timings_ms"] and "dense" not in para["timings_ms"]
-    assert t_hit < t_miss
+    # a hit skips retrieval (no dense or lexical stage), not a timed assert: the stages
+    # say it on any machine
+    for hit in (again, para):
+        assert "cache" in hit["timings_ms"]
+        assert "dense" not in hit["timings_ms"] and "lexical" not in hit["timings_ms"]
 
     for query, groups, body in (
         ("how do I reset my vpn", ["all", "eng"], {}),  # another question
