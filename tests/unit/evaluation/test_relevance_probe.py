@@ -68,8 +68,15 @@ def test_threshold_with_every_answerable_allowed_abstains_on_everything(probe: M
 
 def test_case_scores_take_the_best_relevance_among_the_first_k(probe: ModuleType) -> None:
     rel = {"a": 0.1, "b": 0.9, "c": 0.5, "d": 2.0}
-    s = probe.case_scores(["a", "c", "b", "d"], [0.8, 0.7, 0.6, 0.5], rel.__getitem__, 3)
-    assert s == {"cosine": 0.8, "ce@1": 0.1, "ce@3": 0.9, "ce@k": 0.9}
+    ranked, cos = ["a", "c", "b", "d"], [0.8, 0.7, 0.6, 0.5]
+    assert probe.case_scores(ranked, cos, rel.__getitem__, 3) == {
+        "cosine": 0.8,
+        "ce@1": 0.1,
+        "ce@3": 0.9,
+        "ce@k": 0.9,
+    }
+    assert probe.case_scores(ranked, cos, rel.__getitem__, 4)["ce@3"] == 0.9  # d is 4th
+    assert probe.case_scores(ranked, cos, rel.__getitem__, 4)["ce@k"] == 2.0
 
 
 def test_validation_split_is_seeded_and_a_share_of_the_queries(probe: ModuleType) -> None:
