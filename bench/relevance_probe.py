@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from _paths import OUT, add_quick, scifact
+from fit_answerability import auc as fit_auc
 
 SEED = 20261206
 PROBE_OUT = OUT / "relevance_probe"
@@ -74,11 +75,8 @@ def visible_to(acl_groups: Iterable[str], principal_groups: Iterable[str]) -> bo
 def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
     """Mann-Whitney AUC: the chance an answerable case scores above an unanswerable one
     (ties count half)."""
-    if not pos or not neg:
-        return float("nan")
-    p = np.asarray(pos, dtype=float)[:, None]
-    n = np.asarray(neg, dtype=float)[None, :]
-    return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
+    x = np.asarray([*pos, *neg], dtype=float)
+    return float(fit_auc(x, np.asarray([1.0] * len(pos) + [0.0] * len(neg))))
 
 
 class Operating(NamedTuple):
