@@ -84,3 +84,9 @@ def test_validation_split_is_seeded_and_a_share_of_the_queries(probe: ModuleType
     val = probe.split_validation(qs, 0.2)
     assert len(val) == 20 and val <= set(qs)
     assert val == probe.split_validation(list(reversed(qs)), 0.2)
+
+
+def test_hit_rate_is_the_share_with_a_relevant_document_in_the_first_k(probe: ModuleType) -> None:
+    cases = [(["r", "x", "y"], {"r"}), (["x", "y", "r"], {"r"}), (["x", "y", "z"], {"r"})]
+    assert probe.hit_rate(cases, [1, 2, 3]) == {1: 1 / 3, 2: 1 / 3, 3: 2 / 3}
+    assert math.isnan(probe.hit_rate([], [1])[1])
