@@ -398,6 +398,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path, default=PROBE_OUT)
     p.add_argument(
+        "--eval-only",
+        type=Path,
+        help="no training: score this saved model (validation, then the held-out half)",
+    )
+    p.add_argument(
+        "--shapes", default="", help="comma-separated shapes kept in the evaluation (all)"
+    )
+    p.add_argument(
         "--ceiling-only",
         action="store_true",
         help="only the bi-encoder's hit rate at 1/3/5/10/20 on the answerable cases (no training)",
@@ -431,6 +439,9 @@ def main(argv: list[str]) -> int:
         "validation": [c for c in cases if c.half == "fit" and c.query in val],
         "heldout": [c for c in cases if c.half == "heldout"],
     }
+    if a.shapes:
+        keep_shapes = set(a.shapes.split(","))
+        eval_cases = {n: [c for c in cs if c.shape in keep_shapes] for n, cs in eval_cases.items()}
     if a.quick:
         train_q = train_q[:12]
         for name, cs in eval_cases.items():
@@ -502,7 +513,7 @@ def main(argv: list[str]) -> int:
         return rows
 
     a.out.mkdir(parents=True, exist_ok=True)
-    scorer = Scorer(base, a.max_length, train=True)
+    scorer = Scorer(base if a.eval_only is None else a.eval_only, a.max_length, train=True)
     scorer.freeze(a.freeze)
     per_epoch: dict[int, dict[str, Any]] = {}
 
@@ -515,15 +526,22 @@ def main(argv: list[str]) -> int:
         scorer.model.save_pretrained(path)
         scorer.tok.save_pretrained(path)
 
-    stats = _train(
-        scorer,
-        pairs,
-        epochs=a.epochs,
-        batch_size=a.batch,
-        lr=a.lr,
-        after_epoch=after_epoch,
-        max_steps=3 if a.quick else None,
-    )
+    if a.eval_only is not None:
+        rows = rows_of("validation", scorer)
+        per_epoch[0] = {"block": report_block(rows, max_false=a.max_false, thresholds=None)}
+        per_epoch[0]["rows"] = rows
+        print(render(f"validation (fit half), {a.eval_only}", per_epoch[0]["block"]), flush=True)
+    stats = {"train_s": 0.0, "pairs_per_s": 0.0, "pairs_seen": 0.0}
+    if a.eval_only is None:
+        stats = _train(
+            scorer,
+            pairs,
+            epochs=a.epochs,
+            batch_size=a.batch,
+            lr=a.lr,
+            after_epoch=after_epoch,
+            max_steps=3 if a.quick else None,
+        )
     print(
         f"trained {stats['pairs_seen']:.0f} pairs in {stats['train_s']:.0f} s "
         f"({stats['pairs_per_s']:.1f} pairs/s)",
@@ -537,7 +555,9 @@ def main(argv: list[str]) -> int:
         for s in SCORES
     }
     print(f"chosen on validation: epoch {chosen}; thresholds {thresholds}", flush=True)
-    final = Scorer(a.out / f"model_epoch{chosen}", a.max_length)
+    final = (
+        scorer if a.eval_only is not None else Scorer(a.out / f"model_epoch{chosen}", a.max_length)
+    )
     held = rows_of("heldout", final)
     block = report_block(held, max_false=a.max_false, thresholds=thresholds)
     print(render(f"HELD-OUT half (model of epoch {chosen}, chosen on validation)", block))
