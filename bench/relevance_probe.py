@@ -167,10 +167,12 @@ def report_block(
         per["auc"]["all"] = auc(ans, una)
         t = threshold_for(ans, max_false)
         per["oracle_all"] = at_threshold(t, ans, una)._asdict()
-        per["oracle_hidden"] = at_threshold(t, ans, hid)._asdict()
+        if hid:
+            per["oracle_hidden"] = at_threshold(t, ans, hid)._asdict()
         if thresholds is not None:
             per["chosen_all"] = at_threshold(thresholds[score], ans, una)._asdict()
-            per["chosen_hidden"] = at_threshold(thresholds[score], ans, hid)._asdict()
+            if hid:
+                per["chosen_hidden"] = at_threshold(thresholds[score], ans, hid)._asdict()
         out[score] = per
     return out
 
