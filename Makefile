@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact eval-paraphrase eval-answerability answerability-fit clean
+.PHONY: help system-deps install install-torch up down console status test test-unit test-integration test-torch soak chaos spaces-gate fuzz-api canary-soak lint typecheck fmt schemas bench bench-growth eval eval-scifact eval-paraphrase eval-answerability answerability-fit relevance-probe clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -151,6 +151,9 @@ eval-answerability: install ## the answerability benchmark (SciFact by construct
 
 answerability-fit: eval-answerability ## refit the answerability model (after an embedder change): writes libs/ragline/retrieval/answerability_model.json and docs/img/answerability-reliability.png
 	$(BIN)/python bench/fit_answerability.py --report $(ANSWERABILITY_OUT)/report.json --write
+
+relevance-probe: install-torch ## issue 32 probe: fine-tune a MiniLM-L6 cross-encoder on the answerability benchmark's fit half, AUC visible vs hidden on the held-out half (docs/evaluation.md "A relevance model trained here"; ~40 min on 2 cores)
+	nice -n 10 $(BIN)/python bench/relevance_probe.py --epochs 2 --lr 1e-4 --out bench/out/relevance_probe/lr1e-4
 
 clean: down
 	rm -rf .ragline
