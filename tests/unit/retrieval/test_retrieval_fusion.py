@@ -294,8 +294,7 @@ def test_more_lexical_weight_never_lowers_a_lexical_hit(
 def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     """``candidates.fuse`` with the ramp (1.2, 2.0): a BM25 list of weak hits (a
     paraphrase: no real word matched) leaves the dense order; strong hits, or an unknown
-    chunk count, give the unweighted z-score fusion; so do the default settings when
-    the query's coverage is unknown."""
+    chunk count, give the unweighted z-score fusion; so do the default settings (off)."""
     from ragline.retrieval.candidates import fuse
     from ragline.retrieval.dense import DenseHit
     from ragline.retrieval.lexical import LexicalHit
@@ -321,9 +320,7 @@ def test_the_service_fusion_weighs_bm25_by_evidence() -> None:
     assert plain == _with_factor(1.0)
     strong = [h.key for h in fuse(dense, lexical(20.0), s, chunks=chunks)]
     assert strong == [h.key for h in fuse(dense, lexical(20.0), s)]
-    # the defaults weigh by evidence only with the query's coverage known (none here:
-    # the lookup failed, so unweighted)
-    off = RankingSettings()
+    off = RankingSettings()  # the default: every weighting off
     assert [h.key for h in fuse(dense, lexical(1.0), off, chunks=chunks)] == plain
 
 
