@@ -260,21 +260,20 @@ def fuse(
             if settings.lexical_coverage_ramp > 0
             else None
         )
-        if (
-            chunks is not None
-            and settings.lexical_evidence_none + settings.lexical_evidence_ramp > 0
-        ):
-            none = settings.lexical_evidence_none
-            full = none + settings.lexical_evidence_ramp
+        none = settings.lexical_evidence_none
+        full = none + settings.lexical_evidence_ramp
+        unit = chunks if full > 0 else None  # evidence weighting needs the chunk count
+        if unit is not None or floor is not None:
 
-            def by_evidence(score: float) -> float:
-                w = evidence_weight(lexical_evidence(score, chunks), none=none, full=full)
+            def by_hit(score: float) -> float:
+                w = (
+                    0.0
+                    if unit is None
+                    else evidence_weight(lexical_evidence(score, unit), none=none, full=full)
+                )
                 return w if floor is None else max(w, floor)
 
-            hit_weights = {"lexical": by_evidence}
-        elif floor is not None:
-            query_weight = floor
-            hit_weights = {"lexical": lambda _score: query_weight}
+            hit_weights = {"lexical": by_hit}
         key_weights = None
         if cosines is not None and dense_hits and settings.lexical_cosine_ramp > 0:
             best = max(h.similarity for h in dense_hits)

@@ -72,8 +72,9 @@ class TermStats:
         # log(1 + ratio) rounds to 0 (a word in every chunk still has some weight)
         return math.log1p((n - d + 0.5) / (d + 0.5))
 
-    def _share(self, terms: Sequence[str]) -> float | None:
-        total = sum(self.idf(t) for t in self.df)
+    def _share(self, terms: Sequence[str], over: Iterable[str] | None = None) -> float | None:
+        """IDF share of ``terms`` among ``over`` (default: every query word)."""
+        total = sum(self.idf(t) for t in (self.df if over is None else over))
         if total <= 0:
             return None
         return sum(self.idf(t) for t in terms) / total
@@ -95,10 +96,7 @@ class TermStats:
         lacks does not count against it: in a small corpus plain words occur nowhere and
         get the highest IDF (the fusion's coverage weighting)."""
         present = [t for t, d in self.df.items() if d > 0]
-        total = sum(self.idf(t) for t in present)
-        if total <= 0:
-            return None
-        return sum(self.idf(t) for t in present if t in self.top) / total
+        return self._share([t for t in present if t in self.top], over=present)
 
 
 class Ranked(Protocol):
