@@ -30,7 +30,7 @@ library's ``LexicalSearcher.search`` and ``dense_search`` under the tenant's sco
 the original claims (with each query's term statistics, ``term_stats``, and the index's
 chunk count), caches the legs in ``--out``/legs.json, then fuses them with every
 ``RankingSettings.score_norm``, RRF, and the service's own ``candidates.fuse`` (its
-defaults; the fitted coverage-or-evidence pair ``FITTED``, each query's coverage from its
+defaults (the fitted coverage-or-evidence pair), each query's coverage from its
 cached term statistics; the ramps of ``EVIDENCE_RAMPS`` and ``COVERAGE_RAMPS`` alone; the
 agreement ramps of ``COSINE_RAMPS``, over each BM25 hit's cosine to the query, dumped as
 ``lexical_cosine``) and prints document-level recall@10 and nDCG@10 per leg and per
@@ -65,15 +65,12 @@ from ragline.evaluation.paraphrase import Paraphrase, Term, rewrite
 TENANT, GROUP = "scifact", "eval"
 _DOC = "scifact:"  # the evaluation harness's document ids (evaluation/datasets.py)
 LIMIT = 100
-# the opt-in evidence weighting (RAGLINE_QUERY_LEXICAL_EVIDENCE_NONE / _RAMP): (none, full) shown
+# the evidence weighting alone (RAGLINE_QUERY_LEXICAL_EVIDENCE_NONE / _RAMP): (none, full)
 EVIDENCE_RAMPS: tuple[tuple[float, float], ...] = ((1.0, 1.8), (1.2, 2.0), (1.4, 2.2))
 # the opt-in agreement weighting (RAGLINE_QUERY_LEXICAL_COSINE_GAP / _RAMP): (gap, ramp)
 COSINE_RAMPS: tuple[tuple[float, float], ...] = ((0.05, 0.1), (0.1, 0.1))
 # the coverage weighting alone (RAGLINE_QUERY_LEXICAL_COVERAGE_NONE / _RAMP): (none, full)
 COVERAGE_RAMPS: tuple[tuple[float, float], ...] = ((0.35, 0.65),)
-# the fitted pair (opt-in; docs/evaluation.md "Fusion weighted by coverage"): the coverage
-# ramp (none, full) and the evidence ramp (none, full), a hit counting by the larger
-FITTED: tuple[tuple[float, float], tuple[float, float]] = ((0.35, 0.65), (2.0, 3.0))
 _TIMEOUT_S = 60.0  # a benchmark on a loaded machine: waiting beats failing
 
 
@@ -201,6 +198,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
     from ragline.retrieval.hydrate import hydrate
     from ragline.retrieval.lexical import LexicalSearcher
     from ragline.retrieval.scope import rls_transaction
+    from ragline.retrieval.term_evidence import asked_about
     from ragline.store.os_client import make_client
     from ragline.store.pool import open_pool
 
@@ -293,7 +291,7 @@ async def collect(a: argparse.Namespace) -> dict[str, Any]:
                 rows = await hydrate(conn, who, [h.chunk_id for h in lex], preds, vector=vec)
             stats = await lexical.term_stats(
                 who,
-                text,
+                asked_about(text),  # as the service reads it (candidates._lexical)
                 preds,
                 top_chunk_id=lex[0].chunk_id if lex else None,
                 timeout_s=_TIMEOUT_S,
@@ -393,21 +391,19 @@ def fusions(chunks: int) -> dict[str, Any]:
     out: dict[str, Any] = {"rrf k60": by_rank}
     for norm in NORMS:
         out[f"score {norm}"] = by_norm(norm)
-    out["service, defaults"] = service(RankingSettings())
+    d = RankingSettings()  # the fitted coverage-or-evidence pair (docs/evaluation.md)
+    c_none, e_none = d.lexical_coverage_none, d.lexical_evidence_none
+    out[
+        f"service, defaults: coverage ({c_none}, {c_none + d.lexical_coverage_ramp:.2f}) or "
+        f"evidence ({e_none}, {e_none + d.lexical_evidence_ramp})"
+    ] = service(d)
     plain = {
         "lexical_evidence_none": 0.0,
         "lexical_evidence_ramp": 0.0,
         "lexical_coverage_none": 0.0,
         "lexical_coverage_ramp": 0.0,
     }
-    (c_none, c_full), (e_none, e_full) = FITTED
-    fitted = RankingSettings(
-        lexical_coverage_none=c_none,
-        lexical_coverage_ramp=c_full - c_none,
-        lexical_evidence_none=e_none,
-        lexical_evidence_ramp=e_full - e_none,
-    )
-    out[f"service, coverage {FITTED[0]} or evidence {FITTED[1]} (fitted, opt-in)"] = service(fitted)
+    out["service, every lexical weighting off (before)"] = service(RankingSettings(**plain))
     for none, full in EVIDENCE_RAMPS:
         ramp = RankingSettings(
             **{**plain, "lexical_evidence_none": none, "lexical_evidence_ramp": full - none}

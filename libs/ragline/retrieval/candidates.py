@@ -37,7 +37,7 @@ from ragline.retrieval.lexical import LexicalHit, LexicalSearcher
 from ragline.retrieval.rerank import Reranker, RerankFailed
 from ragline.retrieval.scope import rls_transaction
 from ragline.retrieval.settings import QuerySettings, RankingSettings
-from ragline.retrieval.term_evidence import TermStats
+from ragline.retrieval.term_evidence import TermStats, asked_about
 from ragline.retrieval.timing import Timings
 from ragline.store.space_model import Space
 
@@ -110,7 +110,7 @@ async def _lexical(
             return None, None, None
         coverage = None
         if terms is not None and hits:
-            stats = await terms(text, preds, hits[0].chunk_id)  # None when it fails
+            stats = await terms(asked_about(text), preds, hits[0].chunk_id)  # None: failed
             coverage = stats.top_coverage_present if stats is not None else None
         return hits, (await count if count is not None else None), coverage
 

@@ -95,20 +95,19 @@ class RankingSettings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1)
     lexical_evidence_none: float = Field(
-        default=0.0,
+        default=2.0,
         ge=0,
         description="score fusion, evidence weighting: a BM25 hit whose score is at most "
         "this many times the idf of a term found in one chunk adds nothing "
         "(retrieval/fusion.py), unless the query's coverage (lexical_coverage_*) says the "
-        "lexical leg found the question's words; 0 with lexical_evidence_ramp 0 = off "
-        "(default). Fitted with the coverage ramp on the paraphrase set's fit half: 2.0 "
+        "lexical leg found the question's words; 0 with lexical_evidence_ramp 0 = off. "
+        "Fitted with the coverage ramp on the paraphrase set's fit half "
         "(docs/evaluation.md 'Fusion weighted by coverage')",
     )
     lexical_evidence_ramp: float = Field(
-        default=0.0,
+        default=1.0,
         ge=0,
-        description="... and a hit counts in full from lexical_evidence_none + this many "
-        "(fitted: 1.0)",
+        description="... and a hit counts in full from lexical_evidence_none + this many",
     )
     lexical_cosine_gap: float = Field(
         default=0.0,
@@ -124,7 +123,7 @@ class RankingSettings(BaseSettings):
         "between; 0 = off (default)",
     )
     lexical_coverage_none: float = Field(
-        default=0.0,
+        default=0.35,
         ge=0,
         le=1,
         description="score fusion, coverage weighting (issue 37): a query whose best BM25 "
@@ -132,16 +131,17 @@ class RankingSettings(BaseSettings):
         "corpus has; term_evidence.TermStats.top_coverage_present) gets no floor under its "
         "BM25 hits' evidence weights; a claim's best hit holds most of its rare words, a "
         "question sharing no word with its answer one or two (retrieval/fusion.py "
-        "coverage_weight, docs/evaluation.md 'Fusion weighted by coverage'; fitted: 0.35). "
-        "Costs one term statistics lookup per hybrid search, before fusion. Opt-in: on, "
-        "it loses a passage of a multi-part question on one golden set",
+        "coverage_weight, docs/evaluation.md 'Fusion weighted by coverage'; fitted on the "
+        "paraphrase set's fit half). The measure adverb of a question (how long, how "
+        "many, ...) does not count (term_evidence.asked_about). Costs one term statistics "
+        "lookup per hybrid search, before fusion; 0 with lexical_coverage_ramp 0 = off",
     )
     lexical_coverage_ramp: float = Field(
-        default=0.0,
+        default=0.30,
         ge=0,
         le=1,
         description="... and every BM25 hit counts in full from lexical_coverage_none + this "
-        "share, linear between (fitted: 0.30); 0 = off (default)",
+        "share, linear between",
     )
     weight_dense: float = Field(default=1.0, ge=0)
     weight_lexical: float = Field(default=1.0, ge=0)

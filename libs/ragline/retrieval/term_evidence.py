@@ -32,13 +32,37 @@ failed or timed out) the similarity threshold decides alone, as before.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-__all__ = ["MAX_TERMS", "TermPolicy", "TermStats", "clear_match", "decide_by_terms", "query_terms"]
+__all__ = [
+    "MAX_TERMS",
+    "TermPolicy",
+    "TermStats",
+    "asked_about",
+    "clear_match",
+    "decide_by_terms",
+    "query_terms",
+]
 
 MAX_TERMS = 32  # words of one query weighed (sorted); a longer query keeps the first 32
+
+# "how long", "how many", "how often", ...: the adverb after "how" asks for a measure
+# (duration, count, frequency, distance, ...); the question is not about the word itself
+_MEASURE_QUESTION = re.compile(
+    r"\b(how)\s+(long|many|much|often|far|soon|old|big|large|small|tall|wide|deep|fast"
+    r"|quickly|heavy|high|low|late|early|frequently)\b",
+    re.IGNORECASE,
+)
+
+
+def asked_about(text: str) -> str:
+    """``text`` with the measure adverbs of its questions blanked ("how long does X take"
+    -> "how      does X take"): what the coverage of a question is measured over. Offsets
+    of the other words are kept."""
+    return _MEASURE_QUESTION.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - 3), text)
 
 
 def query_terms(tokens: Iterable[str | None] | None) -> list[str]:

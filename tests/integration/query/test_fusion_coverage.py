@@ -1,8 +1,8 @@
 """Coverage weighting through the real stack (issue 37): the service reads the query's
 words in the caller's corpus (OpenSearch, under the lexical leg's scope) BEFORE fusion,
 and a question whose best BM25 hit holds only a small share of them gets the dense
-order; the same corpus and question with the weighting off (the default) lets BM25's
-noise move it.
+order (the default since session 6 of wave 3); the same corpus and question with the
+weighting off lets BM25's noise move it.
 
 The corpus is built so the numbers are known: the question's three corpus words
 ("safe", "dinghy", "wind") are each held by one unrelated chunk (equal IDF: the best
@@ -51,19 +51,19 @@ async def tenant(stack: Settings, embedder: QueryEmbedder) -> str:
 async def apps(
     stack: Settings, embedder: QueryEmbedder
 ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    """The service with the fitted coverage and evidence weighting (opt-in), and with
-    its defaults (every lexical weighting off); both never abstain (the order is under
-    test, not abstention)."""
+    """The service with its defaults (the fitted coverage and evidence weighting), and
+    with every lexical weighting off; both never abstain (the order is under test, not
+    abstention)."""
     quiet = {"abstain_min_similarity": 0.0, "abstain_model": "similarity"}
-    fitted = {
-        "lexical_coverage_none": 0.35,
-        "lexical_coverage_ramp": 0.30,
-        "lexical_evidence_none": 2.0,
-        "lexical_evidence_ramp": 1.0,
+    off = {
+        "lexical_coverage_none": 0.0,
+        "lexical_coverage_ramp": 0.0,
+        "lexical_evidence_none": 0.0,
+        "lexical_evidence_ramp": 0.0,
     }
     async with (
-        running_app(stack, query_settings(**quiet, **fitted), embedder) as (_, weighted),
-        running_app(stack, query_settings(**quiet), embedder) as (_, plain),
+        running_app(stack, query_settings(**quiet), embedder) as (_, weighted),
+        running_app(stack, query_settings(**quiet, **off), embedder) as (_, plain),
     ):
         yield weighted, plain
 

@@ -7,16 +7,20 @@ from datetime import date
 
 import pytest
 
+from ragline.auth.principal import Principal
 from ragline.retrieval.candidates import (
     Candidate,
     _exact_refuse,
+    _lexical,
     rerank_candidates,
     resolve_series,
 )
 from ragline.retrieval.fusion import rrf
 from ragline.retrieval.hydrate import ChunkRow
+from ragline.retrieval.lexical import LexicalHit
 from ragline.retrieval.rerank import RerankFailed
 from ragline.retrieval.settings import RankingSettings
+from ragline.retrieval.term_evidence import TermStats
 from ragline.retrieval.timing import Timings
 
 
@@ -106,3 +110,35 @@ async def test_rerank_fallbacks_keep_fusion_order(scorer: _Scorer | None, reason
     out, why = await rerank_candidates(scorer, "q", cands, top_n=3, timeout_s=1, timings=Timings())
     assert why == reason
     assert [c.row.chunk_id for c in out] == ["a", "b", "c"]
+
+
+class _OneHit:
+    """The lexical leg's searcher, answering one hit (no index: the wiring is under test)."""
+
+    async def search(self, *_a: object, **_k: object) -> list[LexicalHit]:
+        return [LexicalHit(chunk_id="c1", score=9.0, rank=1)]
+
+
+async def test_the_coverage_is_read_over_what_the_question_asks_about() -> None:
+    """ "How long" asks for a duration: "long" is not a word the best hit must hold, so the
+    coverage read before fusion gets the question without it (term_evidence.asked_about)."""
+    seen: list[str] = []
+
+    async def terms(text: str, _preds: object, top: str) -> TermStats:
+        seen.append(text)
+        return TermStats(chunks=10, df={"fresh": 1, "head": 2}, top=frozenset({"fresh", "head"}))
+
+    hits, _, coverage = await _lexical(
+        _OneHit(),  # type: ignore[arg-type]
+        Principal(tenant="t", groups=("g",), subject="s"),
+        "How long is a heading fresh?",
+        [],
+        limit=5,
+        timeout_s=1.0,
+        timings=Timings(),
+        with_count=False,
+        terms=terms,
+    )
+    assert hits is not None and [h.chunk_id for h in hits] == ["c1"]
+    assert seen == ["How      is a heading fresh?"]
+    assert coverage == 1.0

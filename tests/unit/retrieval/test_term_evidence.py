@@ -17,7 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragline.retrieval.abstain import AbstainPolicy, Evidence, assess
-from ragline.retrieval.term_evidence import TermPolicy, TermStats, clear_match, decide_by_terms
+from ragline.retrieval.term_evidence import (
+    TermPolicy,
+    TermStats,
+    asked_about,
+    clear_match,
+    decide_by_terms,
+)
 from ragline.retrieval.term_stats import query_terms
 
 
@@ -175,3 +181,33 @@ def test_query_terms_are_distinct_sorted_and_bounded() -> None:
     got = query_terms(["long", "haul", "long", "", None, "2025"])
     assert got == ["2025", "haul", "long"]
     assert query_terms(None) == [] and len(query_terms(str(i) for i in range(100))) == 32
+
+
+@pytest.mark.parametrize(
+    ("question", "blanked"),
+    [
+        ("How long does a token live?", "long"),
+        ("how MANY retries, and how often?", "many often"),
+        ("How far may they raise it", "far"),
+    ],
+)
+def test_asked_about_blanks_the_measure_adverb_of_a_question(question: str, blanked: str) -> None:
+    out = asked_about(question)
+    assert len(out) == len(question)  # offsets kept
+    for word in blanked.split():
+        assert word not in out.lower()
+    assert out.lower().count("how") == question.lower().count("how")
+
+
+@pytest.mark.parametrize(
+    "text", ["a long cable run", "how to rotate keys", "much of the fleet", "showlong"]
+)
+def test_asked_about_keeps_the_same_words_outside_a_measure_question(text: str) -> None:
+    assert asked_about(text) == text
+
+
+@given(st.text(max_size=200))
+def test_asked_about_only_ever_blanks(text: str) -> None:
+    out = asked_about(text)
+    assert len(out) == len(text)
+    assert all(a == b or a == " " for a, b in zip(out, text, strict=True))
