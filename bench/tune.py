@@ -1,7 +1,7 @@
 """Retrieval tuning on the real engines, every step recorded (a table on stdout + JSON
 under bench/out/tune/). Lexical runs on a real OpenSearch 2.19.6 node (bench/_opensearch.py:
 the stack's Maven-fetched jars, a throw-away directory); dense by the library's embedder;
-fusion by the library's own code (``candidates.fuse`` + ``_exact_refuse``). Every fit
+fusion by the library's own code (``candidates.fuse`` + ``exact_refuse``). Every fit
 chooses on the fixed training half of the queries (``_tune.in_train``: sha256 of the id)
 and reports the held-out half.
 
@@ -238,7 +238,7 @@ class Variant:
 
 
 class _Row:
-    """What ``_exact_refuse`` reads of a hydrated chunk."""
+    """What ``exact_refuse`` reads of a hydrated chunk."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -268,10 +268,10 @@ def fused(
     doc_of: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The chunk order the query service makes for this variant (``candidates.fuse``, then
-    the exact-identifier boost ``_exact_refuse`` for a query naming an identifier); for a
+    the exact-identifier boost ``exact_refuse`` for a query naming an identifier); for a
     ``by_document`` variant the document order (``doc_of`` needed, ``text_of`` then also
     maps a document to its text)."""
-    from ragline.retrieval.candidates import _exact_refuse, fuse
+    from ragline.retrieval.candidates import exact_refuse, fuse
     from ragline.retrieval.dense import DenseHit
     from ragline.retrieval.lexical import LexicalHit
 
@@ -287,7 +287,7 @@ def fused(
     idents = _identifiers(query)
     if idents:
         rows = {f.key: _Row(text_of.get(f.key, "")) for f in out}
-        out = _exact_refuse(out, rows, set(idents), settings)  # type: ignore[arg-type]
+        out = exact_refuse(out, rows, set(idents), settings)  # type: ignore[arg-type]
     return [(f.key, f.score) for f in out]
 
 

@@ -44,6 +44,7 @@ from ragline.store.space_model import Space
 __all__ = [
     "Candidate",
     "SubSearchResult",
+    "exact_refuse",
     "fuse",
     "rerank_candidates",
     "resolve_series",
@@ -215,7 +216,7 @@ async def retrieve(
                 )
     idents = identifiers(text) if mode != "dense" else set()  # a lexical signal
     if idents:
-        fused = _exact_refuse(fused, rows, idents, settings.ranking)
+        fused = exact_refuse(fused, rows, idents, settings.ranking)
     out = [
         Candidate(
             row=rows[f.key],
@@ -305,7 +306,7 @@ def fuse(
     )
 
 
-def _exact_refuse(
+def exact_refuse(
     fused: list[FusedHit], rows: dict[str, ChunkRow], idents: set[str], settings: RankingSettings
 ) -> list[FusedHit]:
     """Exact-identifier boost: a query naming an error code or ticket key (``ERR-4711``)

@@ -1,6 +1,8 @@
 """The console in headless Chromium (Debian's ``chromium`` + the PyPI ``playwright``
 driver, never ``playwright install``), clicking through every page on the real stack.
-The screenshots in docs/console.md are the ones these tests take (docs/img/console-*)."""
+The screenshots in docs/console.md are the ones these tests take (docs/img/console-*):
+they are written there only with ``RAGLINE_UPDATE_SCREENSHOTS=1`` (review, then commit),
+otherwise to a temporary directory, so a test run leaves the checkout as it was."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from ragline.platform.stack.testing import free_port
 pytestmark = pytest.mark.integration
 
 CHROMIUM = os.environ.get("RAGLINE_CHROMIUM", "/usr/bin/chromium")
-IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
+DOCS_IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
+UPDATE_SCREENSHOTS = os.environ.get("RAGLINE_UPDATE_SCREENSHOTS") == "1"
 
 if shutil.which(CHROMIUM) is None:  # .ci/run installs it; say so rather than skip quietly
     pytest.fail(
@@ -56,9 +59,12 @@ async def browser() -> AsyncIterator[Any]:
         await b.close()
 
 
-async def shot(page: Any, name: str) -> None:
-    IMG.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(IMG / f"console-{name}.png"), full_page=True)
+async def shot(page: Any, name: str, img: Path) -> None:
+    """A full-page screenshot: the page rendered (the test fails when it cannot be)."""
+    img.mkdir(parents=True, exist_ok=True)
+    path = img / f"console-{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
 
 
 async def test_a_non_admin_token_cannot_sign_in(
@@ -76,9 +82,11 @@ async def test_a_non_admin_token_cannot_sign_in(
 
 
 async def test_click_through_every_page(
-    browser: Any, console_url: str, world: World, console_settings: Settings
+    browser: Any, console_url: str, world: World, console_settings: Settings, tmp_path: Path
 ) -> None:
     from playwright.async_api import expect
+
+    img = DOCS_IMG if UPDATE_SCREENSHOTS else tmp_path
 
     await publish_dead_letter(
         console_settings,
@@ -89,7 +97,7 @@ async def test_click_through_every_page(
     )
     page = await browser.new_page(viewport={"width": 1366, "height": 800})
     await page.goto(f"{console_url}/console/login")
-    await shot(page, "login")
+    await shot(page, "login", img)
     await page.fill("#token", token(world.tenant, admin=["*"], sub="alice@ops"))
     await page.keyboard.press("Tab")
     await page.keyboard.press("Enter")  # the sign-in button, by keyboard
@@ -105,7 +113,7 @@ async def test_click_through_every_page(
     await expect(rows.first).to_be_visible()
     await expect(page.locator("#abstain")).to_contain_text("Answered")
     assert "Payroll secrets" not in await page.locator("#results").inner_text()
-    await shot(page, "search")
+    await shot(page, "search", img)
 
     # why not: a document outside the principal's ACL (the form keeps tenant and groups)
     await page.click("[data-nav=whynot]")
@@ -120,7 +128,7 @@ async def test_click_through_every_page(
     await page.click("#explain")
     # the console reads each leg 50 deep: a candidate, below the requested top_k
     await expect(page.locator("#cause")).to_have_text("below_top_k")
-    await shot(page, "whynot")
+    await shot(page, "whynot", img)
 
     # documents: the quarantined one's reason, then a repair with confirmation
     await page.click("[data-nav=documents]")
@@ -134,7 +142,7 @@ async def test_click_through_every_page(
     await expect(page.locator("#confirm")).to_be_visible()
     await page.click("#confirm-ok")
     await expect(page.locator(".actions-out")).to_contain_text("chunks_written")
-    await shot(page, "documents")
+    await shot(page, "documents", img)
 
     # dead letters: listed redacted, inspected, a purge cancelled at the confirmation
     await page.click("[data-nav=dead-letters]")
@@ -147,19 +155,19 @@ async def test_click_through_every_page(
     await page.keyboard.press("Escape")  # cancel, by keyboard
     await expect(page.locator("#confirm")).to_be_hidden()
     await expect(page.locator("#dlq")).to_contain_text("UnicodeDecodeError")  # still there
-    await shot(page, "dead-letters")
+    await shot(page, "dead-letters", img)
 
     # pipeline: engines and lag
     await page.click("[data-nav=pipeline]")
     await expect(page.locator("#engines")).to_contain_text("postgres")
     await expect(page.locator("#pipeline")).to_contain_text("indexer")
     await expect(page.locator("#throughput")).to_contain_text("in the last hour")
-    await shot(page, "pipeline")
+    await shot(page, "pipeline", img)
 
     # spaces: the live one, and a flip refused without a reason
     await page.click("[data-nav=spaces]")
     await expect(page.locator("#spaces")).to_contain_text("live")
-    await shot(page, "spaces")
+    await shot(page, "spaces", img)
     await page.click("#rollback")
     await expect(page.locator("#error")).to_contain_text("reason")
 
@@ -167,5 +175,5 @@ async def test_click_through_every_page(
     await page.click("[data-nav=audit]")
     await expect(page.locator("#audit")).to_contain_text("repair")
     await expect(page.locator("#audit")).to_contain_text("alice@ops")
-    await shot(page, "audit")
+    await shot(page, "audit", img)
     await page.close()

@@ -1,4 +1,4 @@
-"""The exact-identifier boost (retrieval/candidates.py ``_exact_refuse``) lifts the
+"""The exact-identifier boost (retrieval/candidates.py ``exact_refuse``) lifts the
 candidates that name the query's identifier as ``ident_match`` defines it: whole letter
 and digit runs, any separators, NFKC case-folded; never a look-alike that merely contains
 the identifier's characters."""
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragline.retrieval.candidates import _exact_refuse
+from ragline.retrieval.candidates import exact_refuse
 from ragline.retrieval.fusion import FusedHit, rrf
 from ragline.retrieval.hydrate import ChunkRow
 from ragline.retrieval.ident_match import matches, matches_any
@@ -35,7 +35,7 @@ def _boosted(ident: str, text: str, fusion: str = "rrf") -> bool:
         "x": _row("x", "other"),
         "cand": _row("cand", text),
     }
-    out = _exact_refuse(_FUSED, rows, {ident}, RankingSettings(fusion=fusion))  # type: ignore[arg-type]
+    out = exact_refuse(_FUSED, rows, {ident}, RankingSettings(fusion=fusion))  # type: ignore[arg-type]
     assert _FUSED[0].key == "decoy"
     return out[0].key == "cand"
 
@@ -84,16 +84,16 @@ def test_identifiers_without_a_run_and_hostile_text_boost_nothing() -> None:
 
 def test_off_and_no_match_keep_the_fusion_order() -> None:
     rows = {k: _row(k, "ERR-4711") for k in ("decoy", "x", "cand")}
-    off = _exact_refuse(_FUSED, rows, {"err-4711"}, RankingSettings(weight_exact=0))
+    off = exact_refuse(_FUSED, rows, {"err-4711"}, RankingSettings(weight_exact=0))
     assert off == _FUSED
     rows = {k: _row(k, "nothing") for k in ("decoy", "x", "cand")}
-    assert _exact_refuse(_FUSED, rows, {"err-4711"}, RankingSettings()) == _FUSED
+    assert exact_refuse(_FUSED, rows, {"err-4711"}, RankingSettings()) == _FUSED
 
 
 def test_a_candidate_without_a_row_is_never_boosted() -> None:
     fused = [FusedHit(key="gone", score=1.0, ranks={"dense": 1}), *_FUSED]
     rows = {"decoy": _row("decoy", "no"), "x": _row("x", "no"), "cand": _row("cand", "ERR-4711")}
-    out = _exact_refuse(fused, rows, {"err-4711"}, RankingSettings())
+    out = exact_refuse(fused, rows, {"err-4711"}, RankingSettings())
     assert out[0].key == "cand"
 
 

@@ -10,8 +10,8 @@ import pytest
 from ragline.auth.principal import Principal
 from ragline.retrieval.candidates import (
     Candidate,
-    _exact_refuse,
     _lexical,
+    exact_refuse,
     rerank_candidates,
     resolve_series,
 )
@@ -70,9 +70,9 @@ def test_exact_identifier_refusion_lifts_the_verbatim_match() -> None:
     fused = rrf({"dense": ["a", "b", "c", "target"], "lexical": ["target", "a", "b", "c"]}, k=60)
     rows = {k: _row(k, text=f"code ERR-47{i}0") for i, k in enumerate("abc")}
     rows["target"] = _row("target", text="long page ... ERR-4711 ... more")
-    refused = _exact_refuse(fused, rows, {"err-4711"}, RankingSettings())
+    refused = exact_refuse(fused, rows, {"err-4711"}, RankingSettings())
     assert fused[0].key == "a" and refused[0].key == "target"
-    off = _exact_refuse(fused, rows, {"err-4711"}, RankingSettings(weight_exact=0))
+    off = exact_refuse(fused, rows, {"err-4711"}, RankingSettings(weight_exact=0))
     assert [h.key for h in off] == [h.key for h in fused]
 
 
