@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -66,9 +67,11 @@ class Candidate:
     label: str | None = None
 
 
-# the query's words in the caller's corpus (term_stats.QueryTermFrequency.get without the
-# principal): (query text, the leg's predicates, the best BM25 hit's chunk id)
-TermReader = Callable[[str, Sequence[Predicate], str], Awaitable[TermStats | None]]
+# the query's words in the caller's corpus (term_stats.QueryTermFrequency.read without the
+# principal): (query text, the leg's predicates, the best BM25 hit's chunk id when known)
+TermReader = Callable[
+    [str, Sequence[Predicate], Awaitable[str | None]], Coroutine[Any, Any, TermStats | None]
+]
 
 
 @dataclass(kw_only=True)
@@ -92,8 +95,9 @@ async def _lexical(
     """BM25 hits (None when OpenSearch is unavailable), ``with_count`` the index's chunk
     count (the unit of the fusion's lexical evidence; None when unknown or not asked),
     read concurrently, and with ``terms`` the best hit's coverage of the query
-    (``TermStats.top_coverage_present``, read after the hits: None when unknown), the
-    fusion's coverage weighting."""
+    (``TermStats.top_coverage_present``: None when unknown or there is no hit), the
+    fusion's coverage weighting. The query's analysis for it runs beside the BM25 search;
+    only the counts wait for the best hit."""
     if searcher is None:
         return None, None, None
     with timings.stage("lexical"):
@@ -102,18 +106,33 @@ async def _lexical(
             if with_count
             else None
         )
+        best: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        reading = (
+            asyncio.create_task(terms(asked_about(text), preds, best))
+            if terms is not None
+            else None
+        )
         try:
-            hits = await searcher.search(principal, text, preds, limit=limit, timeout_s=timeout_s)
-        except (TransientError, PermanentError) as exc:
-            _log.warning("lexical search failed", extra={"fields": {"error": type(exc).__name__}})
-            if count is not None:
-                count.cancel()
-            return None, None, None
-        coverage = None
-        if terms is not None and hits:
-            stats = await terms(asked_about(text), preds, hits[0].chunk_id)  # None: failed
-            coverage = stats.top_coverage_present if stats is not None else None
-        return hits, (await count if count is not None else None), coverage
+            try:
+                hits = await searcher.search(
+                    principal, text, preds, limit=limit, timeout_s=timeout_s
+                )
+            except (TransientError, PermanentError) as exc:
+                _log.warning(
+                    "lexical search failed", extra={"fields": {"error": type(exc).__name__}}
+                )
+                if count is not None:
+                    count.cancel()
+                return None, None, None
+            coverage = None
+            if reading is not None and hits:
+                best.set_result(hits[0].chunk_id)
+                stats = await reading  # None when it fails
+                coverage = stats.top_coverage_present if stats is not None else None
+            return hits, (await count if count is not None else None), coverage
+        finally:
+            if reading is not None and not reading.done():
+                reading.cancel()  # no hit, a failed search, or this search cancelled
 
 
 async def retrieve(

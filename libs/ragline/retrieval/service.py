@@ -459,7 +459,7 @@ class SearchService:
             limit=max(self._s.ranking.overfetch, req.top_k),
             with_embeddings=req.mmr_lambda is not None,
             space=space,
-            terms=lambda text, preds, top: term_df.get(principal, text, preds, top),
+            terms=lambda text, preds, top: term_df.read(principal, text, preds, top),
         )
         cands = res.candidates
         if probe is not None:

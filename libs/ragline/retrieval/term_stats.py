@@ -24,10 +24,11 @@ ingest do not change.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from ragline.auth.principal import Principal
 from ragline.errors import RaglineError
@@ -68,6 +69,21 @@ class QueryTermFrequency:
         top_chunk_id: str | None,
     ) -> TermStats | None:
         """None when there is nothing to weigh or the index cannot answer."""
+        known: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        known.set_result(top_chunk_id)
+        return await self.read(principal, query, preds, known)
+
+    async def read(
+        self,
+        principal: Principal,
+        query: str,
+        preds: Sequence[Predicate],
+        best: Awaitable[str | None],
+    ) -> TermStats | None:
+        """``get`` for a best lexical hit not known yet: the query's analysis runs first
+        (it needs no hit), ``best`` is awaited only for the counts, so a caller can start
+        this beside the BM25 search and hand over the best hit when it arrives. None when
+        there is nothing to weigh or the index cannot answer."""
         lexical = self._lexical
         if lexical is None:
             return None
@@ -75,6 +91,7 @@ class QueryTermFrequency:
             terms = await lexical.query_terms(principal, query, timeout_s=self._timeout_s)
             if not terms:
                 return None
+            top_chunk_id = await best
             scope = json.dumps(scope_filter(principal, preds), sort_keys=True, default=str)
             now = time.monotonic()
             df = {t: n for t in terms if (n := self._cached((scope, t), now)) is not None}

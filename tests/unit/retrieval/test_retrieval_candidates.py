@@ -3,11 +3,14 @@ the exact-identifier re-fusion, rerank ordering and its fallbacks."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from datetime import date
 
 import pytest
 
 from ragline.auth.principal import Principal
+from ragline.errors import TransientError
 from ragline.retrieval.candidates import (
     Candidate,
     _lexical,
@@ -112,33 +115,108 @@ async def test_rerank_fallbacks_keep_fusion_order(scorer: _Scorer | None, reason
     assert [c.row.chunk_id for c in out] == ["a", "b", "c"]
 
 
-class _OneHit:
-    """The lexical leg's searcher, answering one hit (no index: the wiring is under test)."""
+class _Searcher:
+    """The lexical leg's searcher (no index: the wiring is under test): answers ``hits``
+    once ``release`` is set (at once when None), or raises ``fail``."""
+
+    def __init__(
+        self,
+        hits: list[LexicalHit],
+        release: asyncio.Event | None = None,
+        fail: Exception | None = None,
+    ) -> None:
+        self.hits, self.release, self.fail = hits, release, fail
 
     async def search(self, *_a: object, **_k: object) -> list[LexicalHit]:
-        return [LexicalHit(chunk_id="c1", score=9.0, rank=1)]
+        if self.release is not None:
+            await self.release.wait()
+        if self.fail is not None:
+            raise self.fail
+        return self.hits
 
 
-async def test_the_coverage_is_read_over_what_the_question_asks_about() -> None:
-    """ "How long" asks for a duration: "long" is not a word the best hit must hold, so the
-    coverage read before fusion gets the question without it (term_evidence.asked_about)."""
-    seen: list[str] = []
+_HIT = LexicalHit(chunk_id="c1", score=9.0, rank=1)
+_STATS = TermStats(chunks=10, df={"fresh": 1, "head": 2}, top=frozenset({"fresh", "head"}))
 
-    async def terms(text: str, _preds: object, top: str) -> TermStats:
-        seen.append(text)
-        return TermStats(chunks=10, df={"fresh": 1, "head": 2}, top=frozenset({"fresh", "head"}))
 
+async def _run(searcher: _Searcher, text: str, terms: object) -> tuple[object, float | None]:
     hits, _, coverage = await _lexical(
-        _OneHit(),  # type: ignore[arg-type]
+        searcher,  # type: ignore[arg-type]
         Principal(tenant="t", groups=("g",), subject="s"),
-        "How long is a heading fresh?",
+        text,
         [],
         limit=5,
         timeout_s=1.0,
         timings=Timings(),
         with_count=False,
-        terms=terms,
+        terms=terms,  # type: ignore[arg-type]
     )
-    assert hits is not None and [h.chunk_id for h in hits] == ["c1"]
-    assert seen == ["How      is a heading fresh?"]
+    return hits, coverage
+
+
+async def test_the_coverage_is_read_over_what_the_question_asks_about() -> None:
+    """ "How long" asks for a duration: "long" is not a word the best hit must hold, so the
+    coverage read before fusion gets the question without it (term_evidence.asked_about)."""
+    seen: list[tuple[str, str | None]] = []
+
+    async def terms(text: str, _preds: object, best: Awaitable[str | None]) -> TermStats:
+        seen.append((text, await best))
+        return _STATS
+
+    hits, coverage = await _run(_Searcher([_HIT]), "How long is a heading fresh?", terms)
+    assert hits == [_HIT]
+    assert seen == [("How      is a heading fresh?", "c1")]
     assert coverage == 1.0
+
+
+async def test_the_query_is_analysed_while_the_bm25_search_runs() -> None:
+    """The reader starts before the search answers (its analysis needs no hit) and gets
+    the best hit when it arrives: the search here waits until the reader has started."""
+    started = asyncio.Event()
+
+    async def terms(_text: str, _preds: object, best: Awaitable[str | None]) -> TermStats:
+        started.set()
+        assert await best == "c1"
+        return _STATS
+
+    async def release() -> None:
+        await started.wait()  # never set if the reader started after the search
+        searcher.release.set()  # type: ignore[union-attr]
+
+    searcher = _Searcher([_HIT], release=asyncio.Event())
+    task = asyncio.create_task(release())
+    hits, coverage = await asyncio.wait_for(_run(searcher, "heading fresh", terms), 5.0)
+    await task
+    assert hits == [_HIT] and coverage == 1.0
+
+
+@pytest.mark.parametrize("outcome", ["no hit", "search failed"])
+async def test_without_a_best_hit_the_reader_is_stopped_and_coverage_unknown(
+    outcome: str,
+) -> None:
+    waited = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def terms(_text: str, _preds: object, best: Awaitable[str | None]) -> TermStats:
+        waited.set()
+        try:
+            await best
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return _STATS
+
+    fail = TransientError("down") if outcome == "search failed" else None
+    searcher = _Searcher([], release=asyncio.Event(), fail=fail)
+
+    async def release() -> None:
+        await waited.wait()
+        searcher.release.set()  # type: ignore[union-attr]
+
+    task = asyncio.create_task(release())
+    hits, coverage = await asyncio.wait_for(_run(searcher, "heading fresh", terms), 5.0)
+    await task
+    await asyncio.sleep(0)
+    assert coverage is None
+    assert hits == ([] if fail is None else None)
+    assert cancelled == [True]
