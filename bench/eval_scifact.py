@@ -147,6 +147,7 @@ async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, prog
     """Serve after-runs on the ingested stack: one line of ``out/requests.jsonl`` each
     (``{"name": ..., "env": {...}, "modes": [...]}``), report in ``out/held/<name>/``
     with the baseline as its before; ``out/stop`` ends it."""
+    from ragline.errors import ConfigError
     from ragline.evaluation.evaluate import write_outputs
     from ragline.evaluation.report import render_table
 
@@ -155,16 +156,37 @@ async def _hold(plat: Any, es: Any, dataset: Any, out: Path, baseline: Any, prog
     print(f"holding: append requests to {requests}, touch {out / 'stop'} to end", flush=True)
     while not (out / "stop").exists():
         lines = requests.read_text().splitlines() if requests.exists() else []
-        todo = [json.loads(x) for x in lines[done:] if x.strip()]
+        todo = lines[done:]
         if not todo:
             await asyncio.sleep(10)
             continue
-        for req in todo:
+        for line in todo:
             done += 1
-            env, modes = dict(req.get("env", {})), list(req.get("modes", ["hybrid"]))
-            r = await _rerun(plat, es, dataset, env, modes, progress)
+            if not line.strip():
+                continue
+            try:  # a bad line is reported and skipped: it must not end the held stack
+                req = json.loads(line)
+                env, modes = _held_request(req)
+                r = await _rerun(plat, es, dataset, env, modes, progress)
+            except (ValueError, TypeError, ConfigError) as exc:
+                print(f"held request {done} skipped: {exc}", flush=True)
+                continue
             write_outputs(r, out / "held" / str(req["name"]), baseline)
             print(f"held {req['name']}:\n{render_table(r)}", flush=True)
+
+
+def _held_request(req: Any) -> tuple[dict[str, str], list[str]]:
+    """``env`` and ``modes`` of one request line; ``modes`` a list or a comma-separated
+    string."""
+    if not isinstance(req, dict) or not str(req.get("name", "")).strip():
+        raise ValueError("a request needs a name")
+    modes = req.get("modes", ["hybrid"])
+    if isinstance(modes, str):
+        modes = [m.strip() for m in modes.split(",") if m.strip()]
+    env = req.get("env", {})
+    if not isinstance(env, dict):
+        raise TypeError("env must be an object")
+    return {str(k): str(v) for k, v in env.items()}, [str(m) for m in modes]
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -90,3 +90,24 @@ def test_eval_scifact_without_the_dataset_says_where_to_get_it() -> None:
     r = _run(BENCH / "eval_scifact.py", "--limit", "1")
     assert r.returncode == 2
     assert SCIFACT_ARCHIVE_URL in r.stderr and "/nonexistent/scifact" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ({"name": "on", "env": {}, "modes": ["hybrid"]}, ({}, ["hybrid"])),
+        ({"name": "on", "modes": "hybrid, dense"}, ({}, ["hybrid", "dense"])),
+        ({"name": "off", "env": {"RAGLINE_X": 0}}, ({"RAGLINE_X": "0"}, ["hybrid"])),
+    ],
+)
+def test_a_held_request_line_reads_modes_as_a_list_or_a_string(
+    line: dict[str, object], expected: tuple[dict[str, str], list[str]]
+) -> None:
+    """A comma-separated ``modes`` string was split into letters and ended the held stack."""
+    assert bench_module("eval_scifact")._held_request(line) == expected
+
+
+@pytest.mark.parametrize("line", [{"env": {}}, {"name": "x", "env": ["A=1"]}, ["on"]])
+def test_a_bad_held_request_line_is_a_clear_error(line: object) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        bench_module("eval_scifact")._held_request(line)
