@@ -324,7 +324,7 @@ def main() -> int:
         procs = [service(name, base) for name in SERVICES if name not in HTTP_SERVICES]
         try:
             for p in procs:
-                p.wait_metrics(timeout_s=300)
+                p.wait_ready(timeout_s=300)  # loaded and consuming: no start-up CPU
             report = asyncio.run(run(args, procs))
         finally:
             stop_all(procs)
