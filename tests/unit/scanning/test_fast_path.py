@@ -169,3 +169,10 @@ def test_whole_detection_is_unchanged(
     monkeypatch.setattr(detectors, "secrets", SecretDetector(fast=False))
     full = [detectors.detect([t, "x"], plan).findings for t in texts]
     assert fast == full
+
+
+@given(data=st.binary(max_size=200))
+def test_printable_count_is_the_per_byte_count(data: bytes) -> None:
+    from ragline.scanning.secret_patterns import _PRINTABLE, printable_count
+
+    assert printable_count(data) == sum(b in _PRINTABLE for b in data)
