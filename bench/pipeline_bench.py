@@ -16,10 +16,11 @@ as in production. Measured in one run:
   every service competes for the cores the embedder alone had to itself, so the ratio
   pipeline / embedder-alone is about the embedder's share of the pipeline's CPU.
 
+``--idle N``: first N seconds with nothing to do, each service's CPU per 100 s of it.
 ``--quick``: 40 documents, no freshness probes, no plot (``make bench --quick``).
 
     .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15] [--backend onnx]
-        [--json bench/out/pipeline_onnx.json] [--quick]
+        [--json bench/out/pipeline_onnx.json] [--idle 30] [--quick]
 
 Writes bench/out/pipeline.json (or ``--json``) and bench/out/pipeline_freshness.png.
 """
@@ -33,6 +34,7 @@ import os
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +150,23 @@ def handler_seconds(proc: ServiceProcess) -> float:
     )
 
 
+def wait_consuming(proc: ServiceProcess, timeout_s: float = 300.0) -> None:
+    """Until the consumer's ``/readyz`` (beside its ``/metrics``) answers 200: its stage
+    is started (detectors and models loaded) and its consumers run."""
+    url = proc.metrics_url.removesuffix("/metrics") + "/readyz"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{proc.name}: {url} not ready within {timeout_s:.0f} s")
+        time.sleep(0.3)
+
+
 def per_stage(
     procs: list[ServiceProcess], before: dict[str, tuple[float, float]], wall: float
 ) -> dict[str, dict[str, float]]:
@@ -176,6 +195,13 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
         docs[args.docs + args.probes :],
     )
     report: dict[str, Any] = {"docs": len(backfill), "machine": f"{os.cpu_count()} cores"}
+    if args.idle > 0:  # what each service burns doing nothing (polls, probes, health loops)
+        idle0 = {p.name: cpu_seconds(p.pid) for p in procs}
+        await asyncio.sleep(args.idle)
+        report["idle_cpu_s_per_100s"] = {
+            p.name: round((cpu_seconds(p.pid) - idle0[p.name]) * 100 / args.idle, 2) for p in procs
+        }
+        print(f"idle CPU s per 100 s ({args.idle:.0f} s idle): {report['idle_cpu_s_per_100s']}")
     async with EventPublisher(settings, service="bench") as pub:
         idle = await probe_freshness(settings, pub, tenant, probes_idle, "idle")
         report["freshness_idle_s"] = {"p50": pct(idle, 50), "p95": pct(idle, 95), "n": len(idle)}
@@ -305,6 +331,7 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--probes", type=int, default=15)
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--idle", type=float, default=0, help="first measure N s of idle CPU")
     ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
     ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
     add_quick(ap)  # here: 40 documents, no probes
@@ -325,6 +352,7 @@ def main() -> int:
         try:
             for p in procs:
                 p.wait_metrics(timeout_s=300)
+                wait_consuming(p)  # loaded and consuming: no start-up CPU in the window
             report = asyncio.run(run(args, procs))
         finally:
             stop_all(procs)

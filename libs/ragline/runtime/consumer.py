@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from faststream import AckPolicy
@@ -74,7 +75,7 @@ from ragline.tracing import (
     use_span,
 )
 
-__all__ = ["FatalError", "Record", "StageRunner"]
+__all__ = ["IDLE_WAIT_MS", "FatalError", "Record", "StageRunner", "wait_idle"]
 
 _MAX_BACKOFF_S = 30.0
 
@@ -153,6 +154,32 @@ def _retriable(exc: BaseException) -> bool:
     return not isinstance(exc, PermanentError | ValidationError | ValueError | TypeError)
 
 
+# how long an idle batch consumer waits for a record in one call (records wake it at once)
+IDLE_WAIT_MS = 1000
+
+
+def wait_idle(subscriber: Any, idle_wait_ms: int = IDLE_WAIT_MS) -> None:
+    """An idle batch subscriber waits for records instead of polling every linger.
+
+    FastStream's batch loop calls ``getmany(timeout_ms=linger)`` and, when that comes
+    back empty, sleeps another linger before the next call: an idle stage with a 20 ms
+    linger woke ~25 times a second per lane consumer, which cost each idle service about
+    as much CPU as a busy chunker (docs/benchmarks.md, issue 35). ``getmany`` returns as
+    soon as any record is fetched, so after an empty linger this waits up to
+    ``idle_wait_ms`` in one call, without the sleep: a record arriving then is handed
+    over at once (no added latency), and a busy stage polls exactly as before.
+    """
+    linger, most = subscriber.batch_timeout_ms, subscriber.max_records
+
+    async def get_msg(consumer: Any) -> tuple[Any, ...]:
+        records = await consumer.getmany(timeout_ms=linger, max_records=most)
+        if not records:
+            records = await consumer.getmany(timeout_ms=idle_wait_ms, max_records=most)
+        return tuple(chain.from_iterable(records.values()))
+
+    subscriber.get_msg = get_msg
+
+
 class StageRunner:
     def __init__(
         self,
@@ -206,6 +233,8 @@ class StageRunner:
             )
         topics = (physical_topic(t, self.prefix) for t in logical)
         subscriber = self.broker.subscriber(*topics, **kwargs)
+        if batch is not None:
+            wait_idle(subscriber)
 
         async def on_message(msg: KafkaMessage) -> None:
             await self.on_message(msg, lane)

@@ -178,7 +178,7 @@ class PiiDetector:
             self.load(with_ner=False)
         text = layout.text
         spans: list[tuple[int, int, str, float, str]] = []
-        has_digit = any(c.isdigit() for c in text)
+        has_digit = any(map(str.isdigit, text))
         for entity in plan.pii_patterns:
             if entity == "EMAIL_ADDRESS":
                 if "@" not in text:

@@ -105,17 +105,26 @@ class _Intervals:
         return i >= 0 and self._ends[i] >= start
 
 
-def _scan_windows(lines: list[str], deadline: float | None) -> Iterator[tuple[int, str, str]]:
+def _scan_windows(
+    lines: list[str], deadline: float | None, *, fast: bool = True
+) -> Iterator[tuple[int, str, str]]:
     """detect-secrets over ``lines`` in windows of ``_WINDOW_LINES``, the deadline checked
     between windows (a window is at most 256 lines of at most ``MAX_LINE`` characters)."""
     for first in range(0, len(lines), _WINDOW_LINES):
         check_deadline(deadline)
-        for idx, type_, value in _detect_secrets.scan_lines(lines[first : first + _WINDOW_LINES]):
+        window = lines[first : first + _WINDOW_LINES]
+        for idx, type_, value in _detect_secrets.scan_lines(window, fast=fast):
             yield first + idx, type_, value
 
 
 class SecretDetector:
-    """Stateless apart from detect-secrets' process-global configuration (done in ``load``)."""
+    """Stateless apart from detect-secrets' process-global configuration (done in ``load``).
+
+    ``fast=False`` hands every line to detect-secrets (the reference the fast path is
+    tested against: ``_detect_secrets`` docstring); the findings are the same."""
+
+    def __init__(self, *, fast: bool = True) -> None:
+        self.fast = fast
 
     def load(self) -> None:
         _detect_secrets.configure()
@@ -144,7 +153,7 @@ class SecretDetector:
         lines, offsets = _segments(text)
         covered = _Intervals([(s, e) for s, e, t, _ in known if t == "private_key"])
         blanks: list[int] | None = None
-        for idx, type_, value in _scan_windows(lines, deadline):
+        for idx, type_, value in _scan_windows(lines, deadline, fast=self.fast):
             line = lines[idx]
             base = offsets[idx]
             if type_ == "private_key":
