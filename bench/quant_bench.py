@@ -50,12 +50,14 @@ from ragline.embedding.onnx_backend import OnnxEmbedder, default_onnx_dir, onnx_
 ROWS: dict[str, tuple[str, int, int | None]] = {
     "int8-alone": ("int8-dynamic", 1, None),
     "int8-parallel": ("int8-dynamic", 0, 1),  # 0: --parallel
+    "int8-fused": ("int8-fused", 0, 1),
     "int8-static": ("int8", 1, None),
     "fp32": ("fp32", 1, None),
 }
 LABELS = {
     "int8-alone": "onnx-int8, 1 text per call x {threads} threads (before)",
     "int8-parallel": "onnx-int8, {parallel} texts at once x 1 thread (default)",
+    "int8-fused": "onnx-int8-fused, {parallel} texts at once x 1 thread",
     "int8-static": "onnx-int8-static, length-bucketed batches",
     "fp32": "onnx (fp32), length-bucketed batches",
 }
@@ -106,6 +108,12 @@ def _autogroup() -> str:
         return Path("/proc/self/autogroup").read_text().strip()
     except OSError:
         return "n/a"
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds so far (user + system, every thread)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def encode_calls(model: OnnxEmbedder, texts: list[str], batch: int) -> np.ndarray:
@@ -165,24 +173,27 @@ def main() -> int:
         models[row].encode(texts[:8])  # warm-up
         report["variants"][row] = {
             "backend": models[row].backend, "label": label, "revision": models[row].revision,
-            "parallel": n_par, "rounds": [],
+            "parallel": n_par, "rounds": [], "cpu_ms_per_chunk_rounds": [],
         }  # fmt: skip
     rows = list(ROWS)
     vectors: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
         order = rows[r % len(rows) :] + rows[: r % len(rows)]
         for v in order:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu_s()
             vectors[v] = encode_calls(models[v], texts, args.batch)
             rate = len(texts) / (time.perf_counter() - t0)
+            cpu_ms = (_cpu_s() - c0) / len(texts) * 1000
             report["variants"][v]["rounds"].append(rate)
-            print(f"round {r + 1} {v}: {rate:.1f} chunks/s", flush=True)
+            report["variants"][v]["cpu_ms_per_chunk_rounds"].append(cpu_ms)
+            print(f"round {r + 1} {v}: {rate:.1f} chunks/s, {cpu_ms:.1f} CPU-ms/chunk", flush=True)
     dyn_rounds = report["variants"]["int8-alone"]["rounds"]
     probe = texts[:: max(1, len(texts) // 24)][:24]
     for v in rows:
         rv = report["variants"][v]
         rv["same_vectors_as_int8_alone"] = bool(np.array_equal(vectors[v], vectors["int8-alone"]))
         rv["chunks_per_s"] = statistics.median(rv["rounds"])
+        rv["cpu_ms_per_chunk"] = statistics.median(rv["cpu_ms_per_chunk_rounds"])
         pairs = zip(rv["rounds"], dyn_rounds, strict=True)
         rv["ratio_vs_dynamic_per_round"] = [a / b for a, b in pairs]
         rv["ratio_vs_dynamic"] = statistics.median(rv["ratio_vs_dynamic_per_round"])
@@ -202,15 +213,17 @@ def main() -> int:
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\n{len(texts)} real chunks, batch {args.batch}, {args.threads} threads, "
           f"load {report['load_avg_start'][0]:.1f} -> {report['load_avg_end'][0]:.1f}")  # fmt: skip
-    print("| variant | chunks/s | x before | min cos vs fp32 | alone vs batch | same vectors "
-          "as before | nDCG@10 | delta vs fp32 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("| variant | chunks/s | x before (per round) | CPU-ms/chunk | cos vs fp32 min / mean "
+          "| alone vs batch | same vectors as before | nDCG@10 | delta vs fp32 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for v in rows:
         rv = report["variants"][v]
         q = rv["scifact_train_dense"]
         print(
-            f"| {rv['label']} | {rv['chunks_per_s']:.1f} | "
-            f"{rv['ratio_vs_dynamic']:.2f} | {rv['cosine_vs_fp32']['min']:.4f} | "
+            f"| {rv['label']} | {rv['chunks_per_s']:.1f} | {rv['ratio_vs_dynamic']:.2f} ("
+            + " / ".join(f"{x:.2f}" for x in rv["ratio_vs_dynamic_per_round"])
+            + f") | {rv['cpu_ms_per_chunk']:.1f} | {rv['cosine_vs_fp32']['min']:.4f} / "
+            f"{rv['cosine_vs_fp32']['mean']:.4f} | "
             f"{rv['alone_vs_batched_max_abs']:.1e} | "
             f"{'yes' if rv['same_vectors_as_int8_alone'] else 'no'} | {q['ndcg@10']:.4f} | "
             f"{rv['ndcg_delta_vs_fp32']:+.4f} |"
