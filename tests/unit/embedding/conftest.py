@@ -29,3 +29,9 @@ def int8(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
 def int8_dynamic(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
     """The previous default (dynamic int8, one text per call): the comparison variant."""
     return OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def int8_fused(onnx_dir: Path, fp32: OnnxEmbedder) -> OnnxEmbedder:
+    """Dynamic int8 of the fused-attention graph, one text per call, two at once."""
+    return OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-fused", batch_size=4, parallel=2)
