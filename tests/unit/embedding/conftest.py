@@ -9,6 +9,44 @@ import pytest
 
 from ragline.embedding.onnx_backend import OnnxEmbedder
 
+_WORDS = [
+    "vitamin",
+    "deficiency",
+    "fracture",
+    "cohort",
+    "randomized",
+    "trial",
+    "cytokine",
+    "receptor",
+    "kinase",
+    "expression",
+    "mortality",
+    "placebo",
+    "tumour",
+    "cells",
+    "mice",
+    "protein",
+    "binding",
+    "signalling",
+]
+
+# lengths from empty to past the model's 256 word pieces, with a contextual header
+MIXED_TEXTS = [
+    "",
+    "a",
+    "Kafka consumer groups rebalance when a member leaves.",
+    *(
+        f"Title: study {n}\nSection: results\n\n"
+        + " ".join(_WORDS[(n + i) % len(_WORDS)] for i in range(n))
+        for n in (5, 17, 40, 90, 160, 230, 400)
+    ),
+]
+
+
+@pytest.fixture(scope="session")
+def mixed_texts() -> list[str]:
+    return list(MIXED_TEXTS)
+
 
 @pytest.fixture(scope="session")
 def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

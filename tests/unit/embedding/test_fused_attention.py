@@ -2,7 +2,8 @@
 attention as ONNX Runtime's contrib ``Attention``, which computes what the plain graph
 computes (padding included); its dynamic int8 runs one text per call, several at once,
 without the SkipLayerNormalization fusion it was measured without, stays close to fp32,
-and is an embedding space of its own, selectable by ``RAGLINE_EMBEDDER_BACKEND``."""
+and is an embedding space of its own, selectable by ``RAGLINE_EMBEDDER_BACKEND``. Its
+batch (in)dependence: test_batch_independence.py."""
 
 from __future__ import annotations
 
@@ -17,33 +18,9 @@ from ragline.embedding.model import backend_of, default_model_path, load_embedde
 from ragline.embedding.onnx_backend import (
     BATCH_INDEPENDENCE_ATOL,
     OnnxEmbedder,
-    batch_dependence,
 )
 from ragline.embedding.onnx_graph import build_bert_graph
 from ragline.embedding.settings import EmbedderSettings
-
-_WORDS = [
-    "vitamin",
-    "deficiency",
-    "fracture",
-    "cohort",
-    "randomized",
-    "trial",
-    "cytokine",
-    "receptor",
-    "kinase",
-]
-# empty to past the model's 256 word pieces, with a contextual header: padding everywhere
-TEXTS = [
-    "",
-    "a",
-    "Kafka consumer groups rebalance when a member leaves.",
-    *(
-        f"Title: study {n}\nSection: results\n\n"
-        + " ".join(_WORDS[(n + i) % len(_WORDS)] for i in range(n))
-        for n in (5, 40, 160, 400)
-    ),
-]
 
 
 def _session(path: Path, disabled: Sequence[str] = ()) -> ort.InferenceSession:
@@ -66,13 +43,13 @@ def _run(session: ort.InferenceSession, rows: Sequence[Sequence[int]]) -> np.nda
 
 
 def test_fused_graph_computes_the_plain_graph_padding_included(
-    tmp_path: Path, fp32: OnnxEmbedder
+    tmp_path: Path, fp32: OnnxEmbedder, mixed_texts: list[str]
 ) -> None:
     """fp32 with the contrib Attention against the plain graph: each text alone, and all
     of them in one padded call (the mask must reach the attention kernel)."""
     fused = tmp_path / "fused.onnx"
     build_bert_graph(Path(default_model_path()), fused, fused=True)
-    rows = fp32.tokenize(TEXTS)
+    rows = fp32.tokenize(mixed_texts)
     plain_s, fused_s = _session(fp32.path), _session(fused)
     alone = np.concatenate([_run(plain_s, [r]) for r in rows])
     np.testing.assert_allclose(
@@ -82,39 +59,31 @@ def test_fused_graph_computes_the_plain_graph_padding_included(
 
 
 def test_fused_int8_is_its_own_space_close_to_fp32(
-    int8_fused: OnnxEmbedder, int8_dynamic: OnnxEmbedder, fp32: OnnxEmbedder
+    int8_fused: OnnxEmbedder,
+    int8_dynamic: OnnxEmbedder,
+    fp32: OnnxEmbedder,
+    mixed_texts: list[str],
 ) -> None:
     base = model_revision(Path(default_model_path()))
     assert int8_fused.revision == f"{base}+int8f.{int8_fused.sha256[:16]}"
     assert int8_fused.sha256 not in {int8_dynamic.sha256, fp32.sha256}
     assert backend_of(int8_fused) == "onnx-int8-fused"
-    got, ref = int8_fused.encode(TEXTS), fp32.encode(TEXTS)
+    got, ref = int8_fused.encode(mixed_texts), fp32.encode(mixed_texts)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cos = (got * ref).sum(axis=1)
-    today = (int8_dynamic.encode(TEXTS) * ref).sum(axis=1)
-    # measured: min 0.9813 / mean 0.9895 here, the same as the default dynamic int8's
+    today = (int8_dynamic.encode(mixed_texts) * ref).sum(axis=1)
+    # measured on these texts: min / mean about the default dynamic int8's
     assert cos.min() >= 0.975 and cos.mean() >= 0.985
     assert cos.mean() >= today.mean() - 0.002  # no worse than today's int8
 
 
-def test_fused_int8_runs_alone_at_once_and_flags_batching(
-    int8_fused: OnnxEmbedder, onnx_dir: Path
-) -> None:
-    """Per-call (dynamic) scales, like the default: batch-independent only one text per
-    call; texts run at once keep the bound, a batched session is flagged."""
-    assert int8_fused._rows_alone and int8_fused._parallel == 2
-    assert batch_dependence(int8_fused, TEXTS) <= BATCH_INDEPENDENCE_ATOL
-    batched = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-fused", batch_size=4, rows_alone=False)
-    assert batch_dependence(batched, TEXTS) > 100 * BATCH_INDEPENDENCE_ATOL
-
-
 def test_fused_int8_session_runs_without_skip_layer_norm_fusion(
-    int8_fused: OnnxEmbedder,
+    int8_fused: OnnxEmbedder, mixed_texts: list[str]
 ) -> None:
     """The vectors (and the speed) measured for this space are those of residual Add +
     LayerNormalization: ONNX Runtime's SkipLayerNormalization fusion rounds differently,
     and the per-call int8 scales carry the difference to ~1e-2 a component."""
-    rows = int8_fused.tokenize(TEXTS)
+    rows = int8_fused.tokenize(mixed_texts)
     without = _session(int8_fused.path, ["SkipLayerNormFusion"])
     want = np.concatenate([_run(without, [r]) for r in rows])
     got = int8_fused.encode_ids(rows)
