@@ -1,7 +1,8 @@
 """Int8 variants side by side (not a test): the dynamic int8 one text per call on two
 intra-op threads (the default before issue 35), the same run ``--parallel`` texts at once
-on one thread each (the default since), static int8 batched and fp32 batched, one process,
-one machine, on real chunks (issue 35).
+on one thread each (the default since), the fused-attention dynamic int8 run the same way
+(``onnx-int8-fused``), static int8 batched and fp32 batched, one process, one machine, on
+real chunks (issue 35). Each round also records the process's CPU seconds per chunk.
 
 - throughput: SciFact child chunks as the embedder encodes them (contextual header +
   child text, the real chunker and enricher: ~60-240 word pieces), through each

@@ -7,7 +7,10 @@ helpers, no torch); ``int8-dynamic`` (the default ``onnx-int8``) quantizes it
 dynamically with ONNX Runtime's quantizer (per channel, reduced range), ``int8``
 (``onnx-int8-static``) statically from ranges stored with the package
 (``ragline.embedding.quantize``: batch-independent, so it batches; measured slower than
-the dynamic one run one text per call, docs/benchmarks.md).
+the dynamic one run one text per call, docs/benchmarks.md); ``int8-fused``
+(``onnx-int8-fused``) quantizes dynamically the graph built with ONNX Runtime's contrib
+``Attention`` and runs it, one text per call, without the SkipLayerNormalization fusion
+(its kernel measured ~4x slower than Add + LayerNormalization): its own embedding space.
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
