@@ -1,7 +1,8 @@
 """Int8 variants side by side (not a test): the dynamic int8 one text per call on two
 intra-op threads (the default before issue 35), the same run ``--parallel`` texts at once
-on one thread each (the default since), static int8 batched and fp32 batched, one process,
-one machine, on real chunks (issue 35).
+on one thread each (the default since), the fused-attention dynamic int8 run the same way
+(``onnx-int8-fused``), static int8 batched and fp32 batched, one process, one machine, on
+real chunks (issue 35). Each round also records the process's CPU seconds per chunk.
 
 - throughput: SciFact child chunks as the embedder encodes them (contextual header +
   child text, the real chunker and enricher: ~60-240 word pieces), through each
@@ -50,12 +51,14 @@ from ragline.embedding.onnx_backend import OnnxEmbedder, default_onnx_dir, onnx_
 ROWS: dict[str, tuple[str, int, int | None]] = {
     "int8-alone": ("int8-dynamic", 1, None),
     "int8-parallel": ("int8-dynamic", 0, 1),  # 0: --parallel
+    "int8-fused": ("int8-fused", 0, 1),
     "int8-static": ("int8", 1, None),
     "fp32": ("fp32", 1, None),
 }
 LABELS = {
     "int8-alone": "onnx-int8, 1 text per call x {threads} threads (before)",
     "int8-parallel": "onnx-int8, {parallel} texts at once x 1 thread (default)",
+    "int8-fused": "onnx-int8-fused, {parallel} texts at once x 1 thread",
     "int8-static": "onnx-int8-static, length-bucketed batches",
     "fp32": "onnx (fp32), length-bucketed batches",
 }
@@ -108,6 +111,12 @@ def _autogroup() -> str:
         return "n/a"
 
 
+def _cpu_s() -> float:
+    """This process's CPU seconds so far (user + system, every thread)."""
+    t = os.times()
+    return t.user + t.system
+
+
 def encode_calls(model: OnnxEmbedder, texts: list[str], batch: int) -> np.ndarray:
     return np.concatenate([model.encode(texts[i : i + batch]) for i in range(0, len(texts), batch)])
 
@@ -130,6 +139,11 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=2, help="texts at once (int8-parallel)")
     ap.add_argument("--corpus-docs", type=int, default=0, help="0: the whole corpus")
     ap.add_argument("--queries", type=int, default=0, help="0: every judged train query")
+    ap.add_argument(
+        "--quality-rows",
+        default="",
+        help="rows whose nDCG is computed (comma-separated; fp32 always; default: all)",
+    )
     ap.add_argument("--json", type=Path, default=OUT / "quant.json")
     add_quick(ap)  # here: 20 abstracts, one round, 60 documents, 30 queries
     args = ap.parse_args()
@@ -165,55 +179,72 @@ def main() -> int:
         models[row].encode(texts[:8])  # warm-up
         report["variants"][row] = {
             "backend": models[row].backend, "label": label, "revision": models[row].revision,
-            "parallel": n_par, "rounds": [],
+            "parallel": n_par, "rounds": [], "cpu_ms_per_chunk_rounds": [],
         }  # fmt: skip
     rows = list(ROWS)
     vectors: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
         order = rows[r % len(rows) :] + rows[: r % len(rows)]
         for v in order:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu_s()
             vectors[v] = encode_calls(models[v], texts, args.batch)
             rate = len(texts) / (time.perf_counter() - t0)
+            cpu_ms = (_cpu_s() - c0) / len(texts) * 1000
             report["variants"][v]["rounds"].append(rate)
-            print(f"round {r + 1} {v}: {rate:.1f} chunks/s", flush=True)
+            report["variants"][v]["cpu_ms_per_chunk_rounds"].append(cpu_ms)
+            print(f"round {r + 1} {v}: {rate:.1f} chunks/s, {cpu_ms:.1f} CPU-ms/chunk", flush=True)
     dyn_rounds = report["variants"]["int8-alone"]["rounds"]
     probe = texts[:: max(1, len(texts) // 24)][:24]
     for v in rows:
         rv = report["variants"][v]
         rv["same_vectors_as_int8_alone"] = bool(np.array_equal(vectors[v], vectors["int8-alone"]))
         rv["chunks_per_s"] = statistics.median(rv["rounds"])
+        rv["cpu_ms_per_chunk"] = statistics.median(rv["cpu_ms_per_chunk_rounds"])
         pairs = zip(rv["rounds"], dyn_rounds, strict=True)
         rv["ratio_vs_dynamic_per_round"] = [a / b for a, b in pairs]
         rv["ratio_vs_dynamic"] = statistics.median(rv["ratio_vs_dynamic_per_round"])
         cos = (vectors[v] * vectors["fp32"]).sum(axis=1)
         rv["cosine_vs_fp32"] = {"min": float(cos.min()), "mean": float(cos.mean())}
         rv["alone_vs_batched_max_abs"] = independence(models[v], probe)
+    quality_rows = args.quality_rows.split(",") if args.quality_rows else rows
     for v in rows:
-        q = retrieval_quality(models[v], corpus, queries, qrels)
-        report["variants"][v]["scifact_train_dense"] = q
-        print(f"{v}: dense nDCG@10 {q['ndcg@10']:.4f}", flush=True)
+        rv = report["variants"][v]
+        alone = report["variants"]["int8-alone"]
+        if (
+            rv["same_vectors_as_int8_alone"]
+            and v != "int8-alone"
+            and "scifact_train_dense" in alone
+        ):
+            rv["scifact_train_dense"] = alone["scifact_train_dense"]  # the same vectors
+        elif v in quality_rows or v == "fp32":
+            rv["scifact_train_dense"] = retrieval_quality(models[v], corpus, queries, qrels)
+        else:
+            continue
+        print(f"{v}: dense nDCG@10 {rv['scifact_train_dense']['ndcg@10']:.4f}", flush=True)
     ref = report["variants"]["fp32"]["scifact_train_dense"]["ndcg@10"]
     for v in rows:
         rv = report["variants"][v]
-        rv["ndcg_delta_vs_fp32"] = rv["scifact_train_dense"]["ndcg@10"] - ref
+        if "scifact_train_dense" in rv:
+            rv["ndcg_delta_vs_fp32"] = rv["scifact_train_dense"]["ndcg@10"] - ref
     report["load_avg_end"] = os.getloadavg()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\n{len(texts)} real chunks, batch {args.batch}, {args.threads} threads, "
           f"load {report['load_avg_start'][0]:.1f} -> {report['load_avg_end'][0]:.1f}")  # fmt: skip
-    print("| variant | chunks/s | x before | min cos vs fp32 | alone vs batch | same vectors "
-          "as before | nDCG@10 | delta vs fp32 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("| variant | chunks/s | x before (per round) | CPU-ms/chunk | cos vs fp32 min / mean "
+          "| alone vs batch | same vectors as before | nDCG@10 | delta vs fp32 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for v in rows:
         rv = report["variants"][v]
-        q = rv["scifact_train_dense"]
+        q = rv.get("scifact_train_dense", {"ndcg@10": float("nan")})
         print(
-            f"| {rv['label']} | {rv['chunks_per_s']:.1f} | "
-            f"{rv['ratio_vs_dynamic']:.2f} | {rv['cosine_vs_fp32']['min']:.4f} | "
+            f"| {rv['label']} | {rv['chunks_per_s']:.1f} | {rv['ratio_vs_dynamic']:.2f} ("
+            + " / ".join(f"{x:.2f}" for x in rv["ratio_vs_dynamic_per_round"])
+            + f") | {rv['cpu_ms_per_chunk']:.1f} | {rv['cosine_vs_fp32']['min']:.4f} / "
+            f"{rv['cosine_vs_fp32']['mean']:.4f} | "
             f"{rv['alone_vs_batched_max_abs']:.1e} | "
             f"{'yes' if rv['same_vectors_as_int8_alone'] else 'no'} | {q['ndcg@10']:.4f} | "
-            f"{rv['ndcg_delta_vs_fp32']:+.4f} |"
+            f"{rv.get('ndcg_delta_vs_fp32', float('nan')):+.4f} |"
         )
     return 0
 

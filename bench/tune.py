@@ -1161,7 +1161,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    backends = ("torch", "onnx", "onnx-int8", "onnx-int8-static")
+    backends = ("torch", "onnx", "onnx-int8", "onnx-int8-static", "onnx-int8-fused")
 
     def cmd(name: str, helptext: str) -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=helptext)

@@ -34,12 +34,14 @@ class EmbeddingModelSettings(BaseSettings):
     model_name: str | None = Field(
         default=None, description="name recorded on chunks; default: the model directory name"
     )
-    backend: Literal["torch", "onnx", "onnx-int8", "onnx-int8-static"] = Field(
+    backend: Literal["torch", "onnx", "onnx-int8", "onnx-int8-static", "onnx-int8-fused"] = Field(
         default="onnx-int8",
         description="onnx-int8 (ONNX Runtime, dynamic int8, one text per call: the "
         "fastest measured), onnx-int8-static (static int8 with stored calibration "
         "ranges: batch-independent, batched; 0.77x of onnx-int8 on a quiet 2-core "
-        "machine), onnx (fp32: torch's vectors) or torch (sentence-transformers); "
+        "machine), onnx-int8-fused (dynamic int8 with ONNX Runtime's fused attention, "
+        "one text per call: an embedding space of its own, issue 35), onnx (fp32: "
+        "torch's vectors) or torch (sentence-transformers); "
         "docs/benchmarks.md has the measured trade-off",
     )
     onnx_dir: Path | None = Field(

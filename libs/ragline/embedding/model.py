@@ -129,7 +129,7 @@ def load_embedder(
 
 
 def backend_of(embedder: object) -> str:
-    """``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-static`` (metrics, health)."""
+    """The backend name: ``torch`` or an ONNX one (``onnx_backend.BACKENDS``; metrics, health)."""
     return str(getattr(embedder, "backend", "torch"))
 
 

@@ -7,7 +7,10 @@ helpers, no torch); ``int8-dynamic`` (the default ``onnx-int8``) quantizes it
 dynamically with ONNX Runtime's quantizer (per channel, reduced range), ``int8``
 (``onnx-int8-static``) statically from ranges stored with the package
 (``ragline.embedding.quantize``: batch-independent, so it batches; measured slower than
-the dynamic one run one text per call, docs/benchmarks.md).
+the dynamic one run one text per call, docs/benchmarks.md); ``int8-fused``
+(``onnx-int8-fused``) quantizes dynamically the graph built with ONNX Runtime's contrib
+``Attention`` and runs it, one text per call, without the SkipLayerNormalization fusion
+(its kernel measured ~4x slower than Add + LayerNormalization): its own embedding space.
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
@@ -86,13 +89,25 @@ ONNX_FILES = {
     "fp32": "model.onnx",
     "int8": "model_int8_static.onnx",
     "int8-dynamic": "model_int8.onnx",
+    "int8-fused": "model_int8_fused.onnx",
 }
 # the backend name of each variant (RAGLINE_EMBEDDER_BACKEND)
 # (the default onnx-int8 stays the dynamic one: measured on a quiet machine, the static
 # variant batched ran at 0.77x of it one text per call, docs/benchmarks.md)
-BACKENDS = {"fp32": "onnx", "int8": "onnx-int8-static", "int8-dynamic": "onnx-int8"}
+BACKENDS = {
+    "fp32": "onnx",
+    "int8": "onnx-int8-static",
+    "int8-dynamic": "onnx-int8",
+    "int8-fused": "onnx-int8-fused",
+}
 # the tag the revision records: the dynamic variant keeps the tag it always had
-_TAGS = {"fp32": "onnx", "int8": "int8s", "int8-dynamic": "int8"}
+_TAGS = {"fp32": "onnx", "int8": "int8s", "int8-dynamic": "int8", "int8-fused": "int8f"}
+# quantized per call (dynamic): a vector depends on its batch neighbours, one text per call
+_PER_CALL_SCALES = frozenset({"int8-dynamic", "int8-fused"})
+# ONNX Runtime fusions a variant runs without (its vectors are measured that way): the
+# fused variant keeps residual Add + LayerNormalization, whose kernels ran ~4x faster
+# than the SkipLayerNormalization they would be fused into (docs/benchmarks.md)
+_DISABLED_FUSIONS = {"int8-fused": ["SkipLayerNormFusion"]}
 # The most one component of a text's vector may move between the text embedded alone
 # and inside any batch (other texts, other lengths, other order) with the fp32 and static
 # int8 variants: the GEMMs' float summation order changes with the batch shape (measured
@@ -266,6 +281,9 @@ def _build(model_dir: Path, target_dir: Path, wanted: Path, variant: str, revisi
             verify_artifact(fp32)  # never quantize a damaged fp32 file
             if variant == "int8":
                 _quantize_static(fp32, tmp / "int8.onnx", revision)
+            elif variant == "int8-fused":  # its own fp32 graph: contrib Attention
+                build_bert_graph(model_dir, tmp / "fused.onnx", fused=True)
+                _quantize_dynamic(tmp / "fused.onnx", tmp / "int8.onnx")
             else:
                 _quantize_dynamic(fp32, tmp / "int8.onnx")
             _atomic_write(tmp / "int8.onnx", wanted)
@@ -335,7 +353,7 @@ class OnnxEmbedder(EmbedderIdentity):
         # and batched, so that variant runs one text per call. The static int8 and fp32
         # graphs have no cross-row term: batched (tests/unit/embedding/
         # test_batch_independence.py).
-        self._rows_alone = variant == "int8-dynamic" if rows_alone is None else rows_alone
+        self._rows_alone = variant in _PER_CALL_SCALES if rows_alone is None else rows_alone
         self._max_len = _max_seq_length(location)
         path = art.path
         self._tok = load_tokenizer(location)
@@ -358,7 +376,12 @@ class OnnxEmbedder(EmbedderIdentity):
         if threads is not None:
             so.intra_op_num_threads = threads
         try:
-            self._session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(path),
+                so,
+                providers=["CPUExecutionProvider"],
+                disabled_optimizers=_DISABLED_FUSIONS.get(variant, []),
+            )
         except Exception as exc:  # a corrupt or truncated cached file
             raise ConfigError(f"cannot load {path}: {exc}; delete it to rebuild") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}

@@ -5,7 +5,10 @@ sentence-transformers model of the form Transformer (BERT encoder) + mean Poolin
 Normalize computes: word/position/token-type embeddings + LayerNorm; per layer Q/K/V
 projections, scaled dot-product attention over heads with the additive padding mask,
 output projection + residual + LayerNorm, erf-GELU feed-forward + residual + LayerNorm;
-masked mean pooling; L2 normalisation (opset 17). Its inputs are ``input_ids``,
+masked mean pooling; L2 normalisation (opset 17). ``fused=True`` writes
+the attention as ONNX Runtime's contrib ``Attention`` (packed Q/K/V projection, one
+kernel for scores, softmax and context): not a standard ONNX graph, ONNX Runtime only.
+Its inputs are ``input_ids``,
 ``attention_mask`` and ``token_type_ids`` (int64, ``[batch, sequence]``), its output
 ``sentence_embedding`` (float32, ``[batch, hidden]``).
 
@@ -34,6 +37,7 @@ IR_VERSION = 8  # the oldest IR that carries opset 17: any ONNX Runtime of the r
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
 _PRODUCER = "ragline.embedding.onnx_graph"
+_CONTRIB = "com.microsoft"
 # torch.finfo(float32).min: the additive mask value of transformers' eager attention
 _MASK_MIN = float(np.finfo(np.float32).min)
 
@@ -104,20 +108,23 @@ class _Graph:
             self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name=name))
         return name
 
-    def weight(self, key: str, *, transpose: bool = False) -> str:
+    def array(self, key: str) -> NDArray[np.float32]:
         try:
-            value = self.weights[key]
+            return self.weights[key].astype(np.float32)
         except KeyError as exc:
             raise ConfigError(f"model.safetensors has no tensor {key!r}") from exc
-        value = value.astype(np.float32)
+
+    def weight(self, key: str, *, transpose: bool = False) -> str:
+        value = self.array(key)
         return self.const(key, value.T if transpose else value)
 
-    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+    def op(self, op_type: str, inputs: list[str], domain: str = "", **attrs: Any) -> str:
         from onnx import helper
 
         self._n += 1
         out = f"{op_type.lower()}_{self._n}"
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        node = helper.make_node(op_type, inputs, [out], name=out, domain=domain or None, **attrs)
+        self.nodes.append(node)
         return out
 
     def linear(self, x: str, prefix: str) -> str:
@@ -139,6 +146,21 @@ def _i64(*values: int) -> NDArray[np.int64]:
 
 def _f32(value: float) -> NDArray[np.float32]:
     return np.array(value, dtype=np.float32)
+
+
+def _fused_attention(g: _Graph, x: str, mask_index: str, i: int, s: BertShape) -> str:
+    """ONNX Runtime's contrib ``Attention``: Q/K/V as one packed projection, the scaled
+    dot-product and softmax over heads in one kernel (the raw 0/1 mask as ``mask_index``)."""
+    pre = f"encoder.layer.{i}.attention"
+    parts = [f"{pre}.self.{n}" for n in ("query", "key", "value")]
+    # [hidden, 3 * hidden]: the three projections side by side (x @ W.T each)
+    qkv_w = g.const(
+        f"{pre}.self.qkv.weight", np.concatenate([g.array(f"{p}.weight").T for p in parts], axis=1)
+    )
+    qkv_b = g.const(f"{pre}.self.qkv.bias", np.concatenate([g.array(f"{p}.bias") for p in parts]))
+    ctx = g.op("Attention", [x, qkv_w, qkv_b, mask_index], domain=_CONTRIB, num_heads=s.heads)
+    out = g.linear(ctx, f"{pre}.output.dense")
+    return g.layer_norm(g.op("Add", [out, x]), f"{pre}.output.LayerNorm", s.eps)
 
 
 def _attention(g: _Graph, x: str, mask: str, i: int, s: BertShape) -> str:
@@ -178,7 +200,7 @@ def _feed_forward(g: _Graph, x: str, i: int, s: BertShape) -> str:
     return g.layer_norm(g.op("Add", [out, x]), f"{pre}.output.LayerNorm", s.eps)
 
 
-def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape) -> Any:
+def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape, *, fused: bool = False) -> Any:
     from onnx import TensorProto, helper
 
     g = _Graph(weights)
@@ -207,13 +229,17 @@ def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape) -> Any:
         ],
     )
     x = g.layer_norm(emb, "embeddings.LayerNorm", s.eps)
-    # additive mask [B, 1, 1, S]: 0 where attended, float32 min where padded
     mask_f = g.op("Cast", [mask_in], to=TensorProto.FLOAT)
-    inverted = g.op("Sub", [g.const("one", _f32(1.0)), mask_f])
-    additive = g.op("Mul", [inverted, g.const("mask_min", _f32(_MASK_MIN))])
-    mask = g.op("Unsqueeze", [additive, g.const("axes_1_2", _i64(1, 2))])
-    for i in range(s.layers):
-        x = _feed_forward(g, _attention(g, x, mask, i, s), i, s)
+    if fused:  # the raw 0/1 mask [B, S] as the Attention kernel's mask_index
+        mask_index = g.op("Cast", [mask_in], to=TensorProto.INT32)
+        for i in range(s.layers):
+            x = _feed_forward(g, _fused_attention(g, x, mask_index, i, s), i, s)
+    else:  # additive mask [B, 1, 1, S]: 0 where attended, float32 min where padded
+        inverted = g.op("Sub", [g.const("one", _f32(1.0)), mask_f])
+        additive = g.op("Mul", [inverted, g.const("mask_min", _f32(_MASK_MIN))])
+        mask = g.op("Unsqueeze", [additive, g.const("axes_1_2", _i64(1, 2))])
+        for i in range(s.layers):
+            x = _feed_forward(g, _attention(g, x, mask, i, s), i, s)
     # masked mean pooling, then L2 normalisation (torch's clamps: 1e-9 count, 1e-12 norm)
     m = g.op("Unsqueeze", [mask_f, g.const("axes_last", _i64(-1))])
     axis1 = g.const("axes_1", _i64(1))
@@ -234,16 +260,20 @@ def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape) -> Any:
     return helper.make_graph(g.nodes, "sentence_embedding", int_in, [out], initializer=g.inits)
 
 
-def build_bert_graph(model_dir: Path, dest: Path) -> None:
-    """Write the fp32 sentence-embedding graph of ``model_dir`` to ``dest``."""
+def build_bert_graph(model_dir: Path, dest: Path, *, fused: bool = False) -> None:
+    """Write the fp32 sentence-embedding graph of ``model_dir`` to ``dest`` (``fused``:
+    attention as ONNX Runtime's contrib ``Attention``)."""
     import onnx
     from onnx import helper
 
     shape = read_bert_shape(model_dir)
-    graph = _graph(_load_weights(model_dir), shape)
+    graph = _graph(_load_weights(model_dir), shape, fused=fused)
+    opsets = [helper.make_opsetid("", OPSET)]
+    if fused:
+        opsets.append(helper.make_opsetid(_CONTRIB, 1))
     model = helper.make_model(
         graph,
-        opset_imports=[helper.make_opsetid("", OPSET)],
+        opset_imports=opsets,
         producer_name=_PRODUCER,
         producer_version="1",
         ir_version=IR_VERSION,

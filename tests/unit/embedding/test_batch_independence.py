@@ -22,67 +22,41 @@ from ragline.embedding.onnx_backend import (
 )
 from ragline.embedding.settings import EmbedderSettings, usable_cpus
 
-_WORDS = [
-    "vitamin",
-    "deficiency",
-    "fracture",
-    "cohort",
-    "randomized",
-    "trial",
-    "cytokine",
-    "receptor",
-    "kinase",
-    "expression",
-    "mortality",
-    "placebo",
-    "tumour",
-    "cells",
-    "mice",
-    "protein",
-    "binding",
-    "signalling",
-]
-
-# lengths from empty to past the model's 256 word pieces, with a contextual header
-TEXTS = [
-    "",
-    "a",
-    "Kafka consumer groups rebalance when a member leaves.",
-    *(
-        f"Title: study {n}\nSection: results\n\n"
-        + " ".join(_WORDS[(n + i) % len(_WORDS)] for i in range(n))
-        for n in (5, 17, 40, 90, 160, 230, 400)
-    ),
-]
-
 
 @pytest.mark.parametrize("variant", ["int8", "fp32"])
-def test_batched_vectors_equal_alone(variant: str, onnx_dir: Path, int8: OnnxEmbedder) -> None:
+def test_batched_vectors_equal_alone(
+    variant: str, onnx_dir: Path, int8: OnnxEmbedder, mixed_texts: list[str]
+) -> None:
     model = OnnxEmbedder(onnx_dir=onnx_dir, variant=variant, batch_size=4)
     assert not model._rows_alone  # really batched: several texts per ONNX call
-    assert batch_dependence(model, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+    assert batch_dependence(model, mixed_texts) <= BATCH_INDEPENDENCE_ATOL
 
 
+@pytest.mark.parametrize("variant", ["int8-dynamic", "int8-fused"])
 def test_check_flags_per_batch_dynamic_quantization(
-    int8_dynamic: OnnxEmbedder, onnx_dir: Path
+    variant: str, onnx_dir: Path, mixed_texts: list[str], request: pytest.FixtureRequest
 ) -> None:
-    """The same check on the dynamic variant made to batch: vectors move with their
-    neighbours far beyond the bound; run one text per call (its default) it passes."""
-    batched = OnnxEmbedder(
-        onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4, rows_alone=False
-    )
-    assert batch_dependence(batched, TEXTS) > 100 * BATCH_INDEPENDENCE_ATOL
-    assert batch_dependence(int8_dynamic, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+    """The same check on the dynamic variants made to batch: vectors move with their
+    neighbours far beyond the bound; run one text per call (their default) they pass,
+    one after another and (``int8_fused``: two) at once."""
+    batched = OnnxEmbedder(onnx_dir=onnx_dir, variant=variant, batch_size=4, rows_alone=False)
+    assert batch_dependence(batched, mixed_texts) > 100 * BATCH_INDEPENDENCE_ATOL
+    alone: OnnxEmbedder = request.getfixturevalue(variant.replace("-", "_"))
+    assert alone._rows_alone
+    assert batch_dependence(alone, mixed_texts) <= BATCH_INDEPENDENCE_ATOL
 
 
 def test_texts_at_once_equal_alone_and_one_after_another(
-    int8_dynamic: OnnxEmbedder, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+    int8_dynamic: OnnxEmbedder,
+    onnx_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mixed_texts: list[str],
 ) -> None:
     """The default variant with texts run concurrently (each alone in its call, one core
     each): every vector within the bound of the text alone, in every order and next to
     every neighbour, and of the same texts run one after another by today's session."""
     model = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4, parallel=3)
-    assert batch_dependence(model, TEXTS) <= BATCH_INDEPENDENCE_ATOL
+    assert batch_dependence(model, mixed_texts) <= BATCH_INDEPENDENCE_ATOL
     rows: list[int] = []
     lock = threading.Lock()
     meet = threading.Barrier(2, timeout=30)  # the first two calls must overlap
@@ -97,9 +71,9 @@ def test_texts_at_once_equal_alone_and_one_after_another(
         return run(batch)
 
     monkeypatch.setattr(model, "_run", spy)
-    got = model.encode(TEXTS)
-    assert rows == [1] * len(TEXTS)  # each text alone in its ONNX call
-    assert float(np.abs(got - int8_dynamic.encode(TEXTS)).max()) <= BATCH_INDEPENDENCE_ATOL
+    got = model.encode(mixed_texts)
+    assert rows == [1] * len(mixed_texts)  # each text alone in its ONNX call
+    assert float(np.abs(got - int8_dynamic.encode(mixed_texts)).max()) <= BATCH_INDEPENDENCE_ATOL
 
 
 def test_length_buckets_bound_rows_and_padded_size() -> None:
