@@ -17,7 +17,7 @@ holds anything any plugin matches. Filters only ever remove a plugin's hits, and
 plugin's ``analyze_line`` reports a subset of what its ``analyze_string`` yields on the
 same (right-stripped) line, so a line on which no plugin's ``analyze_string`` yields
 anything cannot produce a finding. ``scan_lines`` therefore asks each plugin's
-``analyze_string`` first (``_may_hit``) and hands only the windows around such
+``analyze_string`` first (``_line_probe``) and hands only the windows around such
 candidate lines to detect-secrets' own line scanner, each candidate with the same
 ``CONTEXT_LINES`` of context on each side that the whole-text call gives it (its
 allowlist filter reads the previous line). A plugin whose ``analyze_line`` is not one
@@ -144,14 +144,10 @@ def _keyword_gate(groups: dict[re.Pattern[str], int]) -> re.Pattern[str] | None:
     return re.compile(words, re.IGNORECASE)
 
 
-def _may_hit(line: str) -> bool:
-    """False only if no enabled plugin can report anything on ``line``."""
-    return _line_probe()(line)
-
-
 def _line_probe() -> _Probe:
-    """``_may_hit`` for the plugins enabled now (rebuilt if detect-secrets' settings
-    change: a stale probe could miss a plugin)."""
+    """``line -> False only if no enabled plugin can report anything on it``, for the
+    plugins enabled now (rebuilt if detect-secrets' settings change: a stale probe could
+    miss a plugin)."""
     global _probes
     from detect_secrets.settings import get_plugins
 
@@ -169,7 +165,7 @@ def _line_probe() -> _Probe:
 
 
 def candidate_windows(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """Merged ``[first, end)`` line ranges: every candidate line (``_may_hit``) with
+    """Merged ``[first, end)`` line ranges: every candidate line (``_line_probe``) with
     ``CONTEXT_LINES`` on each side, so each candidate keeps its whole context."""
     windows: list[tuple[int, int]] = []
     may_hit = _line_probe()
