@@ -17,10 +17,19 @@ as in production. Measured in one run:
   pipeline / embedder-alone is about the embedder's share of the pipeline's CPU.
 
 ``--idle N``: first N seconds with nothing to do, each service's CPU per 100 s of it.
+``--own-core``: the embedder service runs on a core of its own (the last usable CPU) and
+every other process (the other services, Kafka, OpenSearch, PostgreSQL, this script) on
+the rest, as an embedder pod with its own CPU request would; the embedder-alone run then
+gets the same one core. Without it every process shares every core.
+
+Beside the publish-to-last-indexed rate, the steady rate: documents indexed per second
+between 10 % and 90 % of the backfill (the fill through the stages before the embedder
+and the drain after it left out), in child chunks/s at the run's chunks per document;
+and the engines' CPU (each server and its worker processes) beside the services'.
 ``--quick``: 40 documents, no freshness probes, no plot (``make bench --quick``).
 
     .venv/bin/python bench/pipeline_bench.py [--docs 1000] [--probes 15] [--backend onnx]
-        [--json bench/out/pipeline_onnx.json] [--idle 30] [--quick]
+        [--json bench/out/pipeline_onnx.json] [--idle 30] [--own-core] [--quick]
 
 Writes bench/out/pipeline.json (or ``--json``) and bench/out/pipeline_freshness.png.
 """
@@ -39,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _paths import SCIFACT, add_quick, scifact
+from _paths import SCIFACT, SKIPPED, add_quick, scifact
 from _services import service
 from tqdm import tqdm
 
@@ -137,6 +146,44 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of ``root`` and of every live process below it (PostgreSQL's
+    backends, say), each with its reaped children: an engine's whole CPU."""
+    stats: dict[int, list[str]] = {}
+    below: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        below.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += sum(int(f) for f in stats[pid][11:15])
+            todo += below.get(pid, [])
+    return total / _TICK
+
+
+def engine_pids(manager: StackManager) -> dict[str, int]:
+    """The running engines' server pids, by component name."""
+    pids = {c.value: srv.pid() for c, srv in manager.servers.items()}
+    return {name: pid for name, pid in pids.items() if pid}
+
+
+def steady_rate(samples: list[tuple[float, int]], total: int) -> float:
+    """Documents/s between the samples where 10 % and 90 % of ``total`` were done."""
+    first = next((s for s in samples if s[1] >= 0.1 * total), None)
+    last = next((s for s in samples if s[1] >= 0.9 * total), None)
+    if first is None or last is None or last[0] <= first[0]:
+        return float("nan")
+    return (last[1] - first[1]) / (last[0] - first[0])
+
+
 def handler_seconds(proc: ServiceProcess) -> float:
     """The runtime's ``ragline_handler_seconds`` sum of one service (every topic)."""
     try:
@@ -185,7 +232,9 @@ def per_stage(
     return out
 
 
-async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str, Any]:
+async def run(
+    args: argparse.Namespace, procs: list[ServiceProcess], engines: dict[str, int]
+) -> dict[str, Any]:
     settings = Settings()
     tenant = "bench"
     docs = load_docs(args.docs + 2 * args.probes)
@@ -197,9 +246,12 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
     report: dict[str, Any] = {"docs": len(backfill), "machine": f"{os.cpu_count()} cores"}
     if args.idle > 0:  # what each service burns doing nothing (polls, probes, health loops)
         idle0 = {p.name: cpu_seconds(p.pid) for p in procs}
+        idle0 |= {f"engine {n}": tree_cpu_seconds(pid) for n, pid in engines.items()}
         await asyncio.sleep(args.idle)
+        idle1 = {p.name: cpu_seconds(p.pid) for p in procs}
+        idle1 |= {f"engine {n}": tree_cpu_seconds(pid) for n, pid in engines.items()}
         report["idle_cpu_s_per_100s"] = {
-            p.name: round((cpu_seconds(p.pid) - idle0[p.name]) * 100 / args.idle, 2) for p in procs
+            n: round((idle1[n] - idle0[n]) * 100 / args.idle, 2) for n in idle0
         }
         print(f"idle CPU s per 100 s ({args.idle:.0f} s idle): {report['idle_cpu_s_per_100s']}")
     async with EventPublisher(settings, service="bench") as pub:
@@ -209,6 +261,7 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
         async with await psycopg.AsyncConnection.connect(settings.admin_dsn()) as conn:
             base = await indexed_count(conn, tenant)
             before = {p.name: (cpu_seconds(p.pid), handler_seconds(p)) for p in procs}
+            engines0 = {name: tree_cpu_seconds(pid) for name, pid in engines.items()}
             t0 = time.perf_counter()
             for d in tqdm(backfill, desc="publish", unit="doc"):
                 await pub.publish(Topics.SOURCE_CHANGES, upsert(tenant, d))
@@ -217,16 +270,22 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
             )
             bar = tqdm(total=len(backfill) + len(probes_busy), desc="indexed", unit="doc")
             done = 0
+            samples: list[tuple[float, int]] = []
             while done < len(backfill) + len(probes_busy):
                 await asyncio.sleep(0.5)
                 now = await indexed_count(conn, tenant) - base
                 bar.update(now - done)
                 done = now
+                samples.append((time.perf_counter() - t0, done))
                 if time.perf_counter() - t0 > args.timeout:
                     raise TimeoutError(f"only {done} documents indexed after {args.timeout} s")
             bar.close()
             wall = time.perf_counter() - t0
             stages = per_stage(procs, before, wall)
+            engine_cpu = {
+                name: round(tree_cpu_seconds(pid) - engines0[name], 2)
+                for name, pid in engines.items()
+            }
             busy = await busy_task
             cur = await conn.execute(
                 "SELECT c.text, c.contextual_header, c.token_count FROM chunks c"
@@ -235,19 +294,28 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
             )
             rows = await cur.fetchall()
     children = len(rows)
+    steady = steady_rate(samples, len(backfill) + len(probes_busy)) * children / max(1, done)
+    report["embedder_cpus"] = sorted(args.embedder_cpus or ())
     report["pipeline"] = {
         "wall_s": wall,
         "docs_per_s": len(backfill) / wall,
         "child_chunks": children,
         "chunks_per_s": children / wall,
+        "steady_chunks_per_s": steady,
     }
+    report["engines_cpu_s"] = engine_cpu
     report["freshness_busy_s"] = {"p50": pct(busy, 50), "p95": pct(busy, 95), "n": len(busy)}
     report["per_stage"] = stages
     report["load_average"] = os.getloadavg()
     print("per stage over the backfill (CPU s, share of the pipeline's CPU, handler s):")
     for name, v in sorted(stages.items(), key=lambda kv: -kv[1]["cpu_s"]):
         print(f"  {name:18s} {v['cpu_s']:8.1f} {v['cpu_share']:6.1%} {v['handler_s']:8.1f}")
-    print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
+    for name, cpu in engine_cpu.items():
+        print(f"  engine {name:11s} {cpu:8.1f}")
+    print(
+        f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s"
+        f" (steady, 10-90 %: {steady:.1f})"
+    )
     print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
 
     from ragline.embedding.adaptive import (
@@ -259,6 +327,8 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
     from ragline.embedding.model import load_embedder
     from ragline.embedding.settings import EmbedderSettings
 
+    if args.embedder_cpus:  # the core the embedder service had (model threads inherit it)
+        os.sched_setaffinity(0, args.embedder_cpus)
     cfg = EmbedderSettings()  # the services' own (RAGLINE_EMBEDDER_BACKEND=--backend)
     model = load_embedder(
         cfg,
@@ -301,10 +371,11 @@ async def run(args: argparse.Namespace, procs: list[ServiceProcess]) -> dict[str
     services_cpu = sum(v["cpu_s"] for v in stages.values())
     report["cpu_bound_ratio"] = (alone_cpu / len(texts)) / max(1e-9, services_cpu / children)
     report["ratio_pipeline_to_embedder"] = (children / wall) / (len(texts) / alone)
+    report["ratio_steady_to_embedder"] = steady / (len(texts) / alone)
     print(
         f"embedder alone: {len(texts) / alone:.1f} chunks/s on {alone_cpu / alone:.2f} cores; "
-        f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f} (CPU bound: "
-        f"{report['cpu_bound_ratio']:.2f})"
+        f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f}, steady "
+        f"{report['ratio_steady_to_embedder']:.2f} (CPU bound: {report['cpu_bound_ratio']:.2f})"
     )
     args.json.write_text(json.dumps(report, indent=2))
     if not args.quick:
@@ -334,6 +405,11 @@ def main() -> int:
     ap.add_argument("--idle", type=float, default=0, help="first measure N s of idle CPU")
     ap.add_argument("--backend", default=None, help="torch | onnx | onnx-int8 (embedder)")
     ap.add_argument("--json", type=Path, default=OUT / "pipeline.json")
+    ap.add_argument(
+        "--own-core",
+        action="store_true",
+        help="the embedder on a core of its own, the rest on the others",
+    )
     add_quick(ap)  # here: 40 documents, no probes
     args = ap.parse_args()
     scifact(quick=args.quick)  # or say where to get it (--quick: a skip)
@@ -342,18 +418,35 @@ def main() -> int:
     if args.backend:  # inherited by every service process and the embedder-alone run
         os.environ["RAGLINE_EMBEDDER_BACKEND"] = args.backend
     OUT.mkdir(parents=True, exist_ok=True)
+    cores = sorted(os.sched_getaffinity(0))
+    args.embedder_cpus, rest = None, set(cores)
+    if args.own_core:
+        if len(cores) < 2:
+            print(f"pipeline_bench.py --own-core: needs 2 usable CPUs, this has {len(cores)}")
+            raise SystemExit(SKIPPED if args.quick else 2)
+        args.embedder_cpus, rest = {cores[-1]}, set(cores[:-1])
+        os.sched_setaffinity(0, rest)  # inherited by the engines and the other services
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     with patched_environ(stack_env(base / "state")):
         os.environ.setdefault("RAGLINE_QUERY_JWT_SECRET", "bench-only-secret")
         settings = Settings()
         manager = StackManager(settings, StackSettings(), detached=False)
         asyncio.run(manager.up())
-        procs = [service(name, base) for name in SERVICES if name not in HTTP_SERVICES]
+        procs = []
+        for name in SERVICES:
+            if name in HTTP_SERVICES:
+                continue
+            if args.embedder_cpus and name == "embedder":
+                os.sched_setaffinity(0, args.embedder_cpus)
+                procs.append(service(name, base))  # the mask is inherited at fork
+                os.sched_setaffinity(0, rest)
+            else:
+                procs.append(service(name, base))
         try:
             for p in procs:
                 p.wait_metrics(timeout_s=300)
                 wait_consuming(p)  # loaded and consuming: no start-up CPU in the window
-            report = asyncio.run(run(args, procs))
+            report = asyncio.run(run(args, procs, engine_pids(manager)))
         finally:
             stop_all(procs)
             asyncio.run(manager.down())

@@ -49,6 +49,12 @@ BENCHES: dict[str, tuple[str, list[str], str]] = {
         )
         for b in ("onnx", "onnx-int8")
     },
+    # the same with the embedder on a core of its own, the rest on the other (issue 35)
+    "pipeline_onnx_int8_own_core": (
+        "pipeline_bench.py",
+        ["--backend", "onnx-int8", "--own-core", "--json", "bench/out/pipeline_own_core.json"],
+        "pipeline_own_core.json",
+    ),
     # a 10,000-child document in slices, embedder SIGKILLed mid-document (issue 35)
     "slices": ("slices_bench.py", [], "slices.json"),
     # texts per model call x intra-op threads on real chunks (issue 35)
@@ -137,19 +143,30 @@ def main() -> int:
             f"| {n} | {r['status']} | {r.get('seconds', '-')} | {r.get('cpu_seconds', '-')} |"
         )
     ratios = [
-        (r["report"].get("embedder_backend", "torch"), r["report"])
+        (
+            r["report"].get("embedder_backend", "torch")
+            + (", own core" if r["report"].get("embedder_cpus") else ""),
+            r["report"],
+        )
         for n, r in summary["results"].items()
         if n.startswith("pipeline") and isinstance(r.get("report"), dict)
     ]
     if ratios:  # whole pipeline vs the embedder alone, per embedder backend
-        lines += ["", "| embedder backend | pipeline chunks/s | embedder alone chunks/s | ratio |"]
-        lines.append("|---|---|---|---|")
+        lines += [
+            "",
+            "| embedder backend | pipeline chunks/s | embedder alone chunks/s | ratio"
+            " | steady (10-90 %) ratio |",
+        ]
+        lines.append("|---|---|---|---|---|")
         for backend, rep in ratios:
             pipe = rep.get("pipeline", {}).get("chunks_per_s")
             alone = rep.get("embedder_alone", {}).get("chunks_per_s")
             ratio = rep.get("ratio_pipeline_to_embedder")
+            steady = rep.get("ratio_steady_to_embedder", float("nan"))
             if pipe and alone and ratio:
-                lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} |")
+                lines.append(
+                    f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} | {steady:.2f} |"
+                )
         for backend, rep in ratios:  # where the pipeline's CPU went (pipeline_bench.py)
             stages = rep.get("per_stage") or {}
             if stages:
