@@ -53,6 +53,7 @@ from ragline.embedding.model import (
     model_revision,
 )
 from ragline.embedding.onnx_graph import build_bert_graph
+from ragline.embedding.settings import usable_cpus
 from ragline.errors import ConfigError
 from ragline.fsutil import file_lock, file_sha256
 
@@ -371,10 +372,15 @@ class OnnxEmbedder(EmbedderIdentity):
             raise ConfigError(f"parallel must be >= 1, not {parallel}")
         # several texts at once: each call on one core (small GEMMs split badly over two)
         self._parallel = parallel if self._rows_alone else 1
-        if threads is None and self._parallel > 1:
-            threads = 1
-        if threads is not None:
-            so.intra_op_num_threads = threads
+        if threads is None:
+            # one text at a time: the CPUs this process may use (its affinity, its
+            # container's CPU limit). ONNX Runtime's own default counts the host's cores:
+            # a service pinned to one core ran two spinning threads there, 2x the CPU per
+            # chunk (docs/benchmarks.md, issue 35), and a pod limited to one CPU on a large
+            # node would run one thread per node core under the quota
+            threads = 1 if self._parallel > 1 else usable_cpus()
+        so.intra_op_num_threads = threads
+        self.intra_op_threads = threads
         try:
             self._session = ort.InferenceSession(
                 str(path),

@@ -116,3 +116,22 @@ def test_usable_cpus_capped_by_the_container_limit(
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("400000\n")
     (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
     assert usable_cpus(tmp_path) == 4  # cgroup v1
+
+
+def test_intra_op_threads_follow_the_cpus_this_process_may_use(
+    int8_dynamic: OnnxEmbedder, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One text at a time runs on the usable CPUs (affinity, container limit), not on
+    ONNX Runtime's count of the host's cores: pinned to one core, its default ran two
+    spinning threads there at 2x the CPU per chunk (docs/benchmarks.md, issue 35)."""
+    monkeypatch.setattr("ragline.embedding.onnx_backend.usable_cpus", lambda: 1)
+    one = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", batch_size=4)
+    assert one.intra_op_threads == 1
+    monkeypatch.setattr("ragline.embedding.onnx_backend.usable_cpus", lambda: 3)
+    assert OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic").intra_op_threads == 3
+    at_once = OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", parallel=3)
+    assert at_once.intra_op_threads == 1  # each text on one core
+    assert OnnxEmbedder(onnx_dir=onnx_dir, variant="int8-dynamic", threads=2).intra_op_threads == 2
+    texts = ["a pinned service", "the same vectors"]
+    gap = float(np.abs(one.encode(texts) - int8_dynamic.encode(texts)).max())
+    assert gap <= BATCH_INDEPENDENCE_ATOL  # the same vectors on one thread
