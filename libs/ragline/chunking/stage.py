@@ -37,7 +37,7 @@ from ragline.errors import QuarantineError
 from ragline.events import BULK, INTERACTIVE, Chunk, ChunkLevel, DocChunked, DocScanned, Topics
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.oneshot import WorkLimit, run_once
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.text.tokenizer import load_token_counter
 from ragline.text.weight import weigh
 
@@ -93,6 +93,10 @@ def _children(chunks: Sequence[Chunk]) -> int:
 class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
     name: ClassVar[str] = "chunker"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
+    # the records of one poll together (handled one by one): one offset commit per
+    # poll and their outputs published concurrently, instead of a commit and a
+    # produce round trip per document (issue 35)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
 
     def __init__(self, settings: Settings, chunker_settings: ChunkerSettings) -> None:
         super().__init__(settings)

@@ -11,7 +11,7 @@ from ragline.enrichment.enricher import Enricher
 from ragline.enrichment.metrics import CHUNKS, ENTITIES
 from ragline.enrichment.settings import EnricherSettings
 from ragline.events import DocChunked, DocEnriched, Topics
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.text import load_token_counter
 
 __all__ = ["EnricherStage", "enrich_event"]
@@ -37,6 +37,10 @@ def enrich_event(event: DocChunked, enricher: Enricher) -> DocEnriched:
 class EnricherStage(Stage[DocChunked, DocEnriched]):
     name: ClassVar[str] = "enricher"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_CHUNKED.value,)
+    # the records of one poll together (handled one by one): one offset commit per
+    # poll and their outputs published concurrently, instead of a commit and a
+    # produce round trip per document (issue 35)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
 
     def __init__(
         self,
