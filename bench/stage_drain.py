@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import base64
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -39,7 +40,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from _paths import SCIFACT_CORPUS, add_quick
 from _paths import scifact as require_scifact
 from _services import service
@@ -50,7 +50,7 @@ from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
 from ragline.events import DocFetched, DocumentMeta, EventBase, SourceUpsert, Topics
 from ragline.hashing import sha256_hex
-from ragline.indexing.samples import pseudo_embedding
+from ragline.indexing.samples import PseudoEmbedder
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env, stop_all
 from ragline.runtime.lag import wait_drained
@@ -69,15 +69,6 @@ INPUT = {
     "enricher": Topics.DOC_CHUNKED,
     "indexer": Topics.DOC_EMBEDDED,
 }
-
-
-class _Pseudo:
-    name = "pseudo"
-    revision = "0"
-    dim = 384
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray([pseudo_embedding(t) for t in texts], dtype=np.float32)
 
 
 def corpus(n: int) -> list[dict[str, Any]]:
@@ -208,9 +199,11 @@ async def drain(
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings()
-    ctx = StageContext(settings=settings, logger=__import__("logging").getLogger("bench"))
+    ctx = StageContext(settings=settings, logger=logging.getLogger("bench.stage_drain"))
     stages = make_stages(settings, in_thread=True)
-    stages["embedder"] = EmbedderStage(settings, EmbedderSettings(cache=False), embedder=_Pseudo())
+    stages["embedder"] = EmbedderStage(
+        settings, EmbedderSettings(cache=False), embedder=PseudoEmbedder()
+    )
     for s in stages.values():
         await s.start()
     docs = corpus(args.docs)
