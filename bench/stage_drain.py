@@ -20,7 +20,8 @@ round on fresh document ids, so the comparison shares one machine state.
         [--variant main=/work/main/libs:/work/main --variant this=libs:.] [--spy DIR]
 
 ``--spy DIR``: a py-spy profile (``--gil``: the thread holding the GIL, i.e. Python
-CPU) of each drain, raw stacks in ``DIR/<stage>-<variant>-<round>.txt``.
+CPU) of each drain, raw stacks in ``DIR/<stage>-<variant>-<round>.txt`` (py-spy from
+``PATH`` or ``PY_SPY``; none: no profile).
 """
 
 from __future__ import annotations
