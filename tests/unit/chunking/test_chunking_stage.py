@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 from chunking_docs import doc, para, prose, table
@@ -65,13 +67,11 @@ async def test_an_empty_document_yields_an_event_without_chunks(ctx: StageContex
 
 
 async def test_a_poll_is_chunked_in_one_thread_call_each_event_on_its_own(
-    ctx: StageContext, monkeypatch: pytest.MonkeyPatch
+    ctx: StageContext, poll_probe: Callable[[ModuleType, str, str], list[object]]
 ) -> None:
     """Issue 35: ``process_batch`` chunks a poll's light documents in one worker-thread
     call; each event gets what ``handle`` alone gives it (a heavy interactive one still
     goes to the bulk lane unchunked), and a failing one fails only itself."""
-    import asyncio
-
     from ragline.chunking import stage as stage_module
     from ragline.chunking.config import ChunkerSettings
     from ragline.chunking.stage import ChunkerStage
@@ -84,20 +84,7 @@ async def test_a_poll_is_chunked_in_one_thread_call_each_event_on_its_own(
     last = _scanned(document_id="fs:other.md", document=doc(para(prose(300))))
     alone = [await stage.handle(ev, ctx) for ev in (first, heavy, last)]
     assert alone[1][0].topic == Topics.DOC_SCANNED.value  # sent on to the bulk lane
-    real_chunk, real_to_thread = stage_module.chunk_event, asyncio.to_thread
-    calls: list[object] = []
-
-    def failing(event: DocScanned, chunker: object) -> DocChunked:
-        if event.document_id == "fs:broken.md":
-            raise ValueError("boom")
-        return real_chunk(event, chunker)  # type: ignore[arg-type]
-
-    async def counting(fn: object, /, *args: object) -> object:
-        calls.append(fn)
-        return await real_to_thread(fn, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(stage_module, "chunk_event", failing)
-    monkeypatch.setattr(stage_module.asyncio, "to_thread", counting)
+    calls = poll_probe(stage_module, "chunk_event", "fs:broken.md")
     results = await stage.handle_batch([first, heavy, bad, last], ctx)
     await stage.stop()
     assert len(calls) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 
@@ -63,12 +64,12 @@ async def test_handle_enriches_every_chunk(
 
 
 async def test_a_poll_is_enriched_in_one_thread_call_each_event_on_its_own(
-    ctx: StageContext, make_chunk: Callable[..., Chunk], monkeypatch: pytest.MonkeyPatch
+    ctx: StageContext,
+    make_chunk: Callable[..., Chunk],
+    poll_probe: Callable[[ModuleType, str, str], list[object]],
 ) -> None:
     """Issue 35: ``process_batch`` hands a poll's events to one worker-thread call; each
     event gets what ``handle`` alone gives it, and a failing one fails only itself."""
-    import asyncio
-
     from ragline.enrichment import stage as stage_module
 
     stage = build(Settings())
@@ -77,20 +78,7 @@ async def test_a_poll_is_enriched_in_one_thread_call_each_event_on_its_own(
     bad = first.model_copy(update={"document_id": "fs:broken.md", "event_id": "b" * 32})
     last = first.model_copy(update={"document_id": "fs:other.md", "event_id": "c" * 32})
     alone = [await stage.handle(ev, ctx) for ev in (first, last)]
-    real_enrich, real_to_thread = stage_module.enrich_event, asyncio.to_thread
-    calls: list[object] = []
-
-    def failing(event: DocChunked, enricher: object) -> DocEnriched:
-        if event.document_id == "fs:broken.md":
-            raise ValueError("boom")
-        return real_enrich(event, enricher)  # type: ignore[arg-type]
-
-    async def counting(fn: Callable[..., object], /, *args: object) -> object:
-        calls.append(fn)
-        return await real_to_thread(fn, *args)
-
-    monkeypatch.setattr(stage_module, "enrich_event", failing)
-    monkeypatch.setattr(stage_module.asyncio, "to_thread", counting)
+    calls = poll_probe(stage_module, "enrich_event", "fs:broken.md")
     results = await stage.handle_batch([first, bad, last], ctx)
     assert len(calls) == 1
     assert isinstance(results[1], ValueError)
