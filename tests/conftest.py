@@ -16,6 +16,8 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import hypothesis
 import pytest
@@ -130,3 +132,32 @@ def service_process(stack: Settings, tmp_path: Path) -> Iterator[ServiceFactory]
 def tenant() -> str:
     """A tenant id no other test uses."""
     return unique_tenant()
+
+
+PollProbe = Callable[[ModuleType, str, str], list[object]]
+
+
+@pytest.fixture
+def poll_probe(monkeypatch: pytest.MonkeyPatch) -> PollProbe:
+    """For a stage module: its per-document function ``name`` fails the document
+    ``broken`` (a ValueError), and its ``asyncio.to_thread`` calls are recorded in the
+    list returned. The chunker's and the enricher's one-thread-call-per-poll tests."""
+
+    def install(module: ModuleType, name: str, broken: str) -> list[object]:
+        real, real_to_thread = getattr(module, name), module.asyncio.to_thread
+        calls: list[object] = []
+
+        def failing(event: Any, *args: Any) -> Any:
+            if event.document_id == broken:
+                raise ValueError("boom")
+            return real(event, *args)
+
+        async def counting(fn: Callable[..., Any], /, *args: Any) -> Any:
+            calls.append(fn)
+            return await real_to_thread(fn, *args)
+
+        monkeypatch.setattr(module, name, failing)
+        monkeypatch.setattr(module.asyncio, "to_thread", counting)
+        return calls
+
+    return install

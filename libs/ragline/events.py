@@ -32,6 +32,7 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -857,7 +858,16 @@ def read_event(topic: str, body: bytes | str) -> Any:
     ignored at any depth, schema versions up to ``MAX_READ_SCHEMA_VERSION``)."""
     topic = lane_of_topic(topic)[0]
     tolerant = topic != Topics.SOURCE_CHANGES and not topic.endswith(".dlq")
-    event = input_adapter(topic).validate_json(body, context={TOLERANT: True} if tolerant else None)
+    adapter = input_adapter(topic)
+    try:
+        # strict first: a message of this release (no unknown field, no newer schema
+        # version) reads the same either way, and a strict read skips the tolerant one's
+        # copy of every nested object (half the validation time of a doc.chunked)
+        event = adapter.validate_json(body)
+    except ValidationError:
+        if not tolerant:
+            raise
+        event = adapter.validate_json(body, context={TOLERANT: True})
     # a sealed event whose text changed after the scanner is refused here (dead-lettered);
     # an unsealed one of an older release is read, and refused at its next publish
     why = seal_problem(event)

@@ -37,7 +37,7 @@ from ragline.errors import QuarantineError
 from ragline.events import BULK, INTERACTIVE, Chunk, ChunkLevel, DocChunked, DocScanned, Topics
 from ragline.runtime.lanes import with_lane
 from ragline.runtime.oneshot import WorkLimit, run_once
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Results, Stage, StageContext
 from ragline.text.tokenizer import load_token_counter
 from ragline.text.weight import weigh
 
@@ -86,6 +86,17 @@ def _observe(chunks: Sequence[Chunk]) -> None:
             CHILD_TOKENS.observe(c.token_count)
 
 
+def _chunk_all(events: Sequence[DocScanned], chunker: Chunker) -> list[DocChunked | BaseException]:
+    """``chunk_event`` of each, or the exception that failed it (one thread call)."""
+    out: list[DocChunked | BaseException] = []
+    for event in events:
+        try:
+            out.append(chunk_event(event, chunker))
+        except Exception as exc:  # that event's own failure
+            out.append(exc)
+    return out
+
+
 def _children(chunks: Sequence[Chunk]) -> int:
     return sum(1 for c in chunks if c.level is ChunkLevel.CHILD)
 
@@ -93,6 +104,10 @@ def _children(chunks: Sequence[Chunk]) -> int:
 class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
     name: ClassVar[str] = "chunker"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_SCANNED.value,)
+    # the records of one poll together (handled one by one): one offset commit per
+    # poll and their outputs published concurrently, instead of a commit and a
+    # produce round trip per document (issue 35)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
 
     def __init__(self, settings: Settings, chunker_settings: ChunkerSettings) -> None:
         super().__init__(settings)
@@ -104,18 +119,46 @@ class ChunkerStage(Stage[DocScanned, DocChunked | DocScanned]):
         counter = await asyncio.to_thread(load_token_counter, conf.tokenizer_path)
         self._chunker = Chunker(conf, counter)
 
-    async def process(
-        self, event: DocScanned, ctx: StageContext
-    ) -> Sequence[Output[DocChunked | DocScanned]]:
+    async def process_batch(
+        self, events: Sequence[DocScanned], ctx: StageContext
+    ) -> Results[DocChunked | DocScanned]:
+        """A poll's light documents are chunked in one worker-thread call (one handoff,
+        not one per document); heavy ones as before, each in its own process or sent to
+        the bulk lane. Per event its outputs or the exception that failed it."""
         assert self._chunker is not None  # opened: the base refuses before start()
+        limits = self._chunker_settings.heavy_limits
+        overs = [weigh(e.document).over(limits) for e in events]
+        light = [i for i, over in enumerate(overs) if not over]
+        done = await asyncio.to_thread(_chunk_all, [events[i] for i in light], self._chunker)
+        chunked = dict(zip(light, done, strict=True))
+        results: list[Sequence[Output[DocChunked | DocScanned]] | BaseException] = []
+        for i, (event, over) in enumerate(zip(events, overs, strict=True)):
+            try:
+                results.append(await self._finish(event, over, chunked.get(i), ctx))
+            except Exception as exc:  # the runtime classifies it
+                results.append(exc)
+        return results
+
+    async def _finish(
+        self,
+        event: DocScanned,
+        over: tuple[str, ...],
+        chunked: DocChunked | BaseException | None,
+        ctx: StageContext,
+    ) -> Sequence[Output[DocChunked | DocScanned]]:
+        """One event's outputs; ``chunked``: its light chunking, done already."""
+        assert self._chunker is not None
         conf = self._chunker_settings
-        over = weigh(event.document).over(conf.heavy_limits)
         if over and event.priority == INTERACTIVE:
             # the interactive lane is never held by a heavy document: it goes back to
             # this stage's bulk lane, where it is chunked (a lane only goes down)
             REROUTED.inc()
             return [Output(topic=Topics.DOC_SCANNED.value, event=with_lane(event, BULK))]
-        if over and conf.heavy_process:
+        if isinstance(chunked, BaseException):
+            raise chunked
+        if chunked is not None:
+            out = chunked
+        elif over and conf.heavy_process:
             out = await self._heavy(event, over, ctx)
         else:
             out = await asyncio.to_thread(chunk_event, event, self._chunker)

@@ -19,17 +19,27 @@ def _w(words: str) -> frozenset[str]:
 
 
 # --------------------------------------------------------------------------- error codes
-_ERROR_PATTERNS = [
-    re.compile(r"\bCVE-\d{4}-\d{4,7}\b"),
-    re.compile(r"\b[A-Z]{1,4}-?\d{3,6}\b"),  # E1234, ORA-00942, KB-4021
-    re.compile(r"\b(?:ERR|ERROR|E)_[A-Z0-9]+(?:_[A-Z0-9]+)*\b"),  # ERR_CONNECTION_RESET
-    re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|FAILURE|DENIED|TIMEOUT)\b"),
-    re.compile(
-        r"\bE(?:CONNREFUSED|CONNRESET|CONNABORTED|TIMEDOUT|NOENT|ACCES|PERM|ADDRINUSE|PIPE"
-        r"|AGAIN|NOMEM|NOSPC|HOSTUNREACH|NETUNREACH|EXIST|INVAL|BADF)\b"
+# each with the strings one of which every match contains (() = no such string): a text
+# without any of them is not searched (most prose has no ``_``, ``0x`` or ``Error``)
+_ERROR_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"\bCVE-\d{4}-\d{4,7}\b"), ("CVE-",)),
+    (re.compile(r"\b[A-Z]{1,4}-?\d{3,6}\b"), ()),  # E1234, ORA-00942, KB-4021
+    # ERR_CONNECTION_RESET
+    (re.compile(r"\b(?:ERR|ERROR|E)_[A-Z0-9]+(?:_[A-Z0-9]+)*\b"), ("E_", "R_")),
+    (
+        re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|FAILURE|DENIED|TIMEOUT)\b"),
+        ("_ERROR", "_FAILED", "_FAILURE", "_DENIED", "_TIMEOUT"),
     ),
-    re.compile(r"\b[A-Z][A-Za-z]+(?:Error|Exception)\b"),  # ValueError, NullPointerException
-    re.compile(r"\b0x[0-9A-Fa-f]{8}\b"),  # HRESULT
+    (
+        re.compile(
+            r"\bE(?:CONNREFUSED|CONNRESET|CONNABORTED|TIMEDOUT|NOENT|ACCES|PERM|ADDRINUSE|PIPE"
+            r"|AGAIN|NOMEM|NOSPC|HOSTUNREACH|NETUNREACH|EXIST|INVAL|BADF)\b"
+        ),
+        ("E",),
+    ),
+    # ValueError, NullPointerException
+    (re.compile(r"\b[A-Z][A-Za-z]+(?:Error|Exception)\b"), ("Error", "Exception")),
+    (re.compile(r"\b0x[0-9A-Fa-f]{8}\b"), ("0x",)),  # HRESULT
 ]
 _HTTP = re.compile(r"\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?:\s+code)?)\s*:?\s*([1-5]\d\d)\b", re.I)
 _NOT_ERRORS = _w(
@@ -81,13 +91,21 @@ def _outermost(matches: Iterable[Match]) -> Iterable[str]:
     return (v for _, _, v in kept)
 
 
+def _may_match(text: str, needles: tuple[str, ...]) -> bool:
+    return not needles or any(n in text for n in needles)
+
+
 def _error_codes(text: str) -> Iterable[str]:
     found: list[Match] = []
-    for pattern in _ERROR_PATTERNS:
+    for pattern, needles in _ERROR_PATTERNS:
+        if not _may_match(text, needles):
+            continue
         for m in pattern.finditer(text):
             if m.group().replace("-", "").upper() not in _NOT_ERRORS:
                 found.append((m.start(), m.end(), m.group()))
-    found.extend((m.start(), m.end(), f"HTTP {m.group(1)}") for m in _HTTP.finditer(text))
+    folded = text.casefold()  # what IGNORECASE compares (``ſtatus`` is a ``status``)
+    if "http" in folded or "status" in folded:
+        found.extend((m.start(), m.end(), f"HTTP {m.group(1)}") for m in _HTTP.finditer(text))
     return _outermost(found)
 
 
@@ -116,7 +134,7 @@ def _trim(words: list[str]) -> list[str]:
 
 def _products(text: str) -> Iterable[str]:
     found: list[Match] = []
-    for m in _REGISTERED.finditer(text):
+    for m in _REGISTERED.finditer(text) if "®" in text or "™" in text else ():
         words = _trim(m.group(1).split())
         if words:
             found.append((m.start(), m.end(), " ".join(words)))

@@ -8,6 +8,7 @@ the document's language, and ``und`` never excludes a chunk from a search.
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 
 from ragline.enrichment.stopwords import STOPWORDS
@@ -56,9 +57,24 @@ _SCRIPT_RUNS = re.compile(
 )
 
 
+# an ASCII text's only letters are Latin ones: deleting them counts them
+_ASCII_LETTERS = str.maketrans("", "", string.ascii_letters)
+
+# word -> the languages whose list holds it: one pass over a text's words scores them all
+_LANGS_OF: dict[str, tuple[str, ...]] = {}
+for _lang, _words in STOPWORDS.items():
+    for _word in _words:
+        _LANGS_OF[_word] = (*_LANGS_OF.get(_word, ()), _lang)
+
+
 def _scripts(text: str) -> Counter[str]:
     """Letters per writing system (one regex pass over runs of letters)."""
     counts: Counter[str] = Counter()
+    if text.isascii():  # the common case, without a match object per word
+        latin = len(text) - len(text.translate(_ASCII_LETTERS))
+        if latin:
+            counts["LATIN"] = latin
+        return counts
     for m in _SCRIPT_RUNS.finditer(text):
         counts[m.lastgroup or "OTHER"] += m.end() - m.start()
     return counts
@@ -89,11 +105,14 @@ def detect_language(text: str) -> str:
         return UNDETERMINED
     cyrillic = scripts.most_common(1)[0][0] == "CYRILLIC"
     candidates = ("ru", "uk") if cyrillic else tuple(k for k in STOPWORDS if k not in ("ru", "uk"))
-    counts = Counter(w for w in words if len(w) > 1)  # "a", "i", "v" are in too many lists
-    hits = sorted(
-        ((sum(n for w, n in counts.items() if w in STOPWORDS[lang]), lang) for lang in candidates),
-        reverse=True,
-    )
+    score = dict.fromkeys(candidates, 0)  # stopwords of each candidate among the words
+    for w in words:
+        langs = _LANGS_OF.get(w)
+        if langs is not None and len(w) > 1:  # "a", "i", "v" are in too many lists
+            for lang in langs:
+                if lang in score:
+                    score[lang] += 1
+    hits = sorted(((n, lang) for lang, n in score.items()), reverse=True)
     (best, lang), (second, _) = hits[0], hits[1]
     if cyrillic and any(ch in _UKRAINIAN for ch in text.lower()):
         return "uk"

@@ -30,6 +30,7 @@ from ragline.scan_seal import digest
 
 __all__ = [
     "SAMPLE_STRATEGY",
+    "PseudoEmbedder",
     "acl_event",
     "embedded_event",
     "enriched_event",
@@ -45,6 +46,18 @@ def pseudo_embedding(text: str, dim: int = 384) -> tuple[float, ...]:
     v = np.random.default_rng(seed).standard_normal(dim)
     v /= np.linalg.norm(v)
     return tuple(round(float(x), 7) for x in v)
+
+
+class PseudoEmbedder:
+    """An embedder of ``pseudo_embedding`` vectors (the embedder stage's interface): the
+    pipeline's contract and the indexer's work, without the model."""
+
+    name = "pseudo"
+    revision = "0"
+    dim = 384
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray([pseudo_embedding(t) for t in texts], dtype=np.float32)
 
 
 def _chunks(

@@ -58,6 +58,13 @@ class ParserSettings(HeavyThresholds):
         "of its own that exits afterwards (the workers stay free, memory is given back); "
         "0 = never",
     )
+    inline_text_bytes: int = Field(
+        default=65_536,
+        ge=0,
+        description="with workers >= 1, plain text up to this size is parsed in a thread of "
+        "the service instead of a worker process (its parse is linear and far cheaper than "
+        "the hop to a worker); 0 = every document goes to the workers",
+    )
     worker_max_tasks: int = Field(
         default=5000, ge=1, description="documents before a worker process is replaced"
     )

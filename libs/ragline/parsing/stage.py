@@ -26,7 +26,7 @@ from ragline.parsing.limits import decode_payload
 from ragline.parsing.metrics import HEAVY_DEMOTED
 from ragline.parsing.settings import ParserSettings
 from ragline.runtime.lanes import with_lane
-from ragline.runtime.stage import Output, Stage, StageContext
+from ragline.runtime.stage import BatchConfig, Output, Stage, StageContext
 from ragline.text.weight import weigh
 
 __all__ = ["ParserStage"]
@@ -35,6 +35,10 @@ __all__ = ["ParserStage"]
 class ParserStage(Stage[DocFetched, DocParsed]):
     name: ClassVar[str] = "parser"
     input_topics: ClassVar[tuple[str, ...]] = (Topics.DOC_FETCHED.value,)
+    # the records of one poll together (handled one by one): one offset commit per
+    # poll and their outputs published concurrently, instead of a commit and a
+    # produce round trip per document (issue 35)
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=16, linger_ms=20)
 
     def __init__(self, settings: Settings, parser: ParserSettings) -> None:
         super().__init__(settings)

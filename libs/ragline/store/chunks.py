@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ragline.store.pg_errors import pg_errors
+from ragline.store.sql_text import rendered
 
 __all__ = [
     "CHUNK_COLUMNS",
@@ -80,6 +81,8 @@ OS_FIELDS: tuple[str, ...] = tuple(c for c in CHUNK_COLUMNS if c not in _NOT_IN_
 
 
 def _insert_query() -> sql.Composed:
+    """The chunk upsert (``rendered`` once as ``_INSERT``: an ``executemany`` would compose
+    it again for every row)."""
     cols = [sql.Identifier(c) for c in CHUNK_COLUMNS]
     updates = [
         sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c))
@@ -96,6 +99,9 @@ def _insert_query() -> sql.Composed:
     )
 
 
+_INSERT = rendered(_insert_query())
+
+
 def _params(row: Mapping[str, Any]) -> list[Any]:
     return [Jsonb(row[c]) if c == "metadata" else row.get(c) for c in CHUNK_COLUMNS]
 
@@ -106,7 +112,7 @@ async def write_chunks(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]])
         return
     with pg_errors():
         async with conn.cursor() as cur:
-            await cur.executemany(_insert_query(), [_params(r) for r in rows])
+            await cur.executemany(_INSERT, [_params(r) for r in rows])
 
 
 async def delete_other_generations(

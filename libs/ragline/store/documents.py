@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from psycopg import AsyncConnection, sql
@@ -16,6 +17,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ragline.store.pg_errors import pg_errors
+from ragline.store.sql_text import rendered
 
 __all__ = [
     "DOCUMENT_COLUMNS",
@@ -126,6 +128,26 @@ def _value(column: str, value: Any) -> Any:
     return Jsonb(value) if column in _JSON_COLUMNS and value is not None else value
 
 
+def _upsert_composed(cols: tuple[str, ...]) -> sql.Composed:
+    ident = [sql.Identifier(c) for c in cols]
+    return sql.SQL(
+        "INSERT INTO documents (tenant_id, document_id, {cols}, updated_at, indexed_at,"
+        " deleted_at) VALUES (%s, %s, {vals}, now(), now(), NULL)"
+        " ON CONFLICT (tenant_id, document_id) DO UPDATE SET {sets},"
+        " updated_at = now(), indexed_at = now(), deleted_at = NULL"
+    ).format(
+        cols=sql.SQL(", ").join(ident),
+        vals=sql.SQL(", ").join(sql.Placeholder() * len(cols)),
+        sets=sql.SQL(", ").join(sql.SQL("{c} = EXCLUDED.{c}").format(c=i) for i in ident),
+    )
+
+
+@lru_cache(maxsize=64)
+def _upsert_query(cols: tuple[str, ...]) -> sql.SQL:
+    """The documents upsert for ``cols``, composed once per set of columns."""
+    return rendered(_upsert_composed(cols))
+
+
 async def upsert_document(
     conn: AsyncConnection, tenant_id: str, document_id: str, values: Mapping[str, Any]
 ) -> None:
@@ -137,17 +159,7 @@ async def upsert_document(
     unknown = set(values) - set(DOCUMENT_COLUMNS)
     if unknown:
         raise ValueError(f"unknown document columns: {sorted(unknown)}")
-    ident = [sql.Identifier(c) for c in cols]
-    query = sql.SQL(
-        "INSERT INTO documents (tenant_id, document_id, {cols}, updated_at, indexed_at,"
-        " deleted_at) VALUES (%s, %s, {vals}, now(), now(), NULL)"
-        " ON CONFLICT (tenant_id, document_id) DO UPDATE SET {sets},"
-        " updated_at = now(), indexed_at = now(), deleted_at = NULL"
-    ).format(
-        cols=sql.SQL(", ").join(ident),
-        vals=sql.SQL(", ").join(sql.Placeholder() * len(cols)),
-        sets=sql.SQL(", ").join(sql.SQL("{c} = EXCLUDED.{c}").format(c=i) for i in ident),
-    )
+    query = _upsert_query(tuple(cols))
     params = [tenant_id, document_id, *(_value(c, values[c]) for c in cols)]
     with pg_errors():
         await conn.execute(query, params)

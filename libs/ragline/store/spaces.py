@@ -29,6 +29,7 @@ from ragline.hashing import sha256_hex as text_key
 from ragline.store.embedding_cache import get_cached
 from ragline.store.pg_errors import pg_errors
 from ragline.store.space_model import Space, recipe_text, transform
+from ragline.store.sql_text import rendered
 
 __all__ = [
     "SPACES_LOCK",
@@ -84,8 +85,10 @@ _COLS = (
     "created_at",
     "promoted_at",
 )
-_SELECT = sql.SQL("SELECT {cols} FROM embedding_spaces").format(
-    cols=sql.SQL(", ").join(sql.Identifier(c) for c in _COLS)
+_SELECT = rendered(
+    sql.SQL("SELECT {cols} FROM embedding_spaces").format(
+        cols=sql.SQL(", ").join(sql.Identifier(c) for c in _COLS)
+    )
 )
 
 
@@ -135,9 +138,14 @@ def _space(row: Mapping[str, Any]) -> Space:
     return Space(**{c: row[c] for c in _COLS})
 
 
+_LOCKS = {
+    exclusive: rendered(sql.SQL("SELECT {fn}(%s)").format(fn=sql.Identifier(fn)))
+    for exclusive, fn in ((True, "pg_advisory_xact_lock"), (False, "pg_advisory_xact_lock_shared"))
+}
+
+
 async def _lock(conn: AsyncConnection, *, exclusive: bool) -> None:
-    fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    await conn.execute(sql.SQL("SELECT {fn}(%s)").format(fn=sql.Identifier(fn)), (SPACES_LOCK,))
+    await conn.execute(_LOCKS[exclusive], (SPACES_LOCK,))
 
 
 async def list_spaces(conn: AsyncConnection, *, include_retired: bool = True) -> list[Space]:

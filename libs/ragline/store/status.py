@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from ragline.order import ACL_FROM_CHANGE, AclKey, ContentKey, content_key
 from ragline.store.pg_errors import pg_errors
+from ragline.store.sql_text import rendered
 
 __all__ = [
     "AWAITING_CONTENT_REASON",
@@ -111,27 +112,29 @@ def newest_acl(*candidates: StatusAcl | None) -> StatusAcl | None:
     return best
 
 
-_WRITE = sql.SQL(
-    "INSERT INTO document_status AS s (tenant_id, document_id, source_seq,"
-    " content_hash, stage, status, reason_code, reason, findings, acl_groups, acl_seq,"
-    " acl_rank, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, 0), now())"
-    " ON CONFLICT (tenant_id, document_id) DO UPDATE SET"
-    " source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash,"
-    " stage = EXCLUDED.stage, status = EXCLUDED.status,"
-    " reason_code = EXCLUDED.reason_code, reason = EXCLUDED.reason,"
-    " findings = EXCLUDED.findings, updated_at = now(),"
-    " {acl} WHERE {old} < {new} OR ({old} = {new}"
-    " AND ((s.content_hash, s.stage, s.status, s.reason_code, s.reason, s.findings)"
-    " IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.stage, EXCLUDED.status,"
-    " EXCLUDED.reason_code, EXCLUDED.reason, EXCLUDED.findings)"
-    " OR (EXCLUDED.acl_seq, EXCLUDED.acl_rank) > (coalesce(s.acl_seq, -1), s.acl_rank)))"
-    " RETURNING 1"
-).format(
-    old=status_key_sql("s"),
-    new=status_key_sql("EXCLUDED"),
-    acl=status_acl_update_sql("s"),
-)
+_WRITE = rendered(
+    sql.SQL(
+        "INSERT INTO document_status AS s (tenant_id, document_id, source_seq,"
+        " content_hash, stage, status, reason_code, reason, findings, acl_groups, acl_seq,"
+        " acl_rank, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, 0), now())"
+        " ON CONFLICT (tenant_id, document_id) DO UPDATE SET"
+        " source_seq = EXCLUDED.source_seq, content_hash = EXCLUDED.content_hash,"
+        " stage = EXCLUDED.stage, status = EXCLUDED.status,"
+        " reason_code = EXCLUDED.reason_code, reason = EXCLUDED.reason,"
+        " findings = EXCLUDED.findings, updated_at = now(),"
+        " {acl} WHERE {old} < {new} OR ({old} = {new}"
+        " AND ((s.content_hash, s.stage, s.status, s.reason_code, s.reason, s.findings)"
+        " IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.stage, EXCLUDED.status,"
+        " EXCLUDED.reason_code, EXCLUDED.reason, EXCLUDED.findings)"
+        " OR (EXCLUDED.acl_seq, EXCLUDED.acl_rank) > (coalesce(s.acl_seq, -1), s.acl_rank)))"
+        " RETURNING 1"
+    ).format(
+        old=status_key_sql("s"),
+        new=status_key_sql("EXCLUDED"),
+        acl=status_acl_update_sql("s"),
+    )
+)  # composed once, not for every execute (store/sql_text.py)
 
 
 async def write_status(

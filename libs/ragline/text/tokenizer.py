@@ -56,15 +56,18 @@ class TokenCounter:
         self._tok = tokenizer
         self.name = name
 
+    # counts need the pieces, not their offsets: ``encode_batch_fast`` skips tracking
+    # them (the same ids; ~15-20 % less CPU on SciFact abstracts, issue 35)
+
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return len(self._tok.encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        encs = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        encs = self._tok.encode_batch_fast(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encs]
 
     def offsets(self, text: str) -> TokenOffsets:

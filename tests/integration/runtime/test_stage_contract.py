@@ -28,7 +28,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, get_origin, get_type_hints
 
-import numpy as np
 import pytest
 import pytest_asyncio
 
@@ -60,7 +59,7 @@ from ragline.events import (
     input_adapter,
     meta_sealed,
 )
-from ragline.indexing.samples import pseudo_embedding
+from ragline.indexing.samples import PseudoEmbedder
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
 from ragline.parsing.settings import ParserSettings
@@ -83,17 +82,6 @@ DOCUMENT_FIELDS = ("meta", "findings", "change")
 PIPELINE = tuple(s for s in SERVICES if s not in HTTP_SERVICES)
 
 
-class _PseudoEmbedder:
-    """Deterministic unit vectors (``pseudo_embedding``): the contract, not the model."""
-
-    name = "pseudo"
-    revision = "0"
-    dim = 384
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray([pseudo_embedding(t) for t in texts], dtype=np.float32)
-
-
 def _factories(settings: Settings, policy: Path) -> dict[str, Callable[[], AnyStage]]:
     return {
         "connector": lambda: ConnectorStage(settings, ConnectorSettings()),
@@ -103,7 +91,7 @@ def _factories(settings: Settings, policy: Path) -> dict[str, Callable[[], AnySt
         "chunker": lambda: ChunkerStage(settings, ChunkerSettings()),
         "enricher": lambda: EnricherStage(settings, ChunkerSettings(), EnricherSettings()),
         "embedder": lambda: EmbedderStage(
-            settings, EmbedderSettings(cache=False), embedder=_PseudoEmbedder()
+            settings, EmbedderSettings(cache=False), embedder=PseudoEmbedder()
         ),
         # refresh "true": searchable on return without the 1 s wait (indexing/conftest.py)
         "indexer": lambda: IndexerStage(settings, IndexerSettings(os_refresh="true")),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 from chunking_docs import doc, para, prose, table
@@ -62,3 +64,29 @@ async def test_an_empty_document_yields_an_event_without_chunks(ctx: StageContex
     await stage.start()
     (out,) = await stage.handle(_scanned(document=doc(para("  "))), ctx)
     assert isinstance(out.event, DocChunked) and out.event.chunks == ()
+
+
+async def test_a_poll_is_chunked_in_one_thread_call_each_event_on_its_own(
+    ctx: StageContext, poll_probe: Callable[[ModuleType, str, str], list[object]]
+) -> None:
+    """Issue 35: ``process_batch`` chunks a poll's light documents in one worker-thread
+    call; each event gets what ``handle`` alone gives it (a heavy interactive one still
+    goes to the bulk lane unchunked), and a failing one fails only itself."""
+    from ragline.chunking import stage as stage_module
+    from ragline.chunking.config import ChunkerSettings
+    from ragline.chunking.stage import ChunkerStage
+
+    stage = ChunkerStage(Settings(), ChunkerSettings(heavy_chars=20_000))
+    await stage.start()
+    first = _scanned()
+    heavy = _scanned(document_id="fs:heavy.md", document=doc(para(prose(4000))))
+    bad = _scanned(document_id="fs:broken.md")
+    last = _scanned(document_id="fs:other.md", document=doc(para(prose(300))))
+    alone = [await stage.handle(ev, ctx) for ev in (first, heavy, last)]
+    assert alone[1][0].topic == Topics.DOC_SCANNED.value  # sent on to the bulk lane
+    calls = poll_probe(stage_module, "chunk_event", "fs:broken.md")
+    results = await stage.handle_batch([first, heavy, bad, last], ctx)
+    await stage.stop()
+    assert len(calls) == 1
+    assert isinstance(results[2], ValueError)
+    assert [results[0], results[1], results[3]] == alone

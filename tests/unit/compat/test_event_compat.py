@@ -28,7 +28,9 @@ from ragline.events import (
     MAX_READ_SCHEMA_VERSION,
     MIN_SCHEMA_VERSION,
     SCHEMA_VERSION,
+    TOLERANT,
     Topics,
+    input_adapter,
     read_event,
 )
 
@@ -187,6 +189,22 @@ def test_next_release_events_are_read_on_internal_topics(name: str, value: Any) 
             # what this release knows comes through unchanged
             back = json.loads(got.model_dump_json())
             assert {**back, "schema_version": SCHEMA_VERSION} == payload
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=_NEW_NAME, value=_NEW_VALUE, ahead=st.booleans())
+def test_the_strict_first_read_is_the_tolerant_read(name: str, value: Any, ahead: bool) -> None:
+    """``read_event`` validates an internal topic's message strictly first and tolerantly
+    only when that fails (issue 35: the tolerant read copies every nested object): it
+    returns what the tolerant read returns, for this release's events and the next's."""
+    for topic in INTERNAL:
+        for _model, event in samples()[topic]:
+            payload = json.loads(event.model_dump_json())
+            if ahead and name not in payload:
+                payload = _next_release(payload, name, value)
+            body = json.dumps(payload)
+            tolerant = input_adapter(topic).validate_json(body, context={TOLERANT: True})
+            assert read_event(topic, body) == tolerant
 
 
 @pytest.mark.parametrize("model_event", samples()[Topics.SOURCE_CHANGES], ids=lambda x: x[0])

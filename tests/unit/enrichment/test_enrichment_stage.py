@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 
@@ -60,3 +61,25 @@ async def test_handle_enriches_every_chunk(
     assert [c.chunk_id for c in enriched.chunks] == [c.chunk_id for c in event.chunks]
     assert all(c.enrichment is not None for c in enriched.chunks)
     assert enriched.chunks[1].enrichment.contextual_header == "Guide > Install (v2.0)"  # type: ignore[union-attr]
+
+
+async def test_a_poll_is_enriched_in_one_thread_call_each_event_on_its_own(
+    ctx: StageContext,
+    make_chunk: Callable[..., Chunk],
+    poll_probe: Callable[[ModuleType, str, str], list[object]],
+) -> None:
+    """Issue 35: ``process_batch`` hands a poll's events to one worker-thread call; each
+    event gets what ``handle`` alone gives it, and a failing one fails only itself."""
+    from ragline.enrichment import stage as stage_module
+
+    stage = build(Settings())
+    await stage.start()
+    first = _chunked(make_chunk)
+    bad = first.model_copy(update={"document_id": "fs:broken.md", "event_id": "b" * 32})
+    last = first.model_copy(update={"document_id": "fs:other.md", "event_id": "c" * 32})
+    alone = [await stage.handle(ev, ctx) for ev in (first, last)]
+    calls = poll_probe(stage_module, "enrich_event", "fs:broken.md")
+    results = await stage.handle_batch([first, bad, last], ctx)
+    assert len(calls) == 1
+    assert isinstance(results[1], ValueError)
+    assert [results[0], results[2]] == alone

@@ -200,3 +200,45 @@ async def test_a_heavy_interactive_document_is_sent_on_in_the_bulk_lane() -> Non
     finally:
         await off.stop()
     assert kept.event.priority == INTERACTIVE
+
+
+async def test_small_plain_text_is_parsed_in_a_thread_and_reads_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35: plain text up to ``inline_text_bytes`` skips the hop to a worker process
+    (which cost several times its parse); markdown, larger text and anything the
+    detection refuses still go to the workers. The parsed document is the same."""
+    from ragline.parsing import executor as executor_module
+
+    sent: list[object] = []
+    real_submit = executor_module.submit
+
+    def counting_submit(pool: object, fn: object, args: tuple[object, ...]) -> object:
+        sent.append(args[1])  # the meta
+        return real_submit(pool, fn, args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executor_module, "submit", counting_submit)
+    text = (
+        "CLINICAL FINDINGS\n\nBeta-cells (β) respond to IL-6 within 2 h; see Table 1.\n"
+        "Second line of the paragraph.\n\n- one\n- two\n\n2.1 Methods\nWe measured it.\n"
+    ).encode()
+    inline = ParseExecutor(ParserSettings(workers=1))
+    pooled = ParseExecutor(ParserSettings(workers=1, inline_text_bytes=0))
+    await inline.start()
+    await pooled.start()
+    try:
+        plain = DocumentMeta(uri="file:///x/notes.txt", mime_type="text/plain")
+        assert await inline.parse(text, plain) == await pooled.parse(text, plain)
+        assert len(sent) == 1  # only the pooled executor's
+        md = DocumentMeta(uri="file:///x/notes.md")
+        await inline.parse(b"# Title\n\nSome *markdown* text.\n", md)
+        big = text * (ParserSettings().inline_text_bytes // len(text) + 1)
+        await inline.parse(big, plain)
+        assert [m.uri for m in sent[1:]] == [md.uri, plain.uri]  # type: ignore[attr-defined]
+        png = DocumentMeta(uri="file:///x/blob")  # sniffed: an image
+        with pytest.raises(QuarantineError):  # refused by detection: the worker says so
+            await inline.parse(b"\x89PNG\r\n\x1a\n" + b"0" * 64, png)
+        assert sent[-1] is png
+    finally:
+        await inline.stop()
+        await pooled.stop()
