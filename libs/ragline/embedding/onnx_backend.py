@@ -52,7 +52,7 @@ from ragline.embedding.model import (
     default_model_path,
     model_revision,
 )
-from ragline.embedding.onnx_graph import build_bert_graph
+from ragline.embedding.onnx_graph import OUTLIER_ROWS, build_bert_graph
 from ragline.errors import ConfigError
 from ragline.fsutil import file_lock, file_sha256
 
@@ -71,9 +71,11 @@ __all__ = [
     "configured_revision",
     "default_onnx_dir",
     "export_onnx",
+    "fused_linear_ops",
     "length_buckets",
     "load_tokenizer",
     "onnx_artifact",
+    "quantize_fused",
     "run_concurrently",
     "variant_of",
     "verify_artifact",
@@ -170,7 +172,41 @@ def _quantize_static(src: Path, dest: Path, base_revision: str) -> None:
     dest.write_bytes(model.SerializeToString(deterministic=True))
 
 
-def _quantize_dynamic(src: Path, dest: Path) -> None:
+def fused_linear_ops(path: Path) -> list[str]:
+    """The weight names of the fused graph's linear ops (the packed Q/K/V of each
+    ``Attention``, every ``MatMul`` by a weight), in graph order: how an op is named for
+    ``quantize_fused`` (node names are counters of the builder, weight names the model's)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    return [
+        n.input[1]
+        for n in model.graph.node
+        if n.op_type in ("Attention", "MatMul") and len(n.input) > 1 and n.input[1] in inits
+    ]
+
+
+def quantize_fused(src: Path, dest: Path, keep_fp32: Sequence[str] = ()) -> None:
+    """``_quantize_dynamic`` of the fused graph, the linear ops whose weight is named in
+    ``keep_fp32`` left in fp32, and always the outlier channels' own MatMuls (weights
+    ``*.outlier_rows``, ``build_bert_graph(outliers=...)``): the point of the split."""
+    import onnx
+
+    want = set(keep_fp32)
+    model = onnx.load(str(src), load_external_data=False)
+    nodes = [n.name for n in model.graph.node if len(n.input) > 1 and n.input[1] in want]
+    if len(nodes) != len(want):
+        raise ConfigError(f"{src}: no linear op for some of {sorted(want)}")
+    nodes += [
+        n.name
+        for n in model.graph.node
+        if n.op_type == "MatMul" and n.input[1].endswith(OUTLIER_ROWS)
+    ]
+    _quantize_dynamic(src, dest, nodes)
+
+
+def _quantize_dynamic(src: Path, dest: Path, exclude: Sequence[str] = ()) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -185,6 +221,7 @@ def _quantize_dynamic(src: Path, dest: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,  # per-tensor int8 measured cosine 0.90 against torch; this 0.99
             reduce_range=True,  # 7-bit weights: no u8s8 saturation on CPUs without VNNI
+            nodes_to_exclude=list(exclude),
             extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
     finally:
@@ -282,8 +319,12 @@ def _build(model_dir: Path, target_dir: Path, wanted: Path, variant: str, revisi
             if variant == "int8":
                 _quantize_static(fp32, tmp / "int8.onnx", revision)
             elif variant == "int8-fused":  # its own fp32 graph: contrib Attention
-                build_bert_graph(model_dir, tmp / "fused.onnx", fused=True)
-                _quantize_dynamic(tmp / "fused.onnx", tmp / "int8.onnx")
+                from ragline.embedding.quantize import load_outliers, outliers_path
+
+                # the FFN inputs' outlier channels (stored with the package) in fp32
+                outliers = load_outliers(outliers_path(revision))
+                build_bert_graph(model_dir, tmp / "fused.onnx", fused=True, outliers=outliers)
+                quantize_fused(tmp / "fused.onnx", tmp / "int8.onnx")
             else:
                 _quantize_dynamic(fp32, tmp / "int8.onnx")
             _atomic_write(tmp / "int8.onnx", wanted)

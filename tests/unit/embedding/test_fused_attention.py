@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -19,8 +20,15 @@ from ragline.embedding.onnx_backend import (
     BATCH_INDEPENDENCE_ATOL,
     OnnxEmbedder,
 )
-from ragline.embedding.onnx_graph import build_bert_graph
+from ragline.embedding.onnx_graph import OUTLIER_ROWS, build_bert_graph
+from ragline.embedding.quantize import load_outliers, outliers_path
 from ragline.embedding.settings import EmbedderSettings
+
+
+def _stored_outliers() -> dict[str, list[int]]:
+    found = load_outliers(outliers_path(model_revision(Path(default_model_path()))))
+    assert found, "the default model's outlier channels are shipped with the package"
+    return found
 
 
 def _session(path: Path, disabled: Sequence[str] = ()) -> ort.InferenceSession:
@@ -56,6 +64,42 @@ def test_fused_graph_computes_the_plain_graph_padding_included(
         np.concatenate([_run(fused_s, [r]) for r in rows]), alone, atol=BATCH_INDEPENDENCE_ATOL
     )
     np.testing.assert_allclose(_run(fused_s, rows), alone, atol=BATCH_INDEPENDENCE_ATOL)
+
+
+def test_outlier_split_computes_the_plain_graph(
+    tmp_path: Path, fp32: OnnxEmbedder, mixed_texts: list[str]
+) -> None:
+    """The fused graph with the stored outlier channels split off (their own MatMul,
+    zeroed in the main one) is the same product: fp32 it equals the plain graph, alone
+    and in one padded call."""
+    split = tmp_path / "split.onnx"
+    build_bert_graph(Path(default_model_path()), split, fused=True, outliers=_stored_outliers())
+    rows = fp32.tokenize(mixed_texts)
+    plain_s, split_s = _session(fp32.path), _session(split)
+    alone = np.concatenate([_run(plain_s, [r]) for r in rows])
+    np.testing.assert_allclose(
+        np.concatenate([_run(split_s, [r]) for r in rows]), alone, atol=BATCH_INDEPENDENCE_ATOL
+    )
+    np.testing.assert_allclose(_run(split_s, rows), alone, atol=BATCH_INDEPENDENCE_ATOL)
+
+
+def test_fused_int8_keeps_outlier_channels_fp32(int8_fused: OnnxEmbedder) -> None:
+    """The artifact: each stored layer's outlier channels reach an fp32 MatMul (the
+    quantizer left it alone) while the layer's int8 MatMul reads the masked input."""
+    model = onnx.load(str(int8_fused.path))
+    fp32_rows = [
+        n.input[1].removesuffix(OUTLIER_ROWS)
+        for n in model.graph.node
+        if n.op_type == "MatMul" and n.input[1].endswith(OUTLIER_ROWS)
+    ]
+    assert sorted(fp32_rows) == sorted(_stored_outliers())
+    masked = {n.output[0]: n.input[1] for n in model.graph.node if n.op_type == "Mul"}
+    int8_reads = [
+        masked[n.input[0]].removesuffix(".inlier_mask")
+        for n in model.graph.node
+        if n.op_type != "MatMul" and n.input and masked.get(n.input[0], "").endswith("_mask")
+    ]
+    assert sorted(int8_reads) == sorted(_stored_outliers())
 
 
 def test_fused_int8_is_its_own_space_close_to_fp32(
