@@ -50,13 +50,17 @@ def _run(session: ort.InferenceSession, rows: Sequence[Sequence[int]]) -> np.nda
     return np.asarray(session.run(["sentence_embedding"], feeds)[0])
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["fused", "outliers-split"])
 def test_fused_graph_computes_the_plain_graph_padding_included(
-    tmp_path: Path, fp32: OnnxEmbedder, mixed_texts: list[str]
+    tmp_path: Path, fp32: OnnxEmbedder, mixed_texts: list[str], split: bool
 ) -> None:
     """fp32 with the contrib Attention against the plain graph: each text alone, and all
-    of them in one padded call (the mask must reach the attention kernel)."""
+    of them in one padded call (the mask must reach the attention kernel). ``split``: the
+    stored outlier channels computed by a MatMul of their own (zeroed in the main one),
+    as the shipped artifact is built: the same product."""
     fused = tmp_path / "fused.onnx"
-    build_bert_graph(Path(default_model_path()), fused, fused=True)
+    outliers = _stored_outliers() if split else None
+    build_bert_graph(Path(default_model_path()), fused, fused=True, outliers=outliers)
     rows = fp32.tokenize(mixed_texts)
     plain_s, fused_s = _session(fp32.path), _session(fused)
     alone = np.concatenate([_run(plain_s, [r]) for r in rows])
@@ -64,23 +68,6 @@ def test_fused_graph_computes_the_plain_graph_padding_included(
         np.concatenate([_run(fused_s, [r]) for r in rows]), alone, atol=BATCH_INDEPENDENCE_ATOL
     )
     np.testing.assert_allclose(_run(fused_s, rows), alone, atol=BATCH_INDEPENDENCE_ATOL)
-
-
-def test_outlier_split_computes_the_plain_graph(
-    tmp_path: Path, fp32: OnnxEmbedder, mixed_texts: list[str]
-) -> None:
-    """The fused graph with the stored outlier channels split off (their own MatMul,
-    zeroed in the main one) is the same product: fp32 it equals the plain graph, alone
-    and in one padded call."""
-    split = tmp_path / "split.onnx"
-    build_bert_graph(Path(default_model_path()), split, fused=True, outliers=_stored_outliers())
-    rows = fp32.tokenize(mixed_texts)
-    plain_s, split_s = _session(fp32.path), _session(split)
-    alone = np.concatenate([_run(plain_s, [r]) for r in rows])
-    np.testing.assert_allclose(
-        np.concatenate([_run(split_s, [r]) for r in rows]), alone, atol=BATCH_INDEPENDENCE_ATOL
-    )
-    np.testing.assert_allclose(_run(split_s, rows), alone, atol=BATCH_INDEPENDENCE_ATOL)
 
 
 def test_fused_int8_keeps_outlier_channels_fp32(int8_fused: OnnxEmbedder) -> None:
@@ -116,9 +103,10 @@ def test_fused_int8_is_its_own_space_close_to_fp32(
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cos = (got * ref).sum(axis=1)
     today = (int8_dynamic.encode(mixed_texts) * ref).sum(axis=1)
-    # measured on these texts: min / mean about the default dynamic int8's
     assert cos.min() >= 0.975 and cos.mean() >= 0.985
-    assert cos.mean() >= today.mean() - 0.002  # no worse than today's int8
+    # the outlier channels in fp32 more than halve today's int8 error (measured on these
+    # texts: mean 1 - cos 0.0045 against 0.0103; without the split both ~0.01)
+    assert (1 - cos).mean() <= 0.6 * (1 - today).mean()
 
 
 def test_fused_int8_session_runs_without_skip_layer_norm_fusion(
