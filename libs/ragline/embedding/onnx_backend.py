@@ -10,7 +10,9 @@ dynamically with ONNX Runtime's quantizer (per channel, reduced range), ``int8``
 the dynamic one run one text per call, docs/benchmarks.md); ``int8-fused``
 (``onnx-int8-fused``) quantizes dynamically the graph built with ONNX Runtime's contrib
 ``Attention`` and runs it, one text per call, without the SkipLayerNormalization fusion
-(its kernel measured ~4x slower than Add + LayerNormalization): its own embedding space.
+(its kernel measured ~4x slower than Add + LayerNormalization), the FFN inputs' outlier
+channels (stored with the package, ``quantize.outliers_path``) computed in fp32 beside
+the int8 MatMuls: its own embedding space.
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
