@@ -195,10 +195,13 @@ def embeddings(items: list[dict[str, Any]], queries: list[str], backend: str) ->
     key = hashlib.sha256(
         "\x00".join(c["chunk_id"] + c["embed_text"] for c in items).encode()
     ).hexdigest()[:12]
-    cache = OUT / f"scifact_emb_{backend}_{key}.npy"
     model = load_embedder(
         EmbeddingModelSettings(backend=backend), threads=1, batch_size=32, parallel=2
     )
+    # keyed by the revision too: a rebuilt artifact (another embedding space under the
+    # same backend name) never reads the vectors of the previous one
+    space = hashlib.sha256(model.revision.encode()).hexdigest()[:8]
+    cache = OUT / f"scifact_emb_{backend}_{key}_{space}.npy"
     if cache.is_file():
         emb = np.load(cache)
     else:

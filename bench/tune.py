@@ -12,7 +12,7 @@ make them):
         both legs' top 200 per claim, cached: dense (exact cosine over the chunks as the
         embedder embeds them) and lexical (the production mapping and query on the real
         node) -> legs_<backend>.json (embedding 11,896 chunks costs CPU: run it niced)
-    tune.py fusion [--backend onnx-int8]
+    tune.py fusion [--backend onnx-int8] [--shipped-only]
         fusion variants over the cached legs (normalisation, leg weights, depth, RRF k,
         document aggregation, evidence weighting, the exact-identifier boost), each
         through the library's fusion -> fusion_<backend>.json
@@ -341,7 +341,7 @@ def _fusion(args: argparse.Namespace) -> int:
     doc_of: dict[str, str] = data["doc_of"]
     text_of: dict[str, str] = data["text_of"]
     qids = list(queries)
-    variants = _variants()
+    variants = [SHIPPED] if args.shipped_only else _variants()
     texts = dict(text_of)  # a document's text too (the by-document variants' exact boost)
     for c, d in doc_of.items():
         texts[d] = f"{texts.get(d, '')} {text_of[c]}"
@@ -1169,7 +1169,10 @@ def main(argv: list[str]) -> int:
         return s
 
     cmd("legs", "both legs' top 200 per SciFact claim, cached")
-    cmd("fusion", "fusion variants over the cached legs")
+    fu = cmd("fusion", "fusion variants over the cached legs")
+    fu.add_argument(
+        "--shipped-only", action="store_true", help="only the shipped fusion (seconds, not minutes)"
+    )
     bm = cmd("bm25", "BM25 k1 / b on the real node, alone and fused")
     bm.add_argument(
         "--grid",

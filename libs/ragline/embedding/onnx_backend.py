@@ -10,7 +10,9 @@ dynamically with ONNX Runtime's quantizer (per channel, reduced range), ``int8``
 the dynamic one run one text per call, docs/benchmarks.md); ``int8-fused``
 (``onnx-int8-fused``) quantizes dynamically the graph built with ONNX Runtime's contrib
 ``Attention`` and runs it, one text per call, without the SkipLayerNormalization fusion
-(its kernel measured ~4x slower than Add + LayerNormalization): its own embedding space.
+(its kernel measured ~4x slower than Add + LayerNormalization), the FFN inputs' outlier
+channels (stored with the package, ``quantize.outliers_path``) computed in fp32 beside
+the int8 MatMuls: its own embedding space.
 Same inputs, same bytes: each file's SHA-256 is recorded next to it at build
 (``<file>.sha256``) and checked on every load, a mismatch refuses to start, and the
 checksum is part of the revision chunks and caches record (``artifact_revision``), so a
@@ -52,7 +54,7 @@ from ragline.embedding.model import (
     default_model_path,
     model_revision,
 )
-from ragline.embedding.onnx_graph import build_bert_graph
+from ragline.embedding.onnx_graph import OUTLIER_ROWS, build_bert_graph
 from ragline.embedding.settings import usable_cpus
 from ragline.errors import ConfigError
 from ragline.fsutil import file_lock, file_sha256
@@ -72,9 +74,11 @@ __all__ = [
     "configured_revision",
     "default_onnx_dir",
     "export_onnx",
+    "fused_linear_ops",
     "length_buckets",
     "load_tokenizer",
     "onnx_artifact",
+    "quantize_fused",
     "run_concurrently",
     "variant_of",
     "verify_artifact",
@@ -90,7 +94,9 @@ ONNX_FILES = {
     "fp32": "model.onnx",
     "int8": "model_int8_static.onnx",
     "int8-dynamic": "model_int8.onnx",
-    "int8-fused": "model_int8_fused.onnx",
+    # a new name when its recipe changed (outlier channels split off, issue 35): a
+    # cache directory holding the earlier recipe's file never serves it for this one
+    "int8-fused": "model_int8_fused_outliers.onnx",
 }
 # the backend name of each variant (RAGLINE_EMBEDDER_BACKEND)
 # (the default onnx-int8 stays the dynamic one: measured on a quiet machine, the static
@@ -171,7 +177,41 @@ def _quantize_static(src: Path, dest: Path, base_revision: str) -> None:
     dest.write_bytes(model.SerializeToString(deterministic=True))
 
 
-def _quantize_dynamic(src: Path, dest: Path) -> None:
+def fused_linear_ops(path: Path) -> list[str]:
+    """The weight names of the fused graph's linear ops (the packed Q/K/V of each
+    ``Attention``, every ``MatMul`` by a weight), in graph order: how an op is named for
+    ``quantize_fused`` (node names are counters of the builder, weight names the model's)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    return [
+        n.input[1]
+        for n in model.graph.node
+        if n.op_type in ("Attention", "MatMul") and len(n.input) > 1 and n.input[1] in inits
+    ]
+
+
+def quantize_fused(src: Path, dest: Path, keep_fp32: Sequence[str] = ()) -> None:
+    """``_quantize_dynamic`` of the fused graph, the linear ops whose weight is named in
+    ``keep_fp32`` left in fp32, and always the outlier channels' own MatMuls (weights
+    ``*.outlier_rows``, ``build_bert_graph(outliers=...)``): the point of the split."""
+    import onnx
+
+    want = set(keep_fp32)
+    model = onnx.load(str(src), load_external_data=False)
+    nodes = [n.name for n in model.graph.node if len(n.input) > 1 and n.input[1] in want]
+    if len(nodes) != len(want):
+        raise ConfigError(f"{src}: no linear op for some of {sorted(want)}")
+    nodes += [
+        n.name
+        for n in model.graph.node
+        if n.op_type == "MatMul" and n.input[1].endswith(OUTLIER_ROWS)
+    ]
+    _quantize_dynamic(src, dest, nodes)
+
+
+def _quantize_dynamic(src: Path, dest: Path, exclude: Sequence[str] = ()) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -186,6 +226,7 @@ def _quantize_dynamic(src: Path, dest: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,  # per-tensor int8 measured cosine 0.90 against torch; this 0.99
             reduce_range=True,  # 7-bit weights: no u8s8 saturation on CPUs without VNNI
+            nodes_to_exclude=list(exclude),
             extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
     finally:
@@ -283,8 +324,12 @@ def _build(model_dir: Path, target_dir: Path, wanted: Path, variant: str, revisi
             if variant == "int8":
                 _quantize_static(fp32, tmp / "int8.onnx", revision)
             elif variant == "int8-fused":  # its own fp32 graph: contrib Attention
-                build_bert_graph(model_dir, tmp / "fused.onnx", fused=True)
-                _quantize_dynamic(tmp / "fused.onnx", tmp / "int8.onnx")
+                from ragline.embedding.quantize import load_outliers, outliers_path
+
+                # the FFN inputs' outlier channels (stored with the package) in fp32
+                outliers = load_outliers(outliers_path(revision))
+                build_bert_graph(model_dir, tmp / "fused.onnx", fused=True, outliers=outliers)
+                quantize_fused(tmp / "fused.onnx", tmp / "int8.onnx")
             else:
                 _quantize_dynamic(fp32, tmp / "int8.onnx")
             _atomic_write(tmp / "int8.onnx", wanted)

@@ -20,7 +20,7 @@ its SHA-256 identifies the artifact (tests/unit/embedding/test_onnx_graph.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from ragline.errors import ConfigError
 
-__all__ = ["BertShape", "build_bert_graph", "read_bert_shape"]
+__all__ = ["OUTLIER_ROWS", "BertShape", "build_bert_graph", "read_bert_shape"]
 
 OPSET = 17
 IR_VERSION = 8  # the oldest IR that carries opset 17: any ONNX Runtime of the range reads it
@@ -38,6 +38,8 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
 _PRODUCER = "ragline.embedding.onnx_graph"
 _CONTRIB = "com.microsoft"
+# the suffix of an outlier-channel MatMul's weight (``build_bert_graph(outliers=...)``)
+OUTLIER_ROWS = ".outlier_rows"
 # torch.finfo(float32).min: the additive mask value of transformers' eager attention
 _MASK_MIN = float(np.finfo(np.float32).min)
 
@@ -93,8 +95,13 @@ def _load_weights(model_dir: Path) -> dict[str, NDArray[Any]]:
 class _Graph:
     """Nodes and initializers with deterministic, readable names."""
 
-    def __init__(self, weights: Mapping[str, NDArray[Any]]) -> None:
+    def __init__(
+        self,
+        weights: Mapping[str, NDArray[Any]],
+        outliers: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
         self.weights = weights
+        self.outliers = outliers or {}
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self._init_names: set[str] = set()
@@ -128,8 +135,31 @@ class _Graph:
         return out
 
     def linear(self, x: str, prefix: str) -> str:
-        y = self.op("MatMul", [x, self.weight(f"{prefix}.weight", transpose=True)])
+        key = f"{prefix}.weight"
+        if key in self.outliers:
+            return self._split_linear(x, prefix, sorted(self.outliers[key]))
+        y = self.op("MatMul", [x, self.weight(key, transpose=True)])
         return self.op("Add", [y, self.weight(f"{prefix}.bias")])
+
+    def _split_linear(self, x: str, prefix: str, channels: list[int]) -> str:
+        """``x @ W.T + b`` as (x with the ``channels`` zeroed) @ W.T + b plus those
+        channels alone @ their rows of W.T: the same product, but a quantizer of the
+        first MatMul's input no longer sees the outlier channels (their MatMul's weight
+        ``<prefix>.weight.outlier_rows`` is kept fp32 by ``quantize_fused``)."""
+        key = f"{prefix}.weight"
+        w = self.array(key).T  # [in, out]
+        if not channels or max(channels) >= w.shape[0] or min(channels) < 0:
+            raise ConfigError(f"outlier channels {channels} out of range for {key}")
+        mask = np.ones(w.shape[0], dtype=np.float32)
+        mask[channels] = 0.0
+        inliers = self.op("Mul", [x, self.const(f"{key}.inlier_mask", mask)])
+        y = self.op("MatMul", [inliers, self.const(key, np.ascontiguousarray(w))])
+        y = self.op("Add", [y, self.weight(f"{prefix}.bias")])
+        picked = self.op(
+            "Gather", [x, self.const(f"{key}.outlier_index", _i64(*channels))], axis=-1
+        )
+        rows = self.const(f"{key}{OUTLIER_ROWS}", np.ascontiguousarray(w[channels, :]))
+        return self.op("Add", [y, self.op("MatMul", [picked, rows])])
 
     def layer_norm(self, x: str, prefix: str, eps: float) -> str:
         return self.op(
@@ -200,10 +230,16 @@ def _feed_forward(g: _Graph, x: str, i: int, s: BertShape) -> str:
     return g.layer_norm(g.op("Add", [out, x]), f"{pre}.output.LayerNorm", s.eps)
 
 
-def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape, *, fused: bool = False) -> Any:
+def _graph(
+    weights: Mapping[str, NDArray[Any]],
+    s: BertShape,
+    *,
+    fused: bool = False,
+    outliers: Mapping[str, Sequence[int]] | None = None,
+) -> Any:
     from onnx import TensorProto, helper
 
-    g = _Graph(weights)
+    g = _Graph(weights, outliers)
     ids, mask_in, types = INPUTS
     # embeddings: word + position (0..S-1) + token type, LayerNorm
     seq = g.op(
@@ -260,14 +296,26 @@ def _graph(weights: Mapping[str, NDArray[Any]], s: BertShape, *, fused: bool = F
     return helper.make_graph(g.nodes, "sentence_embedding", int_in, [out], initializer=g.inits)
 
 
-def build_bert_graph(model_dir: Path, dest: Path, *, fused: bool = False) -> None:
+def build_bert_graph(
+    model_dir: Path,
+    dest: Path,
+    *,
+    fused: bool = False,
+    outliers: Mapping[str, Sequence[int]] | None = None,
+) -> None:
     """Write the fp32 sentence-embedding graph of ``model_dir`` to ``dest`` (``fused``:
-    attention as ONNX Runtime's contrib ``Attention``)."""
+    attention as ONNX Runtime's contrib ``Attention``; ``outliers``: per linear layer's
+    weight name, input channels computed by a MatMul of their own, see
+    ``_Graph._split_linear``)."""
     import onnx
     from onnx import helper
 
     shape = read_bert_shape(model_dir)
-    graph = _graph(_load_weights(model_dir), shape, fused=fused)
+    weights = _load_weights(model_dir)
+    unknown = sorted(set(outliers or {}) - set(weights))
+    if unknown:
+        raise ConfigError(f"{model_dir}: outlier channels for unknown weights {unknown}")
+    graph = _graph(weights, shape, fused=fused, outliers=outliers)
     opsets = [helper.make_opsetid("", OPSET)]
     if fused:
         opsets.append(helper.make_opsetid(_CONTRIB, 1))

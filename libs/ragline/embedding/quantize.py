@@ -28,27 +28,35 @@ weights (min cosine vs fp32 0.977 against 0.987 without); ONNX Runtime's own
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ragline.errors import ConfigError
 
 __all__ = [
     "ActivationRanges",
+    "OutlierChannels",
     "activation_ranges",
     "calibration_path",
     "linear_groups",
+    "load_outliers",
     "load_ranges",
+    "outlier_channels",
+    "outliers_path",
     "quantize_static",
+    "save_outliers",
     "save_ranges",
 ]
 
 # per linear-layer input tensor: (min, max) over the calibration texts
 ActivationRanges = dict[str, tuple[float, float]]
+# per linear layer's weight name: input channels computed apart (outliers)
+OutlierChannels = dict[str, list[int]]
 
 CALIBRATION_DIR = Path(__file__).with_name("calibration")
 _CONTRIB = "com.microsoft"
@@ -84,9 +92,11 @@ def linear_groups(model: Any) -> dict[str, list[_Linear]]:
     return groups
 
 
-def activation_ranges(fp32_path: Path, rows: Iterable[Sequence[int]]) -> ActivationRanges:
-    """Min and max of every linear layer's input over ``rows`` (token ids, one text per
-    run: padding never counts), rounded outwards to float16 (a stored, exact value)."""
+def _linear_inputs(
+    fp32_path: Path, rows: Iterable[Sequence[int]]
+) -> Iterator[dict[str, NDArray[np.float32]]]:
+    """Every linear layer's input (by tensor name) for each of ``rows`` (token ids), the
+    fp32 graph run one text per run: padding never counts."""
     import onnx
     import onnxruntime as ort
 
@@ -101,8 +111,6 @@ def activation_ranges(fp32_path: Path, rows: Iterable[Sequence[int]]) -> Activat
     session = ort.InferenceSession(
         model.SerializeToString(), so, providers=["CPUExecutionProvider"]
     )
-    lo = dict.fromkeys(names, 0.0)
-    hi = dict.fromkeys(names, 0.0)
     seen = 0
     for row in rows:
         ids = np.array([list(row)], dtype=np.int64)
@@ -111,13 +119,72 @@ def activation_ranges(fp32_path: Path, rows: Iterable[Sequence[int]]) -> Activat
             "attention_mask": np.ones_like(ids),
             "token_type_ids": np.zeros_like(ids),
         }
-        for name, value in zip(names, session.run(names, feeds), strict=True):
-            lo[name] = min(lo[name], float(np.min(value)))
-            hi[name] = max(hi[name], float(np.max(value)))
+        yield dict(zip(names, session.run(names, feeds), strict=True))
         seen += 1
     if not seen:
         raise ConfigError("no calibration rows")
-    return {n: (_f16_down(lo[n]), _f16_up(hi[n])) for n in names}
+
+
+def activation_ranges(fp32_path: Path, rows: Iterable[Sequence[int]]) -> ActivationRanges:
+    """Min and max of every linear layer's input over ``rows`` (token ids, one text per
+    run: padding never counts), rounded outwards to float16 (a stored, exact value)."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    for values in _linear_inputs(fp32_path, rows):
+        for name, value in values.items():
+            lo[name] = min(lo.get(name, 0.0), float(np.min(value)))
+            hi[name] = max(hi.get(name, 0.0), float(np.max(value)))
+    return {n: (_f16_down(lo[n]), _f16_up(hi[n])) for n in lo}
+
+
+def outlier_channels(
+    fp32_path: Path, rows: Iterable[Sequence[int]], factor: float
+) -> OutlierChannels:
+    """Per linear layer (its weight's name), the input channels whose largest magnitude
+    over ``rows`` exceeds ``factor`` x the median channel's: the channels that set a
+    per-tensor dynamic int8 scale (``build_bert_graph(outliers=...)`` computes them in
+    fp32). Layers without such a channel are left out."""
+    import onnx
+
+    weights = {
+        x: [lin.weight for lin in layers]
+        for x, layers in linear_groups(onnx.load(str(fp32_path), load_external_data=False)).items()
+    }
+    peak: dict[str, NDArray[np.float32]] = {}
+    for values in _linear_inputs(fp32_path, rows):
+        for name, value in values.items():
+            m = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
+            peak[name] = np.maximum(peak[name], m) if name in peak else m
+    out: OutlierChannels = {}
+    for name, m in peak.items():
+        channels = [int(c) for c in np.nonzero(m > factor * float(np.median(m)))[0]]
+        if channels:
+            for w in weights[name]:
+                out[w] = channels
+    return out
+
+
+def outliers_path(model_revision: str) -> Path:
+    """The stored outlier channels of a model (the fused int8 variant's), shipped."""
+    return CALIBRATION_DIR / f"{model_revision}.outliers.json"
+
+
+def save_outliers(path: Path, channels: OutlierChannels, meta: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"meta": meta, "channels": channels}
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+
+def load_outliers(path: Path) -> OutlierChannels:
+    """The stored channels (none for a model without a file: its fused variant is built
+    without the split)."""
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): [int(c) for c in v] for k, v in data["channels"].items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read the outlier channels {path}: {exc}") from exc
 
 
 def _f16_up(value: float) -> float:
