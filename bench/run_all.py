@@ -155,18 +155,16 @@ def main() -> int:
         lines += [
             "",
             "| embedder backend | pipeline chunks/s | embedder alone chunks/s | ratio"
-            " | steady (10-90 %) ratio |",
+            " | embedder handler busy |",
         ]
         lines.append("|---|---|---|---|---|")
         for backend, rep in ratios:
             pipe = rep.get("pipeline", {}).get("chunks_per_s")
             alone = rep.get("embedder_alone", {}).get("chunks_per_s")
             ratio = rep.get("ratio_pipeline_to_embedder")
-            steady = rep.get("ratio_steady_to_embedder", float("nan"))
+            busy = rep.get("embedder_busy_share", float("nan"))
             if pipe and alone and ratio:
-                lines.append(
-                    f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} | {steady:.2f} |"
-                )
+                lines.append(f"| {backend} | {pipe:.1f} | {alone:.1f} | {ratio:.2f} | {busy:.0%} |")
         for backend, rep in ratios:  # where the pipeline's CPU went (pipeline_bench.py)
             stages = rep.get("per_stage") or {}
             if stages:
