@@ -103,15 +103,6 @@ class Settings(BaseSettings):
     kafka_max_message_bytes: int = Field(
         default=900_000, description="bodies above this go through the claim check"
     )
-    kafka_fetch_max_wait_ms: int = Field(
-        default=5_000,
-        ge=10,
-        le=30_000,
-        description="how long the broker holds a stage consumer's fetch while it has no "
-        "record for it: a record arriving ends the wait at once (fetch.min.bytes 1), so "
-        "this sets only an idle consumer's request rate (the Java client's 500 ms cost an "
-        "idle broker ~3 % of a core for one install's consumers, docs/benchmarks.md)",
-    )
     pg_dsn: SecretStr | None = Field(
         default=None, description="admin/pipeline DSN; default: the embedded server"
     )

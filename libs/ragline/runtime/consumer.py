@@ -240,7 +240,6 @@ class StageRunner:
             "auto_offset_reset": "earliest",
             "ack_policy": AckPolicy.MANUAL,
             "max_poll_interval_ms": 600_000,
-            "fetch_max_wait_ms": self.settings.kafka_fetch_max_wait_ms,
             "listener": LagRevokeListener(self.lags[lane]),
         }
         if batch is not None:

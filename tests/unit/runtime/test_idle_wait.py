@@ -91,26 +91,3 @@ async def test_the_runtime_batch_subscribers_wait_when_idle() -> None:
         consumer = FakeConsumer()
         assert await asyncio.wait_for(sub.get_msg(consumer), 5) == ()
         assert consumer.timeouts == [20, IDLE_WAIT_MS]
-
-
-def test_every_lane_consumer_asks_the_broker_to_hold_idle_fetches() -> None:
-    """The consumers' fetch wait comes from ``RAGLINE_KAFKA_FETCH_MAX_WAIT_MS``: an idle
-    consumer then sends one fetch per wait instead of aiokafka's two a second (each costs
-    the broker's request threads CPU; docs/benchmarks.md, issue 35). A record ends the
-    wait at once because ``fetch_min_bytes`` stays 1."""
-    import logging
-
-    from ragline.config import Settings
-    from ragline.runtime.consumer import StageRunner
-    from ragline.scanning.settings import ScannerSettings
-    from ragline.scanning.stage import ScannerStage
-
-    assert Settings().kafka_fetch_max_wait_ms == 5_000
-    settings = Settings(kafka_fetch_max_wait_ms=1234)
-    stage = ScannerStage(settings, ScannerSettings())
-    runner = StageRunner(stage, settings, logging.getLogger("t"))
-    assert len(runner._subscribers) >= 2  # the interactive and the bulk lane
-    for sub in runner._subscribers.values():
-        args = sub._connection_args  # what FastStream hands AIOKafkaConsumer
-        assert args["fetch_max_wait_ms"] == 1234, type(sub)
-        assert args["fetch_min_bytes"] == 1
