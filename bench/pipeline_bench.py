@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -54,7 +55,7 @@ from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
-from ragline.events import DocumentMeta, SourceUpsert, Topics
+from ragline.events import BULK, DocumentMeta, SourceUpsert, Topics, lane_topic
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env, stop_all
 from ragline.runtime.publisher import EventPublisher
@@ -175,8 +176,8 @@ def engine_pids(manager: StackManager) -> dict[str, int]:
     return {name: pid for name, pid in pids.items() if pid}
 
 
-def handler_seconds(proc: ServiceProcess) -> float:
-    """The runtime's ``ragline_handler_seconds`` sum of one service (every topic)."""
+def metric_sum(proc: ServiceProcess, name: str) -> float:
+    """The sum of a histogram ``name`` (every label) in one service's metrics."""
     try:
         text = proc.metrics(timeout_s=2.0)
     except OSError:
@@ -184,8 +185,13 @@ def handler_seconds(proc: ServiceProcess) -> float:
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith("ragline_handler_seconds_sum")
+        if line.startswith(f"{name}_sum")
     )
+
+
+def handler_seconds(proc: ServiceProcess) -> float:
+    """The runtime's ``ragline_handler_seconds`` sum of one service (every topic)."""
+    return metric_sum(proc, "ragline_handler_seconds")
 
 
 def wait_consuming(proc: ServiceProcess, timeout_s: float = 300.0) -> None:
@@ -203,6 +209,99 @@ def wait_consuming(proc: ServiceProcess, timeout_s: float = 300.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{proc.name}: {url} not ready within {timeout_s:.0f} s")
         time.sleep(0.3)
+
+
+# the topics one backfill document passes through, in pipeline order (both lanes read)
+TIMELINE_TOPICS = (
+    Topics.DOC_FETCHED,
+    Topics.DOC_PARSED,
+    Topics.DOC_SCANNED,
+    Topics.DOC_CHUNKED,
+    Topics.DOC_ENRICHED,
+    Topics.DOC_EMBEDDED,
+    Topics.DOC_INDEXED,
+)
+TIMELINE_MARKS = (10, 50, 90, 100)
+MODEL_SECONDS = "ragline_embedding_model_seconds"  # the embedder's model calls (histogram)
+POLL_PHASES = "ragline_embedding_poll_phase_seconds_total{"  # inside the embedder's handle
+# what the slow stages' handler time is made of (histograms of their own, seconds)
+INSIDE = {
+    "embedder": (MODEL_SECONDS,),  # and its poll phases (POLL_PHASES, below)
+    "indexer": ("ragline_indexing_pg_write_seconds", "ragline_indexing_os_sync_seconds"),
+}
+
+
+def inside_seconds(procs: list[ServiceProcess]) -> dict[str, float]:
+    """``service/metric`` -> the histogram's sum now, for the ``INSIDE`` metrics, and
+    ``service/<phase>`` -> the runtime's seconds per consumer phase (handle, produce,
+    commit, gate, idle: ``ragline_stage_seconds_total``, both lanes added)."""
+    out: dict[str, float] = {}
+    for p in procs:
+        out |= {f"{p.name}/{m}": metric_sum(p, m) for m in INSIDE.get(p.name, ())}
+        try:
+            text = p.metrics(timeout_s=2.0)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            for family, tag in (("ragline_stage_seconds_total{", ""), (POLL_PHASES, "poll ")):
+                if line.startswith(family) and 'phase="' in line:
+                    phase = line.split('phase="', 1)[1].split('"', 1)[0]
+                    key = f"{p.name}/{tag}{phase}"
+                    out[key] = out.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+async def stage_timeline(settings: Settings, since_ms: int) -> dict[str, dict[str, float]]:
+    """Per output topic: records appended since ``since_ms`` (epoch ms) and the seconds
+    after it at which 10/50/90/100 % of them had been appended (the broker's record
+    timestamps, both lanes; a document handed on in slices counts once per pass). Shows
+    where documents wait: a stage whose marks trail its input's is the one behind."""
+    from aiokafka import AIOKafkaConsumer
+
+    from ragline.runtime.kafka_security import aiokafka_options
+    from ragline.runtime.lag import partitions_of
+    from ragline.runtime.topology import physical_topic
+
+    prefix = settings.kafka_topic_prefix
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap,
+        enable_auto_commit=False,
+        **aiokafka_options(settings),
+    )
+    await consumer.start()
+    out: dict[str, dict[str, float]] = {}
+    try:
+        for topic in TIMELINE_TOPICS:
+            names = [physical_topic(topic.value, prefix)]
+            if topic is not Topics.DOC_INDEXED:
+                names.append(physical_topic(lane_topic(topic.value, BULK), prefix))
+            tps = await partitions_of(consumer, names)
+            if not tps:
+                continue
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            stamps: list[float] = []
+            while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+                batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
+                stamps += [
+                    (r.timestamp - since_ms) / 1000
+                    for recs in batch.values()
+                    for r in recs
+                    if r.timestamp >= since_ms
+                ]
+            stamps.sort()
+            row: dict[str, float] = {"records": float(len(stamps))}
+            for m in TIMELINE_MARKS:
+                row[f"p{m}_s"] = (
+                    round(stamps[max(0, -(-len(stamps) * m // 100) - 1)], 2)
+                    if stamps
+                    else float("nan")
+                )
+            out[topic.value] = row
+    finally:
+        await consumer.stop()
+    return out
 
 
 def per_stage(
@@ -253,7 +352,8 @@ async def run(
             base = await indexed_count(conn, tenant)
             before = {p.name: (cpu_seconds(p.pid), handler_seconds(p)) for p in procs}
             engines0 = {name: tree_cpu_seconds(pid) for name, pid in engines.items()}
-            t0 = time.perf_counter()
+            inside0 = inside_seconds(procs)
+            t0, t0_ms = time.perf_counter(), int(time.time() * 1000)
             for d in tqdm(backfill, desc="publish", unit="doc"):
                 await pub.publish(Topics.SOURCE_CHANGES, upsert(tenant, d))
             busy_task = asyncio.create_task(
@@ -271,11 +371,15 @@ async def run(
             bar.close()
             wall = time.perf_counter() - t0
             stages = per_stage(procs, before, wall)
+            inside = {
+                k: round(v - inside0.get(k, 0.0), 2) for k, v in inside_seconds(procs).items()
+            }
             engine_cpu = {
                 name: round(tree_cpu_seconds(pid) - engines0[name], 2)
                 for name, pid in engines.items()
             }
             busy = await busy_task
+            timeline = await stage_timeline(settings, t0_ms)
             cur = await conn.execute(
                 "SELECT c.text, c.contextual_header, c.token_count FROM chunks c"
                 " WHERE c.tenant_id = %s AND c.level = 'child'",
@@ -293,12 +397,25 @@ async def run(
     report["engines_cpu_s"] = engine_cpu
     report["freshness_busy_s"] = {"p50": pct(busy, 50), "p95": pct(busy, 95), "n": len(busy)}
     report["per_stage"] = stages
+    report["stage_timeline"] = timeline
+    report["inside_handlers_s"] = inside
     report["load_average"] = os.getloadavg()
     print("per stage over the backfill (CPU s, share of the pipeline's CPU, handler s):")
     for name, v in sorted(stages.items(), key=lambda kv: -kv[1]["cpu_s"]):
         print(f"  {name:18s} {v['cpu_s']:8.1f} {v['cpu_share']:6.1%} {v['handler_s']:8.1f}")
     for name, cpu in engine_cpu.items():
         print(f"  engine {name:11s} {cpu:8.1f}")
+    print("when each stage's output reached 10/50/90/100 % (s after the first publish):")
+    for topic, row in timeline.items():
+        marks = " ".join(f"{row[f'p{m}_s']:7.1f}" for m in TIMELINE_MARKS)
+        print(f"  {topic:14s} {int(row['records']):6d} records {marks}")
+    print("where each consumer's wall went (s; handle = the stage's own work):")
+    for name in sorted({k.split("/", 1)[0] for k in inside}):
+        parts = {k.split("/", 1)[1]: v for k, v in inside.items() if k.startswith(f"{name}/")}
+        print(
+            f"  {name:18s} "
+            + "  ".join(f"{k.removeprefix('ragline_')} {v:.1f}" for k, v in parts.items())
+        )
     print(f"pipeline: {len(backfill) / wall:.1f} docs/s, {children / wall:.1f} child chunks/s")
     print(f"freshness under backfill: p50 {pct(busy, 50):.2f} s  p95 {pct(busy, 95):.2f} s")
 
@@ -361,13 +478,17 @@ async def run(
         "alone": round(alone_cpu * 1000 / max(1, len(texts)), 2),
     }
     report["embedder_busy_share"] = round(emb.get("handler_s", 0.0) / wall, 3)
+    # the share of the wall the model itself ran (its calls, from the stage's histogram):
+    # the rest of the handler's time is the stage's own work and its waits (cache, Kafka)
+    report["embedder_model_share"] = round(inside.get(f"embedder/{MODEL_SECONDS}", 0) / wall, 3)
     print(
         f"embedder alone: {len(texts) / alone:.1f} chunks/s on {alone_cpu / alone:.2f} cores; "
         f"pipeline/embedder = {report['ratio_pipeline_to_embedder']:.2f} (CPU bound: "
         f"{report['cpu_bound_ratio']:.2f}); embedder CPU-ms per chunk, service "
         f"{report['embedder_cpu_ms_per_chunk']['service']} vs alone "
         f"{report['embedder_cpu_ms_per_chunk']['alone']}; handler busy "
-        f"{report['embedder_busy_share']:.0%} of the wall"
+        f"{report['embedder_busy_share']:.0%} of the wall, the model "
+        f"{report['embedder_model_share']:.0%}"
     )
     args.json.write_text(json.dumps(report, indent=2))
     if not args.quick:
@@ -418,6 +539,8 @@ def main() -> int:
             raise SystemExit(SKIPPED if args.quick else 2)
         args.embedder_cpus, rest = {cores[-1]}, set(cores[:-1])
         os.sched_setaffinity(0, rest)  # inherited by the engines and the other services
+    # a SIGTERM (kill, timeout) unwinds like Ctrl-C: the services and engines are stopped
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     base = Path(tempfile.mkdtemp(prefix="ragline-bench-"))
     with patched_environ(stack_env(base / "state")):
         os.environ.setdefault("RAGLINE_QUERY_JWT_SECRET", "bench-only-secret")

@@ -37,6 +37,7 @@ from ragline.embedding.metrics import (
     CHUNKS_EMBEDDED,
     MODEL_BATCH_SIZE,
     MODEL_SECONDS,
+    POLL_PHASE_SECONDS,
 )
 from ragline.embedding.model import Embedder
 from ragline.embedding.texts import embed_text, text_key
@@ -172,7 +173,10 @@ class BatchEmbedder:
                         header = c.enrichment.contextual_header.strip() if c.enrichment else ""
                         lengths[key] = estimate_tokens(c.token_count, header)
             keys_of.append(mine)
+        t_get = time.perf_counter()
         found, readable = await self._cached(texts)
+        t_model = time.perf_counter()
+        POLL_PHASE_SECONDS.labels("cache_get").inc(t_model - t_get)
         missing = [k for k in texts if k not in found]
         unfinished: set[int] = set()
         if 0 < slice_texts < len(missing) and self.cache is not None:
@@ -183,7 +187,11 @@ class BatchEmbedder:
             computed = await self._compute(texts, sorted(missing), lengths, lane)
         except RaglineError as exc:
             return [exc for _ in events]
+        t_put = time.perf_counter()
+        POLL_PHASE_SECONDS.labels("model").inc(t_put - t_model)
         stored = await self._store(computed)
+        t_build = time.perf_counter()
+        POLL_PHASE_SECONDS.labels("cache_put").inc(t_build - t_put)
         self.stats.deduplicated += wanted - len(texts)
         CHUNKS_EMBEDDED.labels("dedup").inc(wanted - len(texts))
         vectors = {**found, **computed}
@@ -198,6 +206,7 @@ class BatchEmbedder:
                 mine_set = set(keys_of[i])
                 done = sum(1 for k in mine_set if k in vectors)
                 out.append(Unfinished(done=done, total=len(mine_set)))
+        POLL_PHASE_SECONDS.labels("build").inc(time.perf_counter() - t_build)
         return out
 
     async def _cached(self, texts: dict[str, str]) -> tuple[dict[str, NDArray[np.float32]], bool]:

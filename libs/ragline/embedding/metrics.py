@@ -10,6 +10,7 @@ __all__ = [
     "CHUNKS_EMBEDDED",
     "MODEL_BATCH_SIZE",
     "MODEL_SECONDS",
+    "POLL_PHASE_SECONDS",
     "SLICES_HANDED_ON",
 ]
 
@@ -40,4 +41,11 @@ BACKEND_INFO = Info(
 SLICES_HANDED_ON = Counter(
     "ragline_embedding_slices_handed_on_total",
     "Documents handed on unfinished after a slice of their children (embedding/batcher.py)",
+)
+POLL_PHASE_SECONDS = Counter(
+    "ragline_embedding_poll_phase_seconds_total",
+    "Seconds of the embedder's poll handling per phase: cache_get, model (its calls, "
+    "thread hand-off included), cache_put, build (the doc.embedded events), spaces "
+    "(shadow-space feed); the rest of the consumer's wall is in ragline_stage_seconds_total",
+    ["phase"],
 )

@@ -30,7 +30,7 @@ from ragline.config import Settings
 from ragline.embedding.adaptive import batch_sizer, model_batch_size
 from ragline.embedding.batcher import BatchEmbedder, Unfinished
 from ragline.embedding.cache import PgVectorCache
-from ragline.embedding.metrics import BACKEND_INFO, SLICES_HANDED_ON
+from ragline.embedding.metrics import BACKEND_INFO, POLL_PHASE_SECONDS, SLICES_HANDED_ON
 from ragline.embedding.model import Embedder, backend_of, load_embedder
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.space_feed import SpaceFeeder
@@ -129,11 +129,13 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
     ) -> Results[DocEmbedded | DocEnriched]:
         t0 = time.perf_counter()
         results = await self.batcher.embed_events(events, slice_texts=self.config.slice_texts)
-        took = round(time.perf_counter() - t0, 3)  # the poll's embedding, for the slice logs
+        t1 = time.perf_counter()
+        took = round(t1 - t0, 3)  # the poll's embedding, for the slice logs
         if self.feeder is not None:  # before doc.embedded is out: the indexer reads it
             await self.feeder.feed(
                 [e for e, r in zip(events, results, strict=True) if isinstance(r, DocEmbedded)]
             )
+            POLL_PHASE_SECONDS.labels("spaces").inc(time.perf_counter() - t1)
         out: list[list[Output[DocEmbedded | DocEnriched]] | BaseException] = []
         for ev, r in zip(events, results, strict=True):
             if isinstance(r, Unfinished):
