@@ -113,13 +113,21 @@ class BatchEmbedder:
         sizer: AdaptiveBatchSizer | None = None,
         bulk_sizer: AdaptiveBatchSizer | None = None,
         bulk_embedder: Embedder | None = None,
+        background_put: bool = False,
     ) -> None:
         """``sizer`` None: fixed calls of ``batch_size`` texts; else adaptive calls
         (length-ordered, sized by pending work and measured speed: ``adaptive.py``).
 
         ``bulk_embedder`` (same model and revision, built in a bulk thread) serves the
         bulk lane's calls, ``bulk_sizer`` measures its own speed; ``max_in_flight`` then
-        bounds the calls of each lane."""
+        bounds the calls of each lane.
+
+        ``background_put``: a poll's new vectors go to the cache while the next poll
+        computes (one write in flight; its vectors stay readable here until it is done),
+        so the model does not wait for the cache's write: its doc.embedded carries the
+        vectors anyway, and a write lost to a crash only costs a recomputation. A poll that
+        hands on a sliced document still writes before it returns (the next pass must
+        find the slice). ``flush`` waits for the write in flight."""
         if bulk_embedder is not None and (
             bulk_embedder.name,
             bulk_embedder.revision,
@@ -148,6 +156,32 @@ class BatchEmbedder:
             BULK: asyncio.Semaphore(max_in_flight) if twin else shared,
         }
         self.stats = EmbedStats()
+        self.background_put = background_put
+        self._put_task: asyncio.Task[bool] | None = None
+        self._unsaved: dict[str, NDArray[np.float32]] = {}  # the write in flight's vectors
+
+    async def flush(self) -> bool:
+        """Wait for the cache write in flight; False when the cache refused it."""
+        task, self._put_task = self._put_task, None
+        if task is None:
+            return True
+        try:
+            return await task
+        except Exception as exc:  # a background write never fails a later poll
+            CACHE_ERRORS.labels("put").inc()
+            _log.warning(
+                "embedding cache write failed", extra={"fields": {"error": type(exc).__name__}}
+            )
+            return False
+        finally:
+            self._unsaved = {}
+
+    async def _store_later(self, computed: dict[str, NDArray[np.float32]]) -> None:
+        if not computed or self.cache is None:
+            return  # nothing to write: the write in flight (if any) goes on alone
+        await self.flush()  # one write in flight: memory and connections stay bounded
+        self._unsaved = dict(computed)
+        self._put_task = asyncio.create_task(self._store(computed))
 
     async def embed_events(
         self, events: Sequence[DocEnriched], *, slice_texts: int = 0
@@ -189,7 +223,11 @@ class BatchEmbedder:
             return [exc for _ in events]
         t_put = time.perf_counter()
         POLL_PHASE_SECONDS.labels("model").inc(t_put - t_model)
-        stored = await self._store(computed)
+        if self.background_put and not unfinished:
+            await self._store_later(computed)
+            stored = True
+        else:  # a slice handed on: every vector it found or computed must be committed
+            stored = await self.flush() and await self._store(computed)
         t_build = time.perf_counter()
         POLL_PHASE_SECONDS.labels("cache_put").inc(t_build - t_put)
         self.stats.deduplicated += wanted - len(texts)
@@ -211,11 +249,12 @@ class BatchEmbedder:
 
     async def _cached(self, texts: dict[str, str]) -> tuple[dict[str, NDArray[np.float32]], bool]:
         """Cached vectors of ``texts`` and whether the cache could be read."""
-        found: dict[str, NDArray[np.float32]] = {}
+        found = {k: self._unsaved[k] for k in texts if k in self._unsaved}
         readable = True
-        if self.cache is not None and texts:
+        rest = sorted(k for k in texts if k not in found)
+        if self.cache is not None and rest:
             try:
-                found = await self.cache.get(sorted(texts))
+                found |= await self.cache.get(rest)
             except RaglineError as exc:
                 readable = False
                 CACHE_ERRORS.labels("get").inc()

@@ -56,6 +56,11 @@ class EmbedderSettings(EmbeddingModelSettings):
         "bounds how long one message holds the consumer. 0: no slices",
     )
     cache: bool = Field(default=True, description="use the Postgres embedding cache")
+    background_cache_put: bool = Field(
+        default=True,
+        description="write a poll's new vectors to the cache while the next poll computes "
+        "(batcher.py): the model never waits for the write",
+    )
     pool_max: int = Field(default=2, ge=1)
 
     def texts_at_once(self) -> int:

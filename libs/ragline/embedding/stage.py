@@ -111,9 +111,12 @@ class EmbedderStage(Stage[DocEnriched, DocEmbedded | DocEnriched]):
             sizer=batch_sizer(self.config),
             bulk_sizer=batch_sizer(self.config),
             bulk_embedder=self._bulk_embedder,
+            background_put=self.config.background_cache_put,
         )
 
     async def close(self) -> None:
+        if self._batcher is not None:
+            await self._batcher.flush()  # the last poll's cache write
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
