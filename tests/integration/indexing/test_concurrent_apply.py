@@ -30,7 +30,7 @@ def doc(tenant: str, document_id: str, seq: int = 1, **kw: Any) -> Any:
     )
 
 
-async def mark(admin: Any, tenant: str, d: str) -> tuple[Any, ...] | None:
+async def mark(admin: Any, tenant: str, d: str) -> Any:
     cur = await admin.execute(
         "SELECT status, superseded, superseded_by FROM documents"
         " WHERE tenant_id = %s AND document_id = %s",
