@@ -119,9 +119,9 @@ async def test_an_upsert_and_a_delete_of_one_document_keep_their_order(
     results = await apply([doc(tenant, "wiki:gone"), *neighbours, gone])
     for r in results:
         indexed(r)
-    assert (await mark(admin, tenant, "wiki:gone"))[0] == "deleted"  # type: ignore[index]
+    assert (await mark(admin, tenant, "wiki:gone"))[0] == "deleted"
     for n in neighbours:
-        assert (await mark(admin, tenant, n.document_id))[0] == "indexed"  # type: ignore[index]
+        assert (await mark(admin, tenant, n.document_id))[0] == "indexed"
     # the document with a control event went wholly to the ordered phase, in batch order
     assert [d for d in recorder.started if d == "wiki:gone"] == ["wiki:gone", "wiki:gone"]
     assert recorder.started[-2:] == ["wiki:gone", "wiki:gone"]
