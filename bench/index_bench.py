@@ -46,7 +46,8 @@ from ragline.runtime.stage import StageContext
 CORPUS = SCIFACT_CORPUS
 CHILD_WORDS = 90  # ~120 word pieces: well under the model's 256-token window
 EMBED_BATCH = 64  # events per handle_batch (the stage's BatchConfig.max_records)
-INDEX_BATCH = 32
+INDEX_BATCH = IndexerStage.batch.max_records if IndexerStage.batch else 32  # the stage's poll
+BATCH_SIZES = (32, 128)  # indexer batch sizes compared side by side
 
 
 def _children(text: str) -> list[str]:
@@ -111,11 +112,15 @@ async def run_embedder(
 
 
 async def run_indexer(
-    stage: IndexerStage, events: Sequence[DocEmbedded], settings: Settings
+    stage: IndexerStage,
+    events: Sequence[DocEmbedded],
+    settings: Settings,
+    *,
+    batch: int = INDEX_BATCH,
 ) -> float:
     t0 = time.perf_counter()
-    for i in range(0, len(events), INDEX_BATCH):
-        for r in await stage.handle_batch(events[i : i + INDEX_BATCH], _ctx(settings)):
+    for i in range(0, len(events), batch):
+        for r in await stage.handle_batch(events[i : i + batch], _ctx(settings)):
             if isinstance(r, BaseException):
                 raise r
     return time.perf_counter() - t0
@@ -141,6 +146,24 @@ async def run_pipelined(
     t0 = time.perf_counter()
     await asyncio.gather(produce(), consume())
     return time.perf_counter() - t0
+
+
+def same_vectors(ev: DocEnriched, like: DocEmbedded) -> DocEmbedded:
+    """``ev`` (another tenant's copy of ``like``'s document) with ``like``'s vectors."""
+    chunks = tuple(
+        c.model_copy(update={"embedding": o.embedding})
+        for c, o in zip(ev.chunks, like.chunks, strict=True)
+    )
+    data = ev.model_dump(exclude={"event_type", "chunks"})
+    return DocEmbedded.model_validate(
+        {
+            **data,
+            "chunks": chunks,
+            "embedding_model": like.embedding_model,
+            "embedding_revision": like.embedding_revision,
+            "embedding_dim": like.embedding_dim,
+        }
+    )
 
 
 def rate(chunks: int, seconds: float) -> float:
@@ -178,6 +201,19 @@ async def bench(settings: Settings, corpus: Path, n_docs: int) -> dict[str, Any]
     report["indexer_alone"] = {"seconds": round(secs, 2), "chunks_per_s": rate(children, secs)}
     secs = await run_indexer(idx, embedded, settings)
     report["indexer_replay"] = {"seconds": round(secs, 2), "chunks_per_s": rate(children, secs)}
+    # the same writes in batches of other sizes (under a backlog a poll brings up to the
+    # stage's max_records): each a fresh tenant with the same vectors
+    by_size: dict[str, float] = {}
+    for size in BATCH_SIZES:
+        again = [
+            same_vectors(ev, like)
+            for ev, like in zip(
+                load_events(corpus, n_docs, f"bench-b{size}"), embedded, strict=True
+            )
+        ]
+        secs = await run_indexer(idx, again, settings, batch=size)
+        by_size[str(size)] = rate(children, secs)
+    report["indexer_chunks_per_s_by_batch"] = by_size
 
     # pipelined: a new tenant (fresh writes), the embedder without cache (model-bound)
     emb_nocache2 = EmbedderStage(settings, EmbedderSettings(cache=False))

@@ -33,10 +33,3 @@ class IndexerSettings(BaseSettings):
     os_bulk_size: int = Field(default=500, ge=1)
     pool_min: int = Field(default=1, ge=1)
     pool_max: int = Field(default=4, ge=1)
-    apply_concurrency: int = Field(
-        default=4,
-        ge=1,
-        description="documents of one batch written to Postgres at once, each in its own "
-        "transaction on its own pooled connection (a document's events stay in order on "
-        "one); capped by pool_max. 1: one after another",
-    )

@@ -98,8 +98,11 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
         Topics.DOC_CONTROL.value,
         Topics.DOC_QUARANTINED.value,
     )
-    # one OpenSearch bulk + refresh per batch instead of per document
-    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=32, linger_ms=20)
+    # one OpenSearch bulk + refresh per batch instead of per document. A batch waits up
+    # to a refresh interval (1 s) for its wait_for, whatever its size: under a backlog
+    # 128 documents a batch index 2.0x the chunks/s of 32 (bench/index_bench.py, session
+    # 8); idle, a poll brings what is there (one document), so freshness is unchanged
+    batch: ClassVar[BatchConfig | None] = BatchConfig(max_records=128, linger_ms=20)
 
     def __init__(self, settings: Settings, config: IndexerSettings) -> None:
         super().__init__(settings)
@@ -149,10 +152,17 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
     ) -> Results[DocIndexed]:
         results: list[Sequence[Output[DocIndexed]] | BaseException] = [() for _ in events]
         outcomes: dict[int, Outcome] = {}
-        await self._apply_all(events, results, outcomes)
         try:
             with pg_errors():
                 async with self.pool.connection() as conn:
+                    for i, ev in enumerate(events):
+                        try:
+                            outcome = await self.writer.apply(conn, ev)
+                        except Exception as exc:  # the runtime classifies it
+                            results[i] = _terminal(ev, exc)
+                            continue
+                        if outcome is not None:
+                            outcomes[i] = outcome
                     failed_tenants, rejected = await self._sync(conn, events, outcomes)
         except RaglineError as exc:  # no connection at all: every event failed alike
             return [exc for _ in events]
@@ -171,86 +181,6 @@ class IndexerStage(Stage[Indexable, DocIndexed]):
             out = indexed_event(ev, outcome, source_event_at=_source_at(ctx, ev))
             results[i] = [Output(topic=Topics.DOC_INDEXED.value, event=out)]
         return results
-
-    async def _apply_all(
-        self,
-        events: Sequence[Indexable],
-        results: list[Sequence[Output[DocIndexed]] | BaseException],
-        outcomes: dict[int, Outcome],
-    ) -> None:
-        """Each event's Postgres transaction (``IndexWriter.apply``), in two phases.
-
-        First the plain upserts, ``apply_concurrency`` documents at a time, each on its
-        own pooled connection, a document's events in batch order on one. A transaction
-        waits mostly for round trips (~17 statements): one document after another left
-        the indexer the pipeline's second bottleneck (docs/benchmarks.md). Then, one after
-        another in batch order, every event whose outcome may depend on another document
-        of the batch: deletes, ACL changes, quarantines, and upserts of a document that
-        lists ``supersedes`` or is (or was) part of a supersession. A supersession mark is
-        computed from committed rows (store/supersession.py), so it must see its partner
-        committed: in the second phase it does."""
-        linked = await self._in_supersession(events)
-        plain: dict[tuple[str, str], list[int]] = defaultdict(list)
-        ordered: list[int] = []
-        for i, ev in enumerate(events):
-            key = (ev.tenant_id, ev.document_id)
-            if isinstance(ev, DocEmbedded) and not ev.meta.supersedes and key not in linked:
-                plain[key].append(i)
-            else:
-                ordered.append(i)
-        # a document with an event of each kind goes wholly to the second phase (its order)
-        for key in {(events[i].tenant_id, events[i].document_id) for i in ordered}:
-            ordered.extend(plain.pop(key, []))
-        ordered.sort()
-        gate = asyncio.Semaphore(max(1, min(self.config.apply_concurrency, self.config.pool_max)))
-
-        async def apply_in_order(indices: list[int]) -> None:
-            async with gate:
-                try:
-                    with pg_errors():
-                        async with self.pool.connection() as conn:
-                            for i in indices:
-                                try:
-                                    outcome = await self.writer.apply(conn, events[i])
-                                except Exception as exc:  # the runtime classifies it
-                                    results[i] = _terminal(events[i], exc)
-                                    continue
-                                if outcome is not None:
-                                    outcomes[i] = outcome
-                except RaglineError as exc:  # no connection: these events failed
-                    for i in indices:
-                        if i not in outcomes and not isinstance(results[i], BaseException):
-                            results[i] = exc
-
-        await asyncio.gather(*(apply_in_order(g) for g in plain.values()))
-        if ordered:
-            await apply_in_order(ordered)
-
-    async def _in_supersession(self, events: Sequence[Indexable]) -> set[tuple[str, str]]:
-        """The (tenant, document)s of ``events`` whose stored row lists ``supersedes`` or
-        is marked superseded: one query. Unreadable: every document counts as linked
-        (the safe side: one after another)."""
-        by_tenant: dict[str, set[str]] = defaultdict(set)
-        for ev in events:
-            if isinstance(ev, DocEmbedded):
-                by_tenant[ev.tenant_id].add(ev.document_id)
-        if not by_tenant or self.config.apply_concurrency <= 1:
-            return {(t, d) for t, ds in by_tenant.items() for d in ds}
-        linked: set[tuple[str, str]] = set()
-        try:
-            with pg_errors():
-                async with self.pool.connection() as conn:
-                    for tenant, ids in sorted(by_tenant.items()):
-                        cur = await conn.execute(
-                            "SELECT document_id FROM documents WHERE tenant_id = %s"
-                            " AND document_id = ANY(%s) AND (superseded"
-                            " OR superseded_by IS NOT NULL OR cardinality(supersedes) > 0)",
-                            (tenant, sorted(ids)),
-                        )
-                        linked |= {(tenant, str(d)) for (d,) in await cur.fetchall()}
-        except RaglineError:
-            return {(t, d) for t, ds in by_tenant.items() for d in ds}
-        return linked
 
     async def _sync(
         self, conn: Any, events: Sequence[Indexable], outcomes: dict[int, Outcome]
