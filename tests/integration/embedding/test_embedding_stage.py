@@ -98,7 +98,9 @@ async def test_cache_means_only_changed_chunks_are_re_embedded(stack, embedder, 
     # cached vectors are the computed ones
     a, b = children(first), children(second)
     assert a[0].embedding == b[0].embedding and a[3].embedding != b[3].embedding
-    # and they live in Postgres, keyed by model + revision + text hash
+    # and they live in Postgres, keyed by model + revision + text hash (the last poll's
+    # write runs in the background: flush waits for it, as the stage's close does)
+    assert await embedder.batcher.flush() is True
     async with await psycopg.AsyncConnection.connect(stack.admin_dsn()) as conn:
         cur = await conn.execute(
             "SELECT count(*) FROM embedding_cache WHERE model = %s AND revision = %s",
