@@ -49,10 +49,22 @@ BENCHES: dict[str, tuple[str, list[str], str]] = {
         )
         for b in ("onnx", "onnx-int8")
     },
-    # the same with the embedder on a core of its own, the rest on the other (issue 35)
+    # the same with the embedder on a core of its own, the rest on the other, on the
+    # whole SciFact corpus (5,183 abstracts: a re-embed's steady state, the fill of the
+    # first ~15 s amortised; issue 35, docs/benchmarks.md session 8). ~12 minutes
     "pipeline_onnx_int8_own_core": (
         "pipeline_bench.py",
-        ["--backend", "onnx-int8", "--own-core", "--json", "bench/out/pipeline_own_core.json"],
+        [
+            "--backend",
+            "onnx-int8",
+            "--own-core",
+            "--docs",
+            "5183",
+            "--probes",
+            "0",
+            "--json",
+            "bench/out/pipeline_own_core.json",
+        ],
         "pipeline_own_core.json",
     ),
     # a 10,000-child document in slices, embedder SIGKILLed mid-document (issue 35)
