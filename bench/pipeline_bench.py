@@ -55,7 +55,7 @@ from tqdm import tqdm
 
 from ragline.catalog import HTTP_SERVICES, SERVICES
 from ragline.config import Settings
-from ragline.events import BULK, DocumentMeta, SourceUpsert, Topics, lane_topic
+from ragline.events import BULK, CONTENT_TOPICS, DocumentMeta, SourceUpsert, Topics, lane_topic
 from ragline.platform.stack import StackManager, StackSettings
 from ragline.platform.stack.testing import ServiceProcess, patched_environ, stack_env, stop_all
 from ragline.runtime.publisher import EventPublisher
@@ -212,15 +212,7 @@ def wait_consuming(proc: ServiceProcess, timeout_s: float = 300.0) -> None:
 
 
 # the topics one backfill document passes through, in pipeline order (both lanes read)
-TIMELINE_TOPICS = (
-    Topics.DOC_FETCHED,
-    Topics.DOC_PARSED,
-    Topics.DOC_SCANNED,
-    Topics.DOC_CHUNKED,
-    Topics.DOC_ENRICHED,
-    Topics.DOC_EMBEDDED,
-    Topics.DOC_INDEXED,
-)
+TIMELINE_TOPICS = (*CONTENT_TOPICS, Topics.DOC_INDEXED)
 TIMELINE_MARKS = (10, 50, 90, 100)
 MODEL_SECONDS = "ragline_embedding_model_seconds"  # the embedder's model calls (histogram)
 POLL_PHASES = "ragline_embedding_poll_phase_seconds_total{"  # inside the embedder's handle

@@ -44,6 +44,7 @@ __all__ = [
     "ALL_TOPICS",
     "BIGINT_MAX",
     "BULK",
+    "CONTENT_TOPICS",
     "EVENT_MODELS",
     "INTERACTIVE",
     "LANED_TOPICS",
@@ -126,6 +127,18 @@ class Topics(StrEnum):
     # indexer, so a revocation is never stuck behind an embedding backlog (docs/adr/0002)
     DOC_CONTROL = "doc.control"
     DOC_INDEXED = "doc.indexed"
+
+
+# the topics a version of a document passes through between the connector and the
+# indexer, in pipeline order (doc.indexed, the indexer's output, follows them)
+CONTENT_TOPICS: tuple[Topics, ...] = (
+    Topics.DOC_FETCHED,
+    Topics.DOC_PARSED,
+    Topics.DOC_SCANNED,
+    Topics.DOC_CHUNKED,
+    Topics.DOC_ENRICHED,
+    Topics.DOC_EMBEDDED,
+)
 
 
 def dlq_topic(topic: str) -> str:

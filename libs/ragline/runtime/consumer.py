@@ -32,6 +32,7 @@ from ragline.config import Settings
 from ragline.errors import PermanentError, QuarantineError, RaglineError, TransientError
 from ragline.events import (
     BULK,
+    CONTENT_TOPICS,
     INTERACTIVE,
     EventBase,
     Lane,
@@ -121,17 +122,7 @@ def _record(raw: Any, prefix: str = "") -> Record:
 
 
 # topics carrying a version of a document between the connector and the indexer
-_CONTENT_TOPICS = frozenset(
-    t.value
-    for t in (
-        Topics.DOC_FETCHED,
-        Topics.DOC_PARSED,
-        Topics.DOC_SCANNED,
-        Topics.DOC_CHUNKED,
-        Topics.DOC_ENRICHED,
-        Topics.DOC_EMBEDDED,
-    )
-)
+_CONTENT_TOPICS = frozenset(t.value for t in CONTENT_TOPICS)
 
 
 class _DeadLettered(QuarantineError):

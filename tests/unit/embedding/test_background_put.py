@@ -14,20 +14,18 @@ from ragline.embedding.batcher import BatchEmbedder, Unfinished
 from ragline.embedding.cache import MemoryVectorCache
 from ragline.errors import BackendUnavailable
 from ragline.events import DocEmbedded
-from ragline.indexing.samples import enriched_event, pseudo_embedding
+from ragline.indexing.samples import PseudoEmbedder, enriched_event
 
 
-class CountingModel:
-    name = "count-model"
-    revision = "r1"
-    dim = 8
+class CountingModel(PseudoEmbedder):
+    """Pseudo vectors, remembering every text it was asked to embed."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
-        return np.asarray([pseudo_embedding(t, self.dim) for t in texts], dtype=np.float32)
+        return super().encode(texts)
 
 
 class GatedCache(MemoryVectorCache):
