@@ -159,9 +159,15 @@ class BatchEmbedder:
         self.background_put = background_put
         self._put_task: asyncio.Task[bool] | None = None
         self._unsaved: dict[str, NDArray[np.float32]] = {}  # the write in flight's vectors
+        # both lanes' consumers share this batcher: one write in flight across them
+        self._put_lock = asyncio.Lock()
 
     async def flush(self) -> bool:
         """Wait for the cache write in flight; False when the cache refused it."""
+        async with self._put_lock:
+            return await self._flush_locked()
+
+    async def _flush_locked(self) -> bool:
         task, self._put_task = self._put_task, None
         if task is None:
             return True
@@ -179,9 +185,10 @@ class BatchEmbedder:
     async def _store_later(self, computed: dict[str, NDArray[np.float32]]) -> None:
         if not computed or self.cache is None:
             return  # nothing to write: the write in flight (if any) goes on alone
-        await self.flush()  # one write in flight: memory and connections stay bounded
-        self._unsaved = dict(computed)
-        self._put_task = asyncio.create_task(self._store(computed))
+        async with self._put_lock:
+            await self._flush_locked()  # one write in flight: memory, connections bounded
+            self._unsaved = dict(computed)
+            self._put_task = asyncio.create_task(self._store(computed))
 
     async def embed_events(
         self, events: Sequence[DocEnriched], *, slice_texts: int = 0

@@ -131,3 +131,21 @@ async def test_without_background_put_the_write_is_done_when_the_poll_returns() 
     cache.release.set()
     await asyncio.wait_for(task, timeout=5)
     assert len(cache.data) == 2
+
+
+async def test_both_lanes_share_one_write_in_flight() -> None:
+    # the interactive and the bulk consumer call one batcher at the same time
+    cache, model = GatedCache(), CountingModel()
+    batcher = BatchEmbedder(model, cache=cache, background_put=True)
+    await batcher.embed_events([_doc("first", 2)])  # its write waits for the gate
+    polls = [asyncio.create_task(batcher.embed_events([_doc(f"lane{i}", 2)])) for i in range(2)]
+    await asyncio.sleep(0.05)
+    assert cache.most_at_once == 1
+    cache.release.set()
+    for poll in polls:
+        (out,) = await asyncio.wait_for(poll, timeout=5)
+        assert isinstance(out, DocEmbedded)
+    assert await batcher.flush() is True
+    assert cache.most_at_once == 1  # never two writes at once, across lanes
+    assert batcher._put_task is None
+    assert len(cache.data) == 6  # and none of them lost
