@@ -75,7 +75,8 @@ async def test_vectors_of_the_write_in_flight_are_not_computed_again() -> None:
     batcher = BatchEmbedder(model, cache=cache, background_put=True)
     await batcher.embed_events([_doc("a", 3)])
     computed = len(model.texts)
-    (again,) = await batcher.embed_events([_doc("a", 3)])  # the write has not landed yet
+    # the write has not landed yet: found in it (a recomputation would wait for it here)
+    (again,) = await asyncio.wait_for(batcher.embed_events([_doc("a", 3)]), timeout=5)
     assert isinstance(again, DocEmbedded)
     assert len(model.texts) == computed  # found in the write in flight, not recomputed
     # and the vectors are the same ones
