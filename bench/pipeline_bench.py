@@ -176,12 +176,16 @@ def engine_pids(manager: StackManager) -> dict[str, int]:
     return {name: pid for name, pid in pids.items() if pid}
 
 
-def metric_sum(proc: ServiceProcess, name: str) -> float:
-    """The sum of a histogram ``name`` (every label) in one service's metrics."""
+def metrics_text(proc: ServiceProcess) -> str:
+    """One service's Prometheus text ("" when it does not answer)."""
     try:
-        text = proc.metrics(timeout_s=2.0)
+        return proc.metrics(timeout_s=2.0)
     except OSError:
-        return 0.0
+        return ""
+
+
+def metric_sum(text: str, name: str) -> float:
+    """The sum of a histogram ``name`` (every label) in a service's metrics ``text``."""
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
@@ -191,7 +195,7 @@ def metric_sum(proc: ServiceProcess, name: str) -> float:
 
 def handler_seconds(proc: ServiceProcess) -> float:
     """The runtime's ``ragline_handler_seconds`` sum of one service (every topic)."""
-    return metric_sum(proc, "ragline_handler_seconds")
+    return metric_sum(metrics_text(proc), "ragline_handler_seconds")
 
 
 def wait_consuming(proc: ServiceProcess, timeout_s: float = 300.0) -> None:
@@ -229,11 +233,8 @@ def inside_seconds(procs: list[ServiceProcess]) -> dict[str, float]:
     commit, gate, idle: ``ragline_stage_seconds_total``, both lanes added)."""
     out: dict[str, float] = {}
     for p in procs:
-        out |= {f"{p.name}/{m}": metric_sum(p, m) for m in INSIDE.get(p.name, ())}
-        try:
-            text = p.metrics(timeout_s=2.0)
-        except OSError:
-            continue
+        text = metrics_text(p)  # one scrape per service
+        out |= {f"{p.name}/{m}": metric_sum(text, m) for m in INSIDE.get(p.name, ())}
         for line in text.splitlines():
             for family, tag in (("ragline_stage_seconds_total{", ""), (POLL_PHASES, "poll ")):
                 if line.startswith(family) and 'phase="' in line:
@@ -282,14 +283,8 @@ async def stage_timeline(settings: Settings, since_ms: int) -> dict[str, dict[st
                     for r in recs
                     if r.timestamp >= since_ms
                 ]
-            stamps.sort()
             row: dict[str, float] = {"records": float(len(stamps))}
-            for m in TIMELINE_MARKS:
-                row[f"p{m}_s"] = (
-                    round(stamps[max(0, -(-len(stamps) * m // 100) - 1)], 2)
-                    if stamps
-                    else float("nan")
-                )
+            row |= {f"p{m}_s": round(pct(stamps, m), 2) for m in TIMELINE_MARKS}
             out[topic.value] = row
     finally:
         await consumer.stop()
