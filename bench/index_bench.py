@@ -36,7 +36,7 @@ from ragline.config import Settings
 from ragline.embedding.settings import EmbedderSettings
 from ragline.embedding.stage import EmbedderStage
 from ragline.events import ChunkLevel, DocEmbedded, DocEnriched
-from ragline.indexing.samples import enriched_event
+from ragline.indexing.samples import as_embedded, enriched_event
 from ragline.indexing.settings import IndexerSettings
 from ragline.indexing.stage import IndexerStage
 from ragline.platform.stack import StackManager, StackSettings
@@ -148,24 +148,6 @@ async def run_pipelined(
     return time.perf_counter() - t0
 
 
-def same_vectors(ev: DocEnriched, like: DocEmbedded) -> DocEmbedded:
-    """``ev`` (another tenant's copy of ``like``'s document) with ``like``'s vectors."""
-    chunks = tuple(
-        c.model_copy(update={"embedding": o.embedding})
-        for c, o in zip(ev.chunks, like.chunks, strict=True)
-    )
-    data = ev.model_dump(exclude={"event_type", "chunks"})
-    return DocEmbedded.model_validate(
-        {
-            **data,
-            "chunks": chunks,
-            "embedding_model": like.embedding_model,
-            "embedding_revision": like.embedding_revision,
-            "embedding_dim": like.embedding_dim,
-        }
-    )
-
-
 def rate(chunks: int, seconds: float) -> float:
     return round(chunks / seconds, 1) if seconds > 0 else 0.0
 
@@ -205,8 +187,15 @@ async def bench(settings: Settings, corpus: Path, n_docs: int) -> dict[str, Any]
     # stage's max_records): each a fresh tenant with the same vectors
     by_size: dict[str, float] = {}
     for size in BATCH_SIZES:
+        # another tenant's copy of each document, with the vectors computed above
         again = [
-            same_vectors(ev, like)
+            as_embedded(
+                ev,
+                [c.embedding for c in like.chunks],
+                model=like.embedding_model,
+                revision=like.embedding_revision,
+                dim=like.embedding_dim,
+            )
             for ev, like in zip(
                 load_events(corpus, n_docs, f"bench-b{size}"), embedded, strict=True
             )

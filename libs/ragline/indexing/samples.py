@@ -32,6 +32,7 @@ __all__ = [
     "SAMPLE_STRATEGY",
     "PseudoEmbedder",
     "acl_event",
+    "as_embedded",
     "embedded_event",
     "enriched_event",
     "pseudo_embedding",
@@ -152,19 +153,32 @@ def enriched_event(
 def embedded_event(*, dim: int = 384, **kwargs: Any) -> DocEmbedded:
     """The doc.embedded of ``enriched_event(**kwargs)`` with pseudo embeddings."""
     ev = enriched_event(**kwargs)
+    vectors = [
+        pseudo_embedding(c.text, dim) if c.level is ChunkLevel.CHILD else None for c in ev.chunks
+    ]
+    return as_embedded(ev, vectors, model="pseudo", revision="0", dim=dim)
+
+
+def as_embedded(
+    ev: DocEnriched,
+    vectors: Sequence[tuple[float, ...] | None],
+    *,
+    model: str,
+    revision: str,
+    dim: int,
+) -> DocEmbedded:
+    """``ev`` as a doc.embedded: chunk ``i`` gets ``vectors[i]`` (None: kept as it is)."""
     chunks = tuple(
-        c.model_copy(update={"embedding": pseudo_embedding(c.text, dim)})
-        if c.level is ChunkLevel.CHILD
-        else c
-        for c in ev.chunks
+        c if v is None else c.model_copy(update={"embedding": v})
+        for c, v in zip(ev.chunks, vectors, strict=True)
     )
     data = ev.model_dump(exclude={"event_type", "chunks"})
     return DocEmbedded.model_validate(
         {
             **data,
             "chunks": chunks,
-            "embedding_model": "pseudo",
-            "embedding_revision": "0",
+            "embedding_model": model,
+            "embedding_revision": revision,
             "embedding_dim": dim,
         }
     )
