@@ -30,6 +30,7 @@ from ragline.config import Settings
 from ragline.events import Topics
 from ragline.indexing.os_sync import OsSyncer
 from ragline.indexing.samples import embedded_event
+from ragline.indexing.stage import IndexerStage
 from ragline.platform.stack.opensearch import LocalOpenSearch
 from ragline.platform.stack.testing import free_port, unique_tenant, wait_indexed
 from ragline.retrieval.embed import QueryEmbedder
@@ -40,7 +41,10 @@ from ragline.store.pool import open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
-N_DOCS = 150
+# several of the indexer's batches (up to max_records events each), so the node can be
+# killed with some indexed and many still to go
+_BATCH = IndexerStage.batch.max_records if IndexerStage.batch else 32
+N_DOCS = 5 * _BATCH
 
 
 @pytest_asyncio.fixture(loop_scope="session")
